@@ -1,0 +1,151 @@
+"""The abstract syntax of target expressions: frozen dataclasses, nothing that runs.
+
+Positions are 1-based, as in the papers: ``x[1]`` is the first token, ``x[T]`` the last.
+Index variables range over a domain (all positions, a named subset, a range).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Union
+
+
+# ---- index terms: what goes inside x[...] ---------------------------------------------------
+@dataclass(frozen=True)
+class VarIndex:
+    """``x[t]``: the position bound to index variable ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class FixedIndex:
+    """A fixed position: ``x[3]`` is (3, from_end=False); ``x[T]`` is (0, True); ``x[T-2]`` is (2, True)."""
+
+    position: int
+    from_end: bool = False
+
+    def resolve(self, seq_len: int) -> int:
+        """The 1-based position this index names for a sequence of ``seq_len`` tokens."""
+        return seq_len - self.position if self.from_end else self.position
+
+
+@dataclass(frozen=True)
+class OffsetIndex:
+    """``x[t-1]``: the position of variable ``name`` shifted by ``offset`` (non-zero)."""
+
+    name: str
+    offset: int
+
+
+# ---- domains: what an index variable ranges over --------------------------------------------
+@dataclass(frozen=True)
+class AllPositions:
+    """``for t in T``: every input position 1..T."""
+
+
+@dataclass(frozen=True)
+class Subset:
+    """``for t in S1``: a named subset whose size is a fixed fraction of T (see realization.subset_mask)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Range:
+    """``for t in range(a, b)``: positions a..b-1 (Python's half-open range), bounds fixed or T-relative."""
+
+    start: FixedIndex
+    stop: FixedIndex
+
+
+Domain = Union[AllPositions, Subset, Range]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One ``for var in domain`` clause."""
+
+    var: str
+    domain: Domain
+
+
+# ---- expressions -------------------------------------------------------------------------------
+class ReduceKind(enum.Enum):
+    MIN = "min"
+    MAX = "max"
+    ARGMIN = "argmin"
+    ARGMAX = "argmax"
+    KTH_LARGEST = "kth_largest"
+    SUM = "sum"
+    MEAN = "mean"
+
+    @property
+    def is_selection(self) -> bool:
+        """Top-1 or k-th: the reduction picks one position (as opposed to aggregating all)."""
+        return self not in (ReduceKind.SUM, ReduceKind.MEAN)
+
+    @property
+    def returns_index(self) -> bool:
+        return self in (ReduceKind.ARGMIN, ReduceKind.ARGMAX)
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float
+
+
+@dataclass(frozen=True)
+class Content:
+    """``x[index]``: the d-dimensional content of one position. ``index`` may be an argmin/argmax Reduce."""
+
+    index: Union[VarIndex, FixedIndex, OffsetIndex, "Reduce"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A bare name (``A1``, ``a2``): a fixed random parameter drawn from the target's seed.
+
+    A d x d matrix where it is the first argument of ``bilinear``, a d-vector where it is an argument of ``dot``.
+    """
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """``dot``, ``norm``, ``bilinear``, or any other name: an uninterpreted smooth function."""
+
+    name: str
+    args: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # one of + - * / **
+    left: "Expr"
+    right: "Expr"
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """A reduction over one or more index variables at once (several bindings = a joint reduction)."""
+
+    kind: ReduceKind
+    body: "Expr"
+    bindings: tuple[Binding, ...]
+    k: int | None = None  # only for KTH_LARGEST
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(b.var for b in self.bindings)
+
+
+Expr = Union[Num, Content, Param, Call, BinOp, Neg, Reduce]
+
+BUILTIN_FUNCTIONS = frozenset({"dot", "norm", "bilinear"})
