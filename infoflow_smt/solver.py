@@ -1,0 +1,241 @@
+"""decide, minimize and export: the pipeline from a target and an architecture to a checked verdict.
+
+    encode (encoder.py) -> ask z3 for an efficient program -> minimize its exponent -> replay the witness
+    (interpreter.py) -> or explain the unsat core (explain.py) and find the cheapest inefficient program.
+
+z3 is imported here and in the encoder only. A z3 ``unknown`` (timeout, resource limit) becomes UNKNOWN
+with z3's reason, never INFEASIBLE.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import sympy
+import z3
+
+from . import cost, encoder, explain
+from .architecture import Architecture
+from .errors import InvalidSpecError, WitnessCheckError
+from .interpreter import check
+from .program import program_cost
+from .trees import comparison_tree, walk
+from .verdict import Stats, Status, Verdict
+from . import expr as ex
+
+
+def _as_target(target):
+    if isinstance(target, str):
+        from . import catalogue
+        return catalogue.parse_spec(target)
+    if not hasattr(target, "expr"):
+        raise InvalidSpecError(f"target must be a Target or a string, got {type(target).__name__}", "target")
+    return target
+
+
+def _check_inputs(target, arch, seq_len, timeout) -> None:
+    problems = []
+    if not isinstance(arch, Architecture):
+        problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
+    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2):
+        problems.append(f"seq_len must be an integer >= 2 or None, got {seq_len!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        problems.append(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+    if problems:
+        raise InvalidSpecError(problems, "decision")
+    if seq_len is not None:
+        need = _min_length(target)
+        if seq_len < need:
+            raise InvalidSpecError(f"seq_len={seq_len} is too short for this target: it names positions or "
+                                   f"ranks up to {need}", "decision")
+
+
+def _min_length(target) -> int:
+    tree = comparison_tree(target)
+    need = 2
+    for _, d in tree.nodes(data=True):
+        if d["kind"] == "fixed":
+            need = max(need, d["position"].position + 1)
+        if d["kind"] == "kth":
+            need = max(need, d["k"] + 1)
+    for g in tree.graph["groups"].values():
+        for leaf in walk(g.body):
+            if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex):
+                need = max(need, abs(leaf.index.offset) + 2)
+    return need
+
+
+def _replay_length(target, seq_len: int | None) -> int:
+    base = seq_len if seq_len is not None and seq_len <= 12 else 10
+    return max(base, _min_length(target) + 2)
+
+
+class _Session:
+    """One encoding and the questions asked of it."""
+
+    def __init__(self, target, arch, seq_len, timeout, law):
+        self.enc = encoder.encode(target, arch, law, seq_len)
+        self.seq_len = seq_len
+        self.calls = 0
+        if timeout is not None:
+            self.enc.solver.set("timeout", int(timeout * 1000))
+        self.enc.solver.set("core.minimize", True)
+        self.bounded = [i for i, lvl in enumerate(self.enc.levels) if cost.is_bounded(lvl)]
+
+    def ask(self, allowed: list[int]):
+        allowed_set = set(allowed)
+        assumptions = list(self.enc.tracked.values())
+        assumptions += [z3.Not(v) for i, v in enumerate(self.enc.level_vars) if i not in allowed_set]
+        self.calls += 1
+        result = self.enc.solver.check(*assumptions)
+        return result
+
+    def cheapest(self, allowed: list[int]):
+        """The lowest level (in the encoding's order) at which a program exists, with its model."""
+        for cut in range(len(allowed)):
+            result = self.ask(allowed[: cut + 1])
+            if result == z3.sat:
+                return allowed[cut], self.enc.solver.model(), None
+            if result == z3.unknown:
+                return None, None, self.enc.solver.reason_unknown()
+        return None, None, None
+
+    def fewest_operations(self, allowed: list[int], model):
+        """A model at the same levels with as few operations as possible (a witness without idle work)."""
+        ops = list(self.enc.ops.values())
+        count = sum(z3.is_true(model.eval(v, model_completion=True)) for v in ops)
+        while count > 0:
+            self.enc.solver.push()
+            self.enc.solver.add(z3.PbLe([(v, 1) for v in ops], count - 1))
+            result = self.ask(allowed)
+            if result == z3.sat:
+                model = self.enc.solver.model()
+                count = sum(z3.is_true(model.eval(v, model_completion=True)) for v in ops)
+            self.enc.solver.pop()
+            if result != z3.sat:
+                break
+        return model
+
+    def core_names(self) -> set[str]:
+        names = {str(lit): name for name, lit in self.enc.tracked.items()}
+        return {names.get(str(c), "level") for c in self.enc.solver.unsat_core()}
+
+
+def decide(target, arch: Architecture, seq_len: int | None = None, timeout: float | None = None, *,
+           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = 12) -> Verdict:
+    """Decide whether ``arch`` computes ``target`` efficiently (a cost exponent bounded in ``T``).
+
+    >>> import infoflow_smt as ifs
+    >>> tgt = ifs.catalogue.get("min_pairwise_dot")
+    >>> ifs.decide(tgt, ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2)).status
+    <Status.FEASIBLE: 'feasible'>
+    >>> ifs.decide(tgt, ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)).exponent
+    T/8 - 1
+    """
+    started = time.perf_counter()
+    target = _as_target(target)
+    _check_inputs(target, arch, seq_len, timeout)
+    law = cost.DecodeLaw(decode_law)
+    session = _Session(target, arch, seq_len, timeout, law)
+    enc = session.enc
+    level, model, unknown = session.cheapest(session.bounded)
+    extra = {"levels": len(enc.levels), "z3_constraints": len(enc.solver.assertions())}
+
+    def stats():
+        return Stats(seconds=time.perf_counter() - started, solver_calls=session.calls, extra=extra)
+
+    if unknown is not None:
+        return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=stats(), seq_len=seq_len,
+                       reason_unknown=unknown)
+    if model is not None:
+        allowed = [i for i in session.bounded if key_le(enc, i, level)]
+        program = encoder.extract(enc, session.fewest_operations(allowed, model))
+        exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
+        return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(),
+                       best_program=program, seq_len=seq_len)
+    # no efficient program: say why, then look for the cheapest program at any cost
+    session.ask(session.bounded)
+    core = session.core_names()
+    has_kth = any(n.kind == "kth" for n in enc.nodes.values())
+    excluded = explain.growing_costs(arch, law, has_kth)
+    reasons = explain.explain(target, arch, core, excluded)
+    every = list(range(len(enc.levels)))
+    level, model, unknown = session.cheapest(every)
+    if unknown is not None:
+        return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
+                       seq_len=seq_len, reason_unknown=f"best exponent not found: {unknown}")
+    if model is None:
+        return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
+                       seq_len=seq_len)
+    program = encoder.extract(enc, session.fewest_operations(every[: every.index(level) + 1], model))
+    exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
+    return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(),
+                   best_program=program, seq_len=seq_len)
+
+
+def key_le(enc, i: int, level: int) -> bool:
+    """Whether level ``i`` comes no later than ``level`` in the encoding's order."""
+    return i <= level
+
+
+def _replayed_exponent(program, target, arch, seq_len, law, samples) -> sympy.Expr:
+    """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
+    length = _replay_length(target, seq_len)
+    report = check(program, target, arch, seq_len=length, samples=samples, seed=0)
+    if not report.ok:
+        raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
+                                f"{program}\n{report}", report)
+    tree = comparison_tree(target, program.order_map)
+    exponent, _ = program_cost(program, tree, arch, law)
+    return cost.at(exponent, seq_len)
+
+
+def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
+             positional: bool | None = None, seq_len: int | None = None) -> tuple[Verdict, ...]:
+    """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
+
+    Architectures have the same number of heads in every layer. A point is kept when no other feasible
+    point has at most as many layers, at most as many heads and an exponent no larger.
+    """
+    target = _as_target(target)
+    if positional is None:
+        positional = bool(target.needs_positional)
+    problems = [f"{name} must be an integer >= 1, got {value!r}"
+                for name, value in (("max_layers", max_layers), ("max_heads", max_heads))
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1]
+    if problems:
+        raise InvalidSpecError(problems, "minimize")
+    feasible: list[Verdict] = []
+    for layers in range(1, max_layers + 1):
+        for heads in range(1, max_heads + 1):
+            arch = Architecture(heads=(heads,) * layers, embed_dim=embed_dim, input_dim=input_dim,
+                                positional=positional)
+            verdict = decide(target, arch, seq_len=seq_len)
+            if verdict.status is Status.FEASIBLE:
+                feasible.append(verdict)
+                break  # more heads in this many layers never lowers the exponent below this witness's
+    key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
+
+    def dominated(v: Verdict) -> bool:
+        return any(w is not v and w.architecture.layers <= v.architecture.layers
+                   and w.architecture.heads[0] <= v.architecture.heads[0] and key(w) <= key(v)
+                   for w in feasible)
+
+    return tuple(v for v in feasible if not dominated(v))
+
+
+def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True,
+                  decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Path:
+    """Write the decision as an SMT-LIB 2 script: satisfiable iff an (efficient) program exists."""
+    target = _as_target(target)
+    _check_inputs(target, arch, None, None)
+    enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None)
+    script = z3.Solver()
+    script.add(enc.solver.assertions())
+    script.add(list(enc.tracked.values()))
+    if efficient:
+        script.add([z3.Not(v) for i, v in enumerate(enc.level_vars) if not cost.is_bounded(enc.levels[i])])
+    path = Path(path)
+    text = script.to_smt2()
+    path.write_text(text if "(check-sat)" in text else text + "(check-sat)\n")
+    return path

@@ -1,0 +1,119 @@
+"""A target: a parsed expression, its canonical text, an optional catalogue name and a seed.
+
+The seed fixes the realization of the target's uninterpreted parts (parameters, smooth functions,
+subsets; see ``realization``), so ``evaluate`` is a deterministic function of the input. The measures
+(comparison order, dimension, number, depth) are computed by ``trees`` and only delegated to here.
+
+>>> tgt = parse_target("min( dot(x[s],x[t]) for s in T for t in T )")
+>>> str(tgt)
+'min(dot(x[s], x[t]) for s in T for t in T)'
+>>> tgt.evaluate(np.ones((2, 3, 4))).tolist()
+[4.0, 4.0]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
+
+import numpy as np
+
+from .errors import InvalidSpecError, Problem
+from .evaluate import evaluate_expr
+from .expr import Expr
+from .language import parse_target_expr, to_text
+from .realization import Realization
+
+if TYPE_CHECKING:  # trees imports sympy and networkx: loaded only when a measure is asked for
+    import networkx as nx
+    import sympy
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target function F(X) of a sequence X = (x_1, ..., x_T)."""
+
+    expr: Expr
+    text: str            # canonical text: to_text(expr)
+    name: str | None = None  # the catalogue spec it came from, e.g. "intrinsic_dimension:D=3"
+    seed: int = 0        # fixes parameters, smooth functions and subsets
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def realization(self) -> Realization:
+        """The concrete parameters, functions and subsets behind this target's names."""
+        return Realization(self.seed)
+
+    def evaluate(self, X: np.ndarray) -> np.ndarray:
+        """F on every sequence of ``X`` (shape ``(batch, T, d)``): shape ``(batch,)``, or ``(batch, d)``.
+
+        >>> parse_target("x[1] + x[T]").evaluate(np.ones((1, 2, 3))).tolist()
+        [[2.0, 2.0, 2.0]]
+        """
+        problems = []
+        if not isinstance(X, np.ndarray):
+            raise InvalidSpecError([Problem(f"X must be a numpy array, got {type(X).__name__}")], subject="input")
+        if X.ndim != 3:
+            problems.append(Problem(f"X must have shape (batch, T, d), got shape {X.shape}"))
+        elif X.shape[1] < 1 or X.shape[2] < 1:
+            problems.append(Problem(f"X must have T >= 1 and d >= 1, got shape {X.shape}"))
+        if not (np.issubdtype(X.dtype, np.integer) or np.issubdtype(X.dtype, np.floating)):
+            problems.append(Problem(f"X must hold real numbers, got dtype {X.dtype} (shape {X.shape})"))
+        elif not np.isfinite(X).all():
+            problems.append(Problem(f"X (shape {X.shape}) holds non-finite values"))
+        if problems:
+            raise InvalidSpecError(problems, subject="input")
+        return evaluate_expr(self.expr, X, self.realization)
+
+    # ---- measures, computed by trees (imported lazily: it needs sympy and networkx) ----------
+    @property
+    def comparison_order(self) -> int:
+        """The most index variables one comparison must see at once (``β'``)."""
+        from . import trees
+        return trees.comparison_order(self)
+
+    @property
+    def comparison_dimension(self) -> int:
+        """The most distinct selections made at one location in one stage (``β1``)."""
+        from . import trees
+        return trees.comparison_dimension(self)
+
+    @property
+    def comparison_number(self) -> "sympy.Expr":
+        """How many index tuples the target compares, a polynomial in ``T``."""
+        from . import trees
+        return trees.comparison_number(self)
+
+    @property
+    def depth(self) -> int:
+        """The longest chain of dependent selections."""
+        from . import trees
+        return trees.depth(self)
+
+    @property
+    def needs_positional(self) -> bool:
+        """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges)."""
+        from . import trees
+        return trees.needs_positional(self)
+
+    def tree(self, order: Mapping[str, tuple[str, ...]] | None = None) -> "nx.DiGraph":
+        """The comparison tree for a variable order per joint group (``trees.comparison_tree``)."""
+        from . import trees
+        return trees.comparison_tree(self, order)
+
+
+def parse_target(text: str, *, seed: int = 0, name: str | None = None) -> Target:
+    """Parse target text (never executed) into a ``Target``; raise ``InvalidSpecError`` listing all problems.
+
+    >>> parse_target("max(f1(x[t]) for t in T)", seed=3).seed
+    3
+    """
+    if not isinstance(text, str):
+        raise InvalidSpecError([Problem(f"target text must be a str, got {type(text).__name__}")], subject="target")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidSpecError([Problem(f"seed must be an integer, got {seed!r}")], subject="target")
+    if name is not None and not isinstance(name, str):
+        raise InvalidSpecError([Problem(f"name must be a str or None, got {type(name).__name__}")], subject="target")
+    expr = parse_target_expr(text)
+    return Target(expr=expr, text=to_text(expr), name=name, seed=int(seed))
