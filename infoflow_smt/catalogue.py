@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable, Mapping
 
 from .errors import InvalidSpecError, Problem
 from .target import Target, parse_target
@@ -29,7 +29,7 @@ _MAX_D = 64  # keeps texts (and the comparison trees built from them) of a sane 
 
 @dataclass(frozen=True)
 class Parameter:
-    """One parameter of an entry: ``kind`` is ``"int"`` (``minimum..maximum``), ``"bool"`` or ``"positions"``."""
+    """One parameter: ``kind`` is ``"int"`` (``minimum..maximum``), ``"bool"`` or ``"positions"``."""
 
     name: str
     default: object
@@ -93,7 +93,8 @@ def _specific_positions(positions: tuple[int, ...]) -> str:
 
 _D = Parameter("D", 2, "int", 1, _MAX_D)
 ENTRIES: Mapping[str, Entry] = MappingProxyType({e.name: e for e in (
-    Entry("min_pairwise_dot", _min_pairwise_dot, (), "paper 1, Theorem 1 (depth separation); model.md section 3",
+    Entry("min_pairwise_dot", _min_pairwise_dot, (),
+          "paper 1, Theorem 1 (depth separation); model.md section 3",
           "min over pairs s, t of <x_s, x_t>: comparison order 2, comparison number T^2."),
     Entry("max_retrieval", _max_retrieval, (), "paper 1, Theorem 2 with k = 1",
           "max over t of f1(x_t): one top-1 selection."),
@@ -124,7 +125,8 @@ def names() -> tuple[str, ...]:
 
 def _entry(name: object) -> Entry:
     if not isinstance(name, str):
-        raise InvalidSpecError([Problem(f"catalogue name must be a str, got {type(name).__name__}")], "catalogue")
+        raise InvalidSpecError([Problem(f"catalogue name must be a str, got {type(name).__name__}")],
+                               "catalogue")
     if name not in ENTRIES:
         close = difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(names())}"
@@ -223,7 +225,8 @@ def parse_spec(spec: str, seed: int = 0) -> Target:
     'kth_largest(3, f1(x[t]) for t in T)'
     """
     if not isinstance(spec, str):
-        raise InvalidSpecError([Problem(f"target spec must be a str, got {type(spec).__name__}")], "catalogue spec")
+        raise InvalidSpecError([Problem(f"target spec must be a str, got {type(spec).__name__}")],
+                               "catalogue spec")
     match = _SPEC.fullmatch(spec.strip())
     if match is None:
         return parse_target(spec, seed=seed)

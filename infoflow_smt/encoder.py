@@ -79,7 +79,9 @@ def _needs(tree, node: str) -> tuple[tuple, tuple, bool]:
     """(key needs, query needs, key impossible) of a selection node, from the leaves of its ranking terms."""
     data = tree.nodes[node]
     var, key, query, impossible = data["var"], [], [], False
-    for _, term in data["key_terms"]:
+    # the query terms take no part in the comparison, but the position making the selection computes the
+    # node's value in the same step, so what they read must be held there too (docs/model.md, 4.3)
+    for _, term in data["key_terms"] + data["query_terms"]:
         for leaf in walk(term):
             ref = leaf.index if isinstance(leaf, ex.Content) else leaf
             if isinstance(ref, (GroupRef, NodeRef)):

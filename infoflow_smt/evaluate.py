@@ -18,13 +18,26 @@ Semantics worth knowing:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
 from .errors import InvalidSpecError, Problem
-from .expr import BinOp, Call, Content, Expr, FixedIndex, Neg, Num, OffsetIndex, Param, Reduce, ReduceKind, VarIndex
+from .expr import (
+    BinOp,
+    Call,
+    Content,
+    Expr,
+    FixedIndex,
+    Neg,
+    Num,
+    OffsetIndex,
+    Param,
+    Reduce,
+    ReduceKind,
+    VarIndex,
+)
 from .language import domain_to_text, to_text
 from .realization import Realization
 
@@ -67,7 +80,7 @@ def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
     >>> from infoflow_smt.language import parse_target_expr
     >>> X = np.arange(12.0).reshape(1, 3, 4)
     >>> evaluate_expr(parse_target_expr("max(dot(x[t], x[1]) for t in T)"), X, Realization(0))
-    array([86.])
+    array([62.])
     """
     X = np.asarray(X, dtype=float)
     if X.ndim != 3 or X.shape[1] < 1 or X.shape[2] < 1:
@@ -122,7 +135,8 @@ def _positions(e: Content, ctx: _Context, lead: tuple[int, ...], env: Mapping[st
         raise _fail(f"unsupported index in {to_text(e)}")
     outside = (positions < 1) | (positions > ctx.seq_len)
     if outside.any():
-        raise _fail(f"{to_text(e)} reads position {int(positions[outside].flat[0])}, outside 1..{ctx.seq_len} "
+        first = int(positions[outside].flat[0])
+        raise _fail(f"{to_text(e)} reads position {first}, outside 1..{ctx.seq_len} "
                     f"(seq_len={ctx.seq_len}); offsets and fixed positions must stay inside the sequence")
     return positions
 
@@ -203,7 +217,7 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
         values = np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
         acc = _fold(kind, e.k, acc, values, domains[0][picks[0]], axis)
     if kind.returns_index:
-        best_value, best_position = acc
+        _, best_position = acc
         return _Value(best_position.astype(float), False), best_position
     if kind is ReduceKind.MEAN:
         return _Value(acc / total, body.vector), None
@@ -216,7 +230,9 @@ def _fold(kind: ReduceKind, k: int | None, acc, values: np.ndarray, first: np.nd
     """Fold one chunk of body values (tuple axis ``axis``) into the running result ``acc``."""
     if kind in (ReduceKind.MIN, ReduceKind.MAX):
         current = values.min(axis=axis) if kind is ReduceKind.MIN else values.max(axis=axis)
-        return current if acc is None else (np.minimum if kind is ReduceKind.MIN else np.maximum)(acc, current)
+        if acc is None:
+            return current
+        return np.minimum(acc, current) if kind is ReduceKind.MIN else np.maximum(acc, current)
     if kind in (ReduceKind.SUM, ReduceKind.MEAN):
         current = values.sum(axis=axis)
         return current if acc is None else acc + current

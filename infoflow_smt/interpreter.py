@@ -101,6 +101,8 @@ class _Replay:
 
         if isinstance(e, ex.Num):
             return e.value
+        if isinstance(e, ex.Param):  # a vector wherever it stands; bilinear reads its matrix directly
+            return self.vector(e.name, self.d)
         if isinstance(e, ex.Content):
             return self.content(self.position(e.index, env, view), holder(self._index_vars(e.index)), layer)
         if isinstance(e, GroupRef):
@@ -123,8 +125,7 @@ class _Replay:
             A = self.matrix(e.args[0].name, self.d)
             a, b = (self.value(x, env, view) for x in e.args[1:])
             return float(a @ A @ b)
-        args = [self.vector(x.name, self.d) if isinstance(x, ex.Param) else self.value(x, env, view)
-                for x in e.args]
+        args = [self.value(x, env, view) for x in e.args]
         if e.name == "dot":
             return float(np.dot(args[0], args[1]))
         if e.name == "norm":
@@ -263,6 +264,12 @@ def _apply(replay: _Replay, a, p: int, prev: _Layer, held: np.ndarray, known: li
         except _Poisoned as err:
             raise _Poisoned(f"{a} at position {p}: the score is poisoned ({err})") from None
         chosen = replay.pick(op.node, candidates, scores)
+        try:  # the acting position computes the node's value in the same step: its query terms too
+            local = dict(env, **{replay.tree.nodes[op.node]["var"]: chosen})
+            for _, term in replay.tree.nodes[op.node]["query_terms"]:
+                replay.value(term, local, (p, None, p, prev))
+        except _Poisoned as err:
+            raise _Poisoned(f"{a} at position {p}: the value is poisoned ({err})") from None
         known[p - 1][replay.binding(op.node, env)] = chosen
         sources = [chosen]
     for s in sources:
@@ -311,6 +318,11 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     if inputs is None:
         rng = np.random.default_rng(seed)
         inputs = rng.standard_normal((samples, seq_len, arch.input_dim))
+    with np.errstate(all="ignore"):  # a target may divide by zero; both sides then agree on nan or inf
+        return _replay_all(program, tree, target, arch, inputs, seq_len, max_failures)
+
+
+def _replay_all(program, tree, target, arch, inputs, seq_len, max_failures) -> CheckReport:
     expected = np.asarray(target.evaluate(inputs), dtype=float)
     failures: list[Failure] = []
     for i, X in enumerate(inputs):
@@ -320,7 +332,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
             _, reached, required = _sets_only(program, tree, X, target.realization, arch.positional)
             failures.append(Failure(i, str(err), X, required, reached))
         else:
-            if not np.allclose(value, expected[i], rtol=1e-9, atol=1e-9):
+            if not np.allclose(value, expected[i], rtol=1e-9, atol=1e-9, equal_nan=True):
                 failures.append(Failure(i, f"the output computes {value}, the target is {expected[i]}",
                                         X, required, reached))
         if len(failures) >= max_failures:

@@ -5,8 +5,9 @@ against a whitelist (see docs/api.md, "Target text"). Nothing is ever evaluated,
 the syntax tree is only inspected. Every problem found is collected and raised once, as one
 ``InvalidSpecError`` whose problems carry 1-based character columns into the text.
 
-Value kinds are checked while walking: ``x[...]`` and bare parameters (``a1``) are d-vectors, everything
-else is a scalar; ``dot``/``norm``/``bilinear`` take vectors and selections need a scalar body.
+Value kinds are checked while walking: ``x[...]`` is a d-vector, and so is a bare parameter name, which
+may only be a direct argument of ``dot`` (``dot(a1, x[t])``) or the matrix of ``bilinear(A1, a, b)``;
+everything else is a scalar, ``dot``/``norm``/``bilinear`` take vectors and selections need a scalar body.
 
 >>> to_text(parse_target_expr("min( dot(x[s],x[t]) for s in T for t in T )"))
 'min(dot(x[s], x[t]) for s in T for t in T)'
@@ -22,8 +23,26 @@ import tokenize
 from dataclasses import dataclass
 
 from .errors import InvalidSpecError, Problem
-from .expr import (BUILTIN_FUNCTIONS, AllPositions, BinOp, Binding, Call, Content, Domain, Expr, FixedIndex,
-                   Neg, Num, OffsetIndex, Param, Range, Reduce, ReduceKind, Subset, VarIndex)
+from .expr import (
+    BUILTIN_FUNCTIONS,
+    AllPositions,
+    Binding,
+    BinOp,
+    Call,
+    Content,
+    Domain,
+    Expr,
+    FixedIndex,
+    Neg,
+    Num,
+    OffsetIndex,
+    Param,
+    Range,
+    Reduce,
+    ReduceKind,
+    Subset,
+    VarIndex,
+)
 
 _REDUCTIONS = {kind.value: kind for kind in ReduceKind}
 _ARITY = {"dot": 2, "norm": 1, "bilinear": 3}
@@ -34,16 +53,21 @@ _SUBSET = re.compile(r"S[1-9][0-9]*\Z")
 _MAX_CHARS = 100_000
 # Python builtins and common math names: as uninterpreted functions they would silently mean a random
 # smooth function, never what the writer expected, so they are refused.
-_FORBIDDEN = frozenset(
-    "abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable chr classmethod compile complex "
-    "delattr dict dir divmod enumerate eval exec exit filter float format frozenset getattr globals hasattr "
-    "hash help hex id input int isinstance issubclass iter len list locals map memoryview next object oct open "
-    "ord pow print property quit repr reversed round set setattr slice sorted staticmethod str super tuple "
-    "type vars zip exp log sqrt tanh sigmoid relu softmax sin cos".split())
+_FORBIDDEN = frozenset((
+    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint", "bytearray", "bytes",
+    "callable", "chr", "classmethod", "compile", "complex", "delattr", "dict", "dir", "divmod",
+    "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset", "getattr", "globals",
+    "hasattr", "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len",
+    "list", "locals", "map", "memoryview", "next", "object", "oct", "open", "ord", "pow", "print",
+    "property", "quit", "repr", "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod",
+    "str", "super", "tuple", "type", "vars", "zip", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
+    "softmax", "sin", "cos",
+))
 _RESERVED = _FORBIDDEN | set(_REDUCTIONS) | BUILTIN_FUNCTIONS | {"x", "T", "range"}
 _CONSTRUCTS = {
     ast.Attribute: "attribute access (a.b)", ast.Lambda: "lambda", ast.ListComp: "list comprehension",
-    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension", ast.List: "list", ast.Tuple: "tuple",
+    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+    ast.List: "list", ast.Tuple: "tuple",
     ast.Set: "set", ast.Dict: "dict", ast.JoinedStr: "f-string", ast.Compare: "comparison",
     ast.BoolOp: "boolean operator", ast.IfExp: "if-expression", ast.Starred: "starred expression",
     ast.NamedExpr: "assignment expression (:=)", ast.Slice: "slice", ast.Await: "await", ast.Yield: "yield",
@@ -51,6 +75,10 @@ _CONSTRUCTS = {
 }
 SCALAR, VECTOR = "scalar", "vector"
 _Result = tuple[Expr | None, str | None]  # (the tree or None after a problem, its value kind if known)
+
+
+def _fail(message: str, column: int | None = None) -> InvalidSpecError:
+    return InvalidSpecError([Problem(message, column)], subject="target")
 
 
 def _is_int(value: object) -> bool:
@@ -66,7 +94,7 @@ class _Source:
     inserted: tuple[int, ...]    # offsets in ``parsed`` of the inserted parentheses, ascending
 
     @classmethod
-    def of(cls, text: str) -> "_Source":
+    def of(cls, text: str) -> _Source:
         stripped = text.lstrip()  # mode="eval" refuses leading indentation
         parsed, inserted = _parenthesize_kth(stripped)
         return cls(parsed, len(text) - len(stripped), inserted)
@@ -99,7 +127,8 @@ def _parenthesize_kth(text: str) -> tuple[str, tuple[int, ...]]:
     for line in text.split("\n"):
         starts.append(starts[-1] + len(line) + 1)
     inserts: list[tuple[int, str]] = []
-    frames: list[list] = []  # per open bracket: [is kth_largest(, offset after 1st comma, saw for, saw 2nd comma]
+    # per open bracket: [is "kth_largest(", offset after its 1st comma, saw "for" after it, saw a 2nd comma]
+    frames: list[list] = []
     previous = ""
     for tok in tokens:
         if tok.type == tokenize.OP and tok.string in "([{":
@@ -166,7 +195,8 @@ class _Walker:
                 return (Neg(operand) if operand is not None else None), kind
             if isinstance(node.op, ast.UAdd):  # +e is e
                 return operand, kind
-            self.problem(node, f"unary operator {'not' if isinstance(node.op, ast.Not) else '~'} is not supported")
+            shown = "not" if isinstance(node.op, ast.Not) else "~"
+            self.problem(node, f"unary operator {shown} is not supported")
             return None, kind
         self.problem(node, f"unsupported construct: {_CONSTRUCTS.get(type(node), type(node).__name__)}")
         return None, None
@@ -200,12 +230,17 @@ class _Walker:
             return False
         return True
 
-    def name(self, node: ast.Name, scope: tuple[str, ...]) -> _Result:
+    def name(self, node: ast.Name, scope: tuple[str, ...], parameter_allowed: bool = False) -> _Result:
+        """A bare name: a parameter vector, allowed only as a direct argument of ``dot`` (see expr.Param)."""
         if node.id in scope:
             self.problem(node, f"index variable {node.id!r} used as a value; write x[{node.id}]")
             return None, None
         if self.bad_name(node, node.id, "a value"):
             return None, None
+        if not parameter_allowed:
+            self.problem(node, f"parameter {node.id!r} can only be an argument of dot(...), as in "
+                               f"dot({node.id}, x[t]), or the matrix of bilinear({node.id}, a, b)")
+            return None, VECTOR
         self.names.setdefault(node.id, self.column(node))
         return Param(node.id), VECTOR
 
@@ -221,20 +256,23 @@ class _Walker:
         if isinstance(node, ast.Constant) and _is_int(node.value):
             if node.value >= 1:
                 return FixedIndex(node.value)
-            self.problem(node, f"position {node.value} is outside the sequence: positions are 1-based (x[1] first)")
+            self.problem(node, f"position {node.value} is outside the sequence: "
+                               "positions are 1-based (x[1] first)")
             return None
         if isinstance(node, ast.Name):
             if node.id == "T":
                 return FixedIndex(0, True)
             return VarIndex(node.id) if self.bound(node, node.id, scope) else None
-        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.left, ast.Name)
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+                and isinstance(node.left, ast.Name)
                 and isinstance(node.right, ast.Constant) and _is_int(node.right.value)):
             name = node.left.id
             offset = node.right.value if isinstance(node.op, ast.Add) else -node.right.value
             if name == "T":
                 if offset < 0:
                     return FixedIndex(-offset, True)
-                self.problem(node, f"position T{offset:+d} is not inside the sequence; use T or T-k with k >= 1")
+                self.problem(node, f"position {ast.unparse(node)} is not inside the sequence; "
+                                   "use T or T-k with k >= 1")
                 return None
             if not self.bound(node.left, name, scope):
                 return None
@@ -244,7 +282,8 @@ class _Walker:
                 return self.reduction(node, node.func.id, scope)[0]
             self.problem(node, f"only argmin(...)/argmax(...) can index x, not {node.func.id}(...)")
             return None
-        self.problem(node, "unsupported index: expected x[t], x[1], x[T], x[T-1], x[t-1], x[t+1] or x[argmax(...)]")
+        self.problem(node, "unsupported index: expected x[t], x[1], x[T], x[T-1], x[t-1], x[t+1] "
+                           "or x[argmax(...)]")
         return None
 
     def bound(self, node: ast.AST, name: str, scope: tuple[str, ...]) -> bool:
@@ -285,12 +324,17 @@ class _Walker:
                     self.names.setdefault(arg.id, self.column(arg))
                     args.append(Param(arg.id))
                 else:
-                    self.problem(arg, "the first argument of bilinear must be a matrix name, as in bilinear(A1, a, b)")
+                    self.problem(arg, "the first argument of bilinear must be a matrix name, "
+                                      "as in bilinear(A1, a, b)")
                     args.append(None)
                 continue
-            value, kind = self.expr(arg, scope)
+            if name == "dot" and isinstance(arg, ast.Name):
+                value, kind = self.name(arg, scope, parameter_allowed=True)
+            else:
+                value, kind = self.expr(arg, scope)
             if arity is not None and kind == SCALAR:
-                self.problem(arg, f"argument {position + 1} of {name} must be a vector (like x[t]), not a scalar")
+                self.problem(arg, f"argument {position + 1} of {name} must be a vector "
+                                  "(like x[t]), not a scalar")
             args.append(value)
         ok = arity_ok and bool(args) and all(a is not None for a in args)
         return (Call(name, tuple(args)) if ok else None), SCALAR
@@ -305,7 +349,8 @@ class _Walker:
             if isinstance(first, ast.Constant) and _is_int(first.value) and first.value >= 1:
                 k = first.value
             elif shape_ok:
-                self.problem(first, f"k of kth_largest must be an integer literal >= 1, got {ast.unparse(first):.40}")
+                shown = ast.unparse(first)[:40]  # unparse only prints the syntax tree back
+                self.problem(first, f"k of kth_largest must be an integer literal >= 1, got {shown}")
             usage = "kth_largest(k, E for t in D)"
         else:
             shape_ok = len(node.args) == 1 and bool(generators)
@@ -320,18 +365,22 @@ class _Walker:
         bindings, inner = self.bindings(gen, scope)
         body, body_kind = self.expr(gen.elt, inner)
         if kind.is_selection and body_kind == VECTOR:
-            self.problem(gen.elt, f"the body of {name} must be a scalar (a score such as dot(...) or f1(...))")
+            self.problem(gen.elt, f"the body of {name} must be a scalar "
+                                  "(a score such as dot(...) or f1(...))")
         result_kind = body_kind if kind in (ReduceKind.SUM, ReduceKind.MEAN) else SCALAR
-        ok = shape_ok and body is not None and bindings is not None and (k is not None) == (kind is ReduceKind.KTH_LARGEST)
+        ok = (shape_ok and body is not None and bindings is not None
+              and (k is not None) == (kind is ReduceKind.KTH_LARGEST))
         return (Reduce(kind, body, bindings, k) if ok else None), result_kind
 
-    def bindings(self, gen: ast.GeneratorExp, scope: tuple[str, ...]) -> tuple[tuple[Binding, ...] | None, tuple[str, ...]]:
+    def bindings(self, gen: ast.GeneratorExp,
+                 scope: tuple[str, ...]) -> tuple[tuple[Binding, ...], tuple[str, ...]]:
         result: list[Binding] = []
         here: list[str] = []
         for clause in gen.generators:
             target = clause.target
             if clause.is_async or clause.ifs:
-                self.problem(clause.ifs[0] if clause.ifs else target, "'if' filters and 'async for' are not supported")
+                where = clause.ifs[0] if clause.ifs else target
+                self.problem(where, "'if' filters and 'async for' are not supported")
             if not isinstance(target, ast.Name):
                 self.problem(target, "a 'for' clause binds one index variable name, as in 'for t in T'")
                 continue
@@ -339,7 +388,8 @@ class _Walker:
             if self.bad_name(target, var, "an index variable"):
                 pass
             elif var in scope:
-                self.problem(target, f"index variable {var!r} is already bound by an enclosing reduction; use a fresh name")
+                self.problem(target, f"index variable {var!r} is already bound by an enclosing reduction; "
+                                     "use a fresh name")
             elif var in here:
                 self.problem(target, f"index variable {var!r} is bound twice in one reduction")
             self.variables.setdefault(var, self.column(target))
@@ -359,7 +409,8 @@ class _Walker:
                 and len(node.args) == 2 and not node.keywords):
             start, stop = self.range_bound(node.args[0]), self.range_bound(node.args[1])
             return Range(start, stop) if start is not None and stop is not None else None
-        self.problem(node, "unsupported domain: expected 'for t in T', 'for t in S1' or 'for t in range(a, b)'")
+        self.problem(node, "unsupported domain: expected 'for t in T', 'for t in S1' "
+                           "or 'for t in range(a, b)'")
         return None
 
     def range_bound(self, node: ast.AST) -> FixedIndex | None:
@@ -393,19 +444,21 @@ def parse_target_expr(text: str) -> Expr:
           right=Content(index=FixedIndex(position=0, from_end=True)))
     """
     if not isinstance(text, str):
-        raise InvalidSpecError([Problem(f"target text must be a str, got {type(text).__name__}")], subject="target")
+        raise _fail(f"target text must be a str, got {type(text).__name__}")
     if not text.strip():
-        raise InvalidSpecError([Problem("empty target text")], subject="target")
+        raise _fail("empty target text")
     if len(text) > _MAX_CHARS:
-        raise InvalidSpecError([Problem(f"target text too long ({len(text)} > {_MAX_CHARS} characters)")], "target")
+        raise _fail(f"target text too long ({len(text)} > {_MAX_CHARS} characters)")
     source = _Source.of(text)
     try:
         tree = ast.parse(source.parsed, mode="eval")  # builds the syntax tree only; nothing runs
     except SyntaxError as error:
         column = source.column(error.lineno or 1, max((error.offset or 1) - 1, 0), in_bytes=False)
-        raise InvalidSpecError([Problem(f"syntax error: {error.msg}", column)], subject="target") from None
-    except (ValueError, RecursionError, MemoryError) as error:  # null bytes, absurd nesting
-        raise InvalidSpecError([Problem(f"cannot parse target text: {type(error).__name__}")], "target") from None
+        raise _fail(f"syntax error: {error.msg}", column) from None
+    except ValueError as error:  # null bytes
+        raise _fail(f"cannot parse target text: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own stack overflows on absurd nesting
+        raise _fail("target text is nested too deeply") from None
     walker = _Walker(source)
     try:
         result, _ = walker.expr(tree.body, ())
@@ -414,7 +467,9 @@ def parse_target_expr(text: str) -> Expr:
         result = None
     walker.cross_check()
     if walker.problems or result is None:
-        raise InvalidSpecError(walker.problems or [Problem("invalid target text")], subject="target")
+        # left to right, as the reader meets them (the cross-check comes last in the walk)
+        problems = sorted(walker.problems, key=lambda p: (p.position is None, p.position or 0))
+        raise InvalidSpecError(problems or [Problem("invalid target text")], subject="target")
     return result
 
 
@@ -433,8 +488,8 @@ def to_text(expr: Expr) -> str:
 
 
 def _number(value: float) -> str:
-    if value != value or abs(value) == float("inf"):
-        raise InvalidSpecError([Problem(f"cannot print the non-finite number {value!r}")], subject="target")
+    if not math.isfinite(value):
+        raise _fail(f"cannot print the non-finite number {value!r}")
     # Integers print as ints ("2", not "2.0"); huge ones keep repr so the text stays short.
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
@@ -478,7 +533,9 @@ def _show(e: Expr) -> tuple[str, int]:
     if isinstance(e, Reduce):
         clauses = " ".join(f"for {b.var} in {domain_to_text(b.domain)}" for b in e.bindings)
         inner = f"{_show(e.body)[0]} {clauses}"
-        return (f"kth_largest({e.k}, {inner})" if e.kind is ReduceKind.KTH_LARGEST else f"{e.kind.value}({inner})"), _ATOM
+        if e.kind is ReduceKind.KTH_LARGEST:
+            return f"kth_largest({e.k}, {inner})", _ATOM
+        return f"{e.kind.value}({inner})", _ATOM
     if isinstance(e, Neg):
         text, prec = _show(e.operand)
         return "-" + (f"({text})" if prec <= _UNARY else text), _UNARY  # -(-a) rather than --a
@@ -492,4 +549,4 @@ def _show(e: Expr) -> tuple[str, int]:
         left = f"({left})" if lp < prec else left
         right = f"({right})" if rp <= prec else right
         return f"{left} {e.op} {right}", prec
-    raise InvalidSpecError([Problem(f"not a target expression: {type(e).__name__}")], subject="target")
+    raise _fail(f"not a target expression: {type(e).__name__}")

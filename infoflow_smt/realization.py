@@ -26,9 +26,13 @@ from .expr import AllPositions, Domain, Range, Subset
 _SUBSET = re.compile(r"S([1-9][0-9]*)\Z")
 
 
+def _fail(message: str) -> InvalidSpecError:
+    return InvalidSpecError([Problem(message)], subject="realization")
+
+
 def _check_size(what: str, value: int, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InvalidSpecError([Problem(f"{what} must be an integer >= {minimum}, got {value!r}")], subject="realization")
+        raise _fail(f"{what} must be an integer >= {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,8 @@ class SmoothFunction:
         if u.ndim == 0 or u.shape[-1] != self.arity:
             raise InvalidSpecError([Problem(f"function of {self.arity} inputs applied to shape {u.shape}")],
                                    subject="realization")
-        return np.sum((u - self.center) ** 2, axis=-1) / self.arity + 0.5 * np.tanh(u @ self.weight + self.bias)
+        quadratic = np.sum((u - self.center) ** 2, axis=-1) / self.arity
+        return quadratic + 0.5 * np.tanh(u @ self.weight + self.bias)
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ class Realization:
         return SmoothFunction(center, weight, float(rng.standard_normal()))
 
     def subset_mask(self, name: str, seq_len: int) -> np.ndarray:
-        """Membership of positions 1..seq_len in the subset ``S<i>``: t is in S_i iff ``(t - i) % 4 in (0, 1)``.
+        """Membership of positions 1..seq_len in ``S<i>``: t is in S_i iff ``(t - i) % 4 in (0, 1)``.
 
         Half of the positions (two of every four consecutive), a different half for each ``i mod 4``.
         ``|S_i| >= seq_len / 4`` and S_i is non-empty for every ``seq_len >= 3``; at ``seq_len == 2`` the
@@ -111,7 +116,7 @@ class Realization:
         """
         match = _SUBSET.match(name) if isinstance(name, str) else None
         if match is None:
-            raise InvalidSpecError([Problem(f"subset names are S1, S2, ...; got {name!r}")], subject="realization")
+            raise _fail(f"subset names are S1, S2, ...; got {name!r}")
         _check_size("seq_len", seq_len)
         t = np.arange(1, seq_len + 1)
         return np.isin((t - int(match.group(1))) % 4, (0, 1))

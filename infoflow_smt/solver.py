@@ -92,10 +92,11 @@ class _Session:
 
     def cheapest(self, allowed: list[int]):
         """The lowest level (in the encoding's order) at which a program exists, with its model."""
-        for cut in range(len(allowed)):
+        # with no level at all first when there is none to allow (a target that needs no operation)
+        for cut in range(len(allowed)) if allowed else [-1]:
             result = self.ask(allowed[: cut + 1])
             if result == z3.sat:
-                return allowed[cut], self.enc.solver.model(), None
+                return (allowed[cut] if allowed else -1), self.enc.solver.model(), None
             if result == z3.unknown:
                 return None, None, self.enc.solver.reason_unknown()
         return None, None, None
@@ -148,7 +149,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
         return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=stats(), seq_len=seq_len,
                        reason_unknown=unknown)
     if model is not None:
-        allowed = [i for i in session.bounded if key_le(enc, i, level)]
+        allowed = [i for i in session.bounded if i <= level]
         program = encoder.extract(enc, session.fewest_operations(allowed, model))
         exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
         return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(),
@@ -167,15 +168,10 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     if model is None:
         return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
                        seq_len=seq_len)
-    program = encoder.extract(enc, session.fewest_operations(every[: every.index(level) + 1], model))
+    program = encoder.extract(enc, session.fewest_operations([i for i in every if i <= level], model))
     exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
     return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(),
                    best_program=program, seq_len=seq_len)
-
-
-def key_le(enc, i: int, level: int) -> bool:
-    """Whether level ``i`` comes no later than ``level`` in the encoding's order."""
-    return i <= level
 
 
 def _replayed_exponent(program, target, arch, seq_len, law, samples) -> sympy.Expr:

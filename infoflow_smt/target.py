@@ -12,8 +12,9 @@ subsets; see ``realization``), so ``evaluate`` is a deterministic function of th
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class Target:
         """
         problems = []
         if not isinstance(X, np.ndarray):
-            raise InvalidSpecError([Problem(f"X must be a numpy array, got {type(X).__name__}")], subject="input")
+            raise InvalidSpecError([Problem(f"X must be a numpy array, got {type(X).__name__}")], "input")
         if X.ndim != 3:
             problems.append(Problem(f"X must have shape (batch, T, d), got shape {X.shape}"))
         elif X.shape[1] < 1 or X.shape[2] < 1:
@@ -80,7 +81,7 @@ class Target:
         return trees.comparison_dimension(self)
 
     @property
-    def comparison_number(self) -> "sympy.Expr":
+    def comparison_number(self) -> sympy.Expr:
         """How many index tuples the target compares, a polynomial in ``T``."""
         from . import trees
         return trees.comparison_number(self)
@@ -97,7 +98,7 @@ class Target:
         from . import trees
         return trees.needs_positional(self)
 
-    def tree(self, order: Mapping[str, tuple[str, ...]] | None = None) -> "nx.DiGraph":
+    def tree(self, order: Mapping[str, tuple[str, ...]] | None = None) -> nx.DiGraph:
         """The comparison tree for a variable order per joint group (``trees.comparison_tree``)."""
         from . import trees
         return trees.comparison_tree(self, order)
@@ -110,10 +111,10 @@ def parse_target(text: str, *, seed: int = 0, name: str | None = None) -> Target
     3
     """
     if not isinstance(text, str):
-        raise InvalidSpecError([Problem(f"target text must be a str, got {type(text).__name__}")], subject="target")
+        raise InvalidSpecError([Problem(f"target text must be a str, got {type(text).__name__}")], "target")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InvalidSpecError([Problem(f"seed must be an integer, got {seed!r}")], subject="target")
     if name is not None and not isinstance(name, str):
-        raise InvalidSpecError([Problem(f"name must be a str or None, got {type(name).__name__}")], subject="target")
+        raise InvalidSpecError([Problem(f"name must be a str or None, got {type(name).__name__}")], "target")
     expr = parse_target_expr(text)
     return Target(expr=expr, text=to_text(expr), name=name, seed=int(seed))

@@ -202,7 +202,9 @@ def comparison_tree(target, order: Mapping[str, tuple[str, ...]] | None = None) 
                   group=None, inner=None, score=output, key_terms=(), query_terms=(), position=None)
     for gid, g in groups.items():
         vars_ = chosen[gid]
-        kind = {"sum": "aggregate", "mean": "aggregate", "kth": "kth"}.get(_SENSE[g.kind], "top1")
+        # kth_largest(1, ...) is the largest: a top-1 selection
+        kind = {"sum": "aggregate", "mean": "aggregate", "kth": "kth" if g.k >= 2 else "top1"}.get(
+            _SENSE[g.kind], "top1")
         for i, var in enumerate(vars_):
             inner = node_id(gid, vars_[i + 1]) if i + 1 < len(vars_) else None
             score = NodeRef(inner) if inner else g.body

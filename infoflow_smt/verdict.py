@@ -66,6 +66,9 @@ class Verdict:
         if self.witness is not None:
             lines.append("  witness:")
             lines.extend("    " + line for line in str(self.witness).splitlines())
+        if self.witness is None and self.best_program is not None:
+            lines.append("  cheapest program (not efficient):")
+            lines.extend("    " + line for line in str(self.best_program).splitlines())
         for reason in self.explanation:
             lines.append(f"  - {reason}")
         if self.reason_unknown:
