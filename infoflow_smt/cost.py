@@ -63,7 +63,7 @@ def decode(set_size, input_dim: int, width, law: DecodeLaw = DecodeLaw.SEED) -> 
     exponent = sympy.sympify(set_size) * input_dim / sympy.sympify(width)
     if DecodeLaw(law) is DecodeLaw.SEED:
         exponent = exponent - 1
-    return sympy.simplify(exponent)
+    return exponent
 
 
 @lru_cache(maxsize=4096)

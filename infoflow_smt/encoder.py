@@ -66,12 +66,14 @@ class Encoding:
     op_cost: dict[tuple[int, str, str], sympy.Expr] = field(default_factory=dict)
     order_vars: dict[str, dict[tuple[str, ...], z3.BoolRef]] = field(default_factory=dict)
     sources: dict[tuple[int, str], dict[object, z3.BoolRef]] = field(default_factory=dict)
-    pos_size: dict[tuple[int, str], z3.ArithRef] = field(default_factory=dict)
+    pos_all: dict[tuple[int, str], z3.BoolRef] = field(default_factory=dict)  # gathers a full set
     tracked: dict[str, z3.BoolRef] = field(default_factory=dict)  # constraint name -> assumption literal
     levels: list[sympy.Expr] = field(default_factory=list)
     level_vars: list[z3.BoolRef] = field(default_factory=list)
     fixed: tuple = ()
     offsets: tuple = ()
+    anchors: dict[str, ex.FixedIndex] = field(default_factory=dict)   # class name -> its fixed position
+    kept: dict[tuple[int, str, str], z3.BoolRef] = field(default_factory=dict)  # anchor keeps an input op
 
 
 # ---- reading what a node's score needs ------------------------------------------------------------
@@ -103,7 +105,37 @@ def _needs(tree, node: str) -> tuple[tuple, tuple, bool]:
 
 
 def _key(group: str, order: tuple[str, ...], var: str) -> str:
-    return f"{group}|{','.join(order) if len(order) > 1 else ''}|{var}"
+    return f"{group}.{'-'.join(order) if len(order) > 1 else ''}.{var}"
+
+
+# Builders that stay inside standard SMT-LIB (no empty and/or, no pseudo-Boolean extensions) when the
+# encoding is exported; z3's native cardinality constraints are used otherwise, as they solve faster.
+def conj(items) -> z3.BoolRef:
+    items = list(items)
+    return z3.BoolVal(True) if not items else items[0] if len(items) == 1 else z3.And(items)
+
+
+def disj(items) -> z3.BoolRef:
+    items = list(items)
+    return z3.BoolVal(False) if not items else items[0] if len(items) == 1 else z3.Or(items)
+
+
+def at_most(literals, bound: int, portable: bool) -> z3.BoolRef:
+    literals = list(literals)
+    if len(literals) <= bound:
+        return z3.BoolVal(True)
+    if portable:
+        return z3.Sum([z3.If(b, 1, 0) for b in literals]) <= bound
+    return z3.PbLe([(b, 1) for b in literals], bound)
+
+
+def exactly_one(literals, portable: bool) -> z3.BoolRef:
+    literals = list(literals)
+    if len(literals) == 1:
+        return literals[0]
+    if portable:
+        return z3.Sum([z3.If(b, 1, 0) for b in literals]) == 1
+    return z3.PbEq([(b, 1) for b in literals], 1)
 
 
 def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, ...], str]], object]:
@@ -136,8 +168,13 @@ def _resolve(enc: Encoding, need, info: NodeInfo):
 
 
 # ---- the encoding -----------------------------------------------------------------------------------
-def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int | None = None) -> Encoding:
-    """Build the constraints for ``target`` on ``arch``; the solver adds the level assumptions."""
+def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int | None = None,
+           anchors: bool = True, portable: bool = False) -> Encoding:
+    """Build the constraints for ``target`` on ``arch``; the solver adds the level assumptions.
+
+    ``anchors=False`` leaves out the fixed positions that may override heads: a smaller encoding whose
+    programs are programs of the full one (the solver tries it first and falls back when it says no)."""
+    use_anchors = anchors
     infos, outer, base = _node_infos(target)
     solver = z3.Solver()
     enc = Encoding(target, arch, solver, infos, outer)
@@ -158,22 +195,30 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     # orders: exactly one per group
     for gid, per_order in outer.items():
         enc.order_vars[gid] = {o: z3.Bool(f"ord:{gid}:{','.join(o)}") for o in per_order}
-        solver.add(z3.PbEq([(v, 1) for v in enc.order_vars[gid].values()], 1))
+        solver.add(exactly_one(enc.order_vars[gid].values(), portable))
 
-    classes = (IN, OUT)
+    # input classes: every input position ("in"), and with positions, anchors: fixed positions 1..K whose
+    # heads may override what the other inputs do (K = the selections with no bound variable, the only
+    # work a fixed position can do for a generic input; in the last layer such work never reaches out)
+    n_free = len({i.group for i in infos.values() if not i.bound and i.kind in ("top1", "kth")})
+    anchors = [ex.FixedIndex(i) for i in range(1, n_free + 1)] if use_anchors and pe and L >= 2 else []
+    enc.anchors = {f"a{q.position}": q for q in anchors}
+    inputs = [IN] + list(enc.anchors)
+    classes = inputs + [OUT]
+    fixed_sources = sorted(set(enc.fixed) | set(anchors), key=str)
+    source_class = {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
+
     all_ = {(c, l): z3.Bool(f"all:{c}:{l}") for c in classes for l in range(L + 1)}
     know = {(c, l, n): z3.Bool(f"know:{c}:{l}:{n}") for c in classes for l in range(L + 1) for n in infos}
     xfix = {(c, l, q): z3.Bool(f"xfix:{c}:{l}:{q}") for c in classes for l in range(L + 1) for q in enc.fixed}
-    xoff = {(l, k): z3.Bool(f"xoff:{l}:{k}") for l in range(L + 1) for k in enc.offsets}
-    size = {(c, l): z3.Int(f"size:{c}:{l}") for c in classes for l in range(L + 1)}
+    xoff = {(c, l, k): z3.Bool(f"xoff:{c}:{l}:{k}") for c in inputs for l in range(L + 1) for k in enc.offsets}
 
     # layer 0: an input position holds its own token; the output token holds nothing
     initial = [z3.Not(all_[(c, 0)]) for c in classes]
     initial += [z3.Not(know[(c, 0, n)]) for c in classes for n in infos]
-    initial += [z3.Not(v) for (c, l, q), v in xfix.items() if l == 0]
-    initial += [z3.Not(v) for (l, k), v in xoff.items() if l == 0]
-    initial += [size[(IN, 0)] == 1, size[(OUT, 0)] == 0]
-    track("initial", z3.And(initial))
+    initial += [v == (c in enc.anchors and enc.anchors[c] == q) for (c, l, q), v in xfix.items() if l == 0]
+    initial += [z3.Not(v) for (c, l, k), v in xoff.items() if l == 0]
+    track("initial", conj(initial))
 
     positional_ok = z3.Bool("allow:positional")
     if not pe:  # an assumption, so that an unsat core can say when positions were the obstacle
@@ -184,127 +229,160 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
         if kind == "fixed":
             return xfix[(c, l, need[1])]
         if kind == "offset":
-            return xoff[(l, need[1])] if c == IN else z3.BoolVal(False)
-        return z3.Or([z3.And(sel, know[(c, l, k)]) for sel, k in _resolve(enc, need, info)])
+            return xoff[(c, l, need[1])] if c != OUT else z3.BoolVal(False)
+        return disj([z3.And(sel, know[(c, l, k)]) for sel, k in _resolve(enc, need, info)])
 
     def ready(info: NodeInfo, c: str, l: int):
         """Can class ``c`` make node ``info`` with a retrieval head in layer ``l``?"""
-        query = z3.Or(all_[(c, l - 1)], z3.And([holds_need(c, l - 1, nd, info) for nd in info.query_needs]))
-        if info.impossible_key:
-            keys = all_[(IN, l - 1)]
-        else:
-            keys = z3.Or(all_[(IN, l - 1)], z3.And([holds_need(IN, l - 1, nd, info) for nd in info.key_needs]))
+        query = z3.Or(all_[(c, l - 1)], conj([holds_need(c, l - 1, nd, info) for nd in info.query_needs]))
+        keys = []
+        for k in inputs:  # every input position is a candidate, the anchors too
+            met = conj([holds_need(k, l - 1, nd, info) for nd in info.key_needs])
+            keys.append(z3.Or(all_[(k, l - 1)], z3.BoolVal(False) if info.impossible_key else met))
         gate = positional_ok if info.restricted else z3.BoolVal(True)
-        return z3.And(query, keys, gate)
+        return conj([query, conj(keys), gate])
 
     def admissible(info: NodeInfo, c: str) -> bool:
-        return info.kind in ("top1", "kth") and (len(info.bound) <= 1 if c == IN else not info.bound)
+        return info.kind in ("top1", "kth") and (len(info.bound) <= 1 if c != OUT else not info.bound)
+
+    def common(l: int, fact) -> z3.BoolRef:
+        """A fact every input position has: what a retrieval gains whoever the winner is."""
+        return conj([fact(k, l) for k in inputs])
 
     for l in range(1, L + 1):
         h = arch.heads[l - 1]
         n_head = arch.head_dim(l)
-        for c in classes:
+        effective: dict[tuple[str, str], z3.BoolRef] = {}  # (class, op name) -> the op acts there
+        for c in [IN, OUT] + inputs[1:]:
             used = []
-            retrievals = []
+            names = []
             for key, info in infos.items():
-                if not admissible(info, c):
-                    continue
-                mode = Mode.KTH if info.kind == "kth" else Mode.RETRIEVE
-                var = z3.Bool(f"op:{l}:{c}:{mode.name}:{key}")
-                enc.ops[(l, c, f"{mode.name}:{key}")] = var
-                enc.op_cost[(l, c, f"{mode.name}:{key}")] = (
-                    cost.kth_retrieval(info.k, n_head) if mode is Mode.KTH else cost.retrieval())
-                ordered = enc.order_vars[info.group][info.order]
-                solver.add(z3.Implies(var, z3.And(ordered, ready(info, c, l))))
-                used.append(var)
-                retrievals.append(var)
-            agg = z3.Bool(f"op:{l}:{c}:AGGREGATE")
-            enc.ops[(l, c, "AGGREGATE")] = agg
-            enc.op_cost[(l, c, "AGGREGATE")] = cost.decode(T, arch.input_dim, arch.width, law)
-            used.append(agg)
-            # specific-position aggregation: one head gathering a chosen set of fixed positions / offsets
-            srcs = {q: z3.Bool(f"src:{l}:{c}:{q}") for q in enc.fixed}
-            if c == IN:
+                if admissible(info, c):
+                    mode = Mode.KTH if info.kind == "kth" else Mode.RETRIEVE
+                    names.append((f"{mode.name}:{key}", info, mode))
+            names.append(("AGGREGATE", None, Mode.AGGREGATE))
+            srcs = {q: z3.Bool(f"src:{l}:{c}:{q}") for q in fixed_sources}
+            if c != OUT:
                 srcs.update({Offset(k): z3.Bool(f"src:{l}:{c}:off{k}") for k in enc.offsets})
             enc.sources[(l, c)] = srcs
-            posagg = z3.Bool(f"op:{l}:{c}:POSITIONS")
             if srcs:
-                enc.ops[(l, c, "POSITIONS")] = posagg
-                used.append(posagg)
-                solver.add(posagg == z3.Or(list(srcs.values())))
+                names.append(("POSITIONS", None, Mode.POSITIONS))
+            for name, info, mode in names:
+                var = z3.Bool(f"op:{l}:{c}:{name}")
+                enc.ops[(l, c, name)] = var
+                if mode is Mode.KTH:
+                    enc.op_cost[(l, c, name)] = cost.kth_retrieval(info.k, n_head)
+                elif mode is Mode.RETRIEVE:
+                    enc.op_cost[(l, c, name)] = cost.retrieval()
+                elif mode is Mode.AGGREGATE:
+                    enc.op_cost[(l, c, name)] = cost.decode(T, arch.input_dim, arch.width, law)
+                if info is not None:
+                    solver.add(z3.Implies(var, z3.And(enc.order_vars[info.group][info.order], ready(info, c, l))))
+                used.append(var)
+                acts = var
+                if c in enc.anchors and (l, IN, name) in enc.ops:
+                    # an anchor keeps the inputs' operation on a head unless it overrides that head
+                    keep = z3.Bool(f"keep:{l}:{c}:{name}")
+                    enc.kept[(l, c, name)] = keep
+                    solver.add(z3.Implies(keep, enc.ops[(l, IN, name)]))
+                    used.append(keep)
+                    acts = z3.Or(var, keep)
+                effective[(c, name)] = acts
+            if srcs:
+                posagg = enc.ops[(l, c, "POSITIONS")]
+                solver.add(posagg == disj(srcs.values()))
                 solver.add(z3.Implies(posagg, positional_ok))
-                enc.pos_size[(l, c)] = z3.Sum([z3.If(v, size[(IN, l - 1)], 0) for v in srcs.values()])
-            else:
-                solver.add(z3.Not(posagg))
-            track(f"budget:{l}:{c}", z3.PbLe([(u, 1) for u in used], h))
+                enc.pos_all[(l, c)] = disj([z3.And(v, all_[(source_class.get(q, IN), l - 1)])
+                                             for q, v in srcs.items()])
+            track(f"budget:{l}:{c}", at_most(used, h, portable))
 
-            any_ret = z3.Or(retrievals) if retrievals else z3.BoolVal(False)
-            from_in = z3.Or(any_ret, posagg)  # operations that copy an input position's holdings
-            solver.add(all_[(c, l)] == z3.Or(all_[(c, l - 1)], agg, z3.And(from_in, all_[(IN, l - 1)])))
+        for c in classes:
+            acting = {name: v for (cc, name), v in effective.items() if cc == c}
+            retrievals = [v for name, v in acting.items() if name.startswith(("RETRIEVE", "KTH"))]
+            srcs = enc.sources[(l, c)]
+            if c in enc.anchors and (l, IN, "POSITIONS") in enc.ops:
+                kept_pos = enc.kept[(l, c, "POSITIONS")]
+                chosen = {q: z3.Or(v, z3.And(kept_pos, enc.sources[(l, IN)][q])) for q, v in srcs.items()}
+            else:
+                chosen = srcs
+            agg = acting["AGGREGATE"]
+            any_ret = disj(retrievals)
+            fixed_from = {q: v for q, v in chosen.items() if not isinstance(q, Offset)}
+            gained_all = [z3.And(any_ret, common(l - 1, lambda k, ll: all_[(k, ll)]))]
+            gained_all += [z3.And(v, all_[(source_class[q], l - 1)]) for q, v in fixed_from.items()]
+            gained_all += [z3.And(v, all_[(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
+            solver.add(all_[(c, l)] == disj([all_[(c, l - 1)], agg] + gained_all))
             for key, info in infos.items():
-                gains = [know[(c, l - 1, key)], all_[(c, l)]] if info.kind != "aggregate" else [all_[(c, l)]]
-                op = enc.ops.get((l, c, f"{'KTH' if info.kind == 'kth' else 'RETRIEVE'}:{key}"))
-                if op is not None:
-                    gains.append(op)
-                if not info.bound and info.kind != "aggregate":
-                    gains.append(z3.And(from_in, know[(IN, l - 1, key)]))
-                if c == IN and info.bound:
-                    gains = gains if admissible(info, IN) or info.kind == "aggregate" else [z3.BoolVal(False)]
-                if c == OUT and info.bound:
-                    gains = [z3.BoolVal(False)]
-                solver.add(know[(c, l, key)] == z3.Or(gains))
+                if info.kind == "aggregate":
+                    solver.add(know[(c, l, key)] == all_[(c, l)])
+                    continue
+                if not admissible(info, c):
+                    solver.add(z3.Not(know[(c, l, key)]))
+                    continue
+                gains = [know[(c, l - 1, key)], all_[(c, l)]]
+                mode = "KTH" if info.kind == "kth" else "RETRIEVE"
+                if f"{mode}:{key}" in acting:
+                    gains.append(acting[f"{mode}:{key}"])
+                if not info.bound:  # binding-free knowledge travels with any copy of a position's holdings
+                    gains.append(z3.And(any_ret, common(l - 1, lambda k, ll: know[(k, ll, key)])))
+                    gains += [z3.And(v, know[(source_class[q], l - 1, key)]) for q, v in fixed_from.items()]
+                    gains += [z3.And(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
+                solver.add(know[(c, l, key)] == disj(gains))
             for q in enc.fixed:
-                solver.add(xfix[(c, l, q)] == z3.Or(xfix[(c, l - 1, q)], all_[(c, l)], srcs[q],
-                                                    z3.And(from_in, xfix[(IN, l - 1, q)])))
-            gathered = [z3.If(r, size[(IN, l - 1)], 0) for r in retrievals]
-            solver.add(size[(c, l)] == size[(c, l - 1)] + z3.Sum(gathered + [enc.pos_size.get((l, c), 0)]))
-        for k in enc.offsets:
-            solver.add(xoff[(l, k)] == z3.Or(xoff[(l - 1, k)], all_[(IN, l)], enc.sources[(l, IN)][Offset(k)]))
+                gains = [xfix[(c, l - 1, q)], all_[(c, l)], chosen.get(q, z3.BoolVal(False)),
+                         z3.And(any_ret, common(l - 1, lambda k, ll: xfix[(k, ll, q)]))]
+                gains += [z3.And(v, xfix[(source_class[p], l - 1, q)]) for p, v in fixed_from.items()]
+                solver.add(xfix[(c, l, q)] == disj(gains))
+            if c != OUT:
+                for k in enc.offsets:
+                    solver.add(xoff[(c, l, k)] == z3.Or(xoff[(c, l - 1, k)], all_[(c, l)], chosen[Offset(k)]))
 
     # the goal: the output token computes the target from what it holds after the last layer
     needs = []
     for leaf in walk(base.graph["output"]):
         ref = leaf.index if isinstance(leaf, ex.Content) else leaf
         if isinstance(ref, GroupRef):
-            needs.append(z3.Or([z3.And(enc.order_vars[ref.group][o], know[(OUT, L, k)])
+            needs.append(disj([z3.And(enc.order_vars[ref.group][o], know[(OUT, L, k)])
                                 for o, k in outer[ref.group].items()]))
         elif isinstance(ref, ex.FixedIndex):
             needs.append(xfix[(OUT, L, ref)])
-    reachable = z3.Or(all_[(OUT, L)], z3.And(needs))
+    reachable = z3.Or(all_[(OUT, L)], conj(needs))
     if base_needs_positions(target):  # without positions even a token holding everything cannot tell them apart
         reachable = z3.And(reachable, positional_ok)
     track("goal", reachable)
-    enc.all, enc.know, enc.xfix, enc.size = all_, know, xfix, size  # type: ignore[attr-defined]
     _add_levels(enc, law, seq_len)
     return enc
 
 
 def _add_levels(enc: Encoding, law: cost.DecodeLaw, seq_len: int | None) -> None:
-    """Cost levels: every operation implies that its level is allowed."""
+    """Cost levels: every operation implies that its level is allowed.
+
+    A specific-position aggregation of sets that do not hold the whole sequence is charged at the largest
+    set a program can gather (``(1 + h + sources)`` per layer, an upper bound); the reported exponent is
+    then recomputed from the witness by ``program.program_cost``. One that gathers a whole sequence costs
+    what global aggregation costs."""
     arch = enc.arch
     candidates = set(enc.op_cost.values())
-    pos_ops = [(key, var) for key, var in enc.ops.items() if key[2] == "POSITIONS"]
-    max_sources = max((len(enc.sources[(l, c)]) for (l, c, _), _ in pos_ops), default=0)
+    pos_ops = [key for key in enc.ops if key[2] == "POSITIONS"]
+    max_sources = max((len(enc.sources[(l, c)]) for (l, c, _) in pos_ops), default=0)
     bound_size = 1
     for h in arch.heads:
         bound_size *= (1 + h + max_sources)
+    gathered = cost.decode(bound_size, arch.input_dim, arch.width, law)
+    everything = cost.decode(T, arch.input_dim, arch.width, law)
     if pos_ops:
-        candidates |= {cost.decode(m, arch.input_dim, arch.width, law) for m in range(1, bound_size + 1)}
+        candidates |= {gathered, everything}
     key = (lambda e: cost.asymptotic_key(e)) if seq_len is None else (lambda e: (float(cost.at(e, seq_len)), 0.0))
     enc.levels = sorted(candidates, key=key)
     enc.level_vars = [z3.Bool(f"level:{i}") for i in range(len(enc.levels))]
     level_of = {e: i for i, e in enumerate(enc.levels)}
     for (l, c, name), var in enc.ops.items():
-        if name == "POSITIONS":
-            # the decode cost of the gathered set: allowed at level i when its size keeps it there
-            for i, lvl in enumerate(enc.levels):
-                fits = [m for m in range(1, bound_size + 1)
-                        if key(cost.decode(m, arch.input_dim, arch.width, law)) <= key(lvl)]
-                limit = max(fits, default=0)
-                enc.solver.add(z3.Implies(z3.And(var, z3.Not(z3.Or(enc.level_vars[i:]))), enc.pos_size[(l, c)] <= limit))
-            enc.solver.add(z3.Implies(var, enc.pos_size[(l, c)] <= bound_size))
+        if name != "POSITIONS":
+            enc.solver.add(z3.Implies(var, enc.level_vars[level_of[enc.op_cost[(l, c, name)]]]))
             continue
-        enc.solver.add(z3.Implies(var, enc.level_vars[level_of[enc.op_cost[(l, c, name)]]]))
+        full = enc.pos_all[(l, c)]
+        enc.solver.add(z3.Implies(z3.And(var, full), enc.level_vars[level_of[everything]]))
+        enc.solver.add(z3.Implies(z3.And(var, z3.Not(full)), enc.level_vars[level_of[gathered]]))
 
 
 def level_assumptions(enc: Encoding, max_level: int) -> list[z3.BoolRef]:
@@ -312,29 +390,46 @@ def level_assumptions(enc: Encoding, max_level: int) -> list[z3.BoolRef]:
     return [z3.Not(v) for v in enc.level_vars[max_level + 1:]]
 
 
+def _op(enc: Encoding, model, l: int, c: str, name: str) -> Op:
+    if name == "AGGREGATE":
+        return Op(Mode.AGGREGATE)
+    if name == "POSITIONS":
+        chosen = tuple(q for q, v in enc.sources[(l, c)].items() if z3.is_true(model.eval(v, model_completion=True)))
+        return Op(Mode.POSITIONS, positions=chosen)
+    mode_name, key = name.split(":", 1)
+    return Op(Mode[mode_name], node=enc.nodes[key].node)
+
+
 def extract(enc: Encoding, model: z3.ModelRef) -> Program:
-    """The witness program of a model: head numbers assigned in a fixed order within each class."""
+    """The witness program of a model: head numbers assigned in a fixed order within each class; an anchor
+    overrides the heads whose input operation it does not keep (with its own operation, or idle)."""
+    def true(var) -> bool:
+        return z3.is_true(model.eval(var, model_completion=True))
+
+    def used(l: int, c: str) -> list[str]:
+        return sorted(name for (ll, cc, name), var in enc.ops.items() if ll == l and cc == c and true(var))
+
     actions = []
     for l in range(1, enc.arch.layers + 1):
+        heads_of_input = {}
         for c, where in ((IN, "input"), (OUT, "output")):
-            head = 0
-            for (ll, cc, name), var in sorted(enc.ops.items(), key=lambda kv: kv[0][2]):
-                if ll != l or cc != c or not z3.is_true(model.eval(var, model_completion=True)):
-                    continue
-                head += 1
-                if name == "AGGREGATE":
-                    op = Op(Mode.AGGREGATE)
-                elif name == "POSITIONS":
-                    chosen = tuple(q for q, v in enc.sources[(l, c)].items()
-                                   if z3.is_true(model.eval(v, model_completion=True)))
-                    op = Op(Mode.POSITIONS, positions=chosen)
-                else:
-                    mode_name, key = name.split(":", 1)
-                    op = Op(Mode[mode_name], node=enc.nodes[key].node)
-                actions.append(Action(l, head, where, op))
+            for head, name in enumerate(used(l, c), start=1):
+                actions.append(Action(l, head, where, _op(enc, model, l, c, name)))
+                if c == IN:
+                    heads_of_input[name] = head
+        for c, position in enc.anchors.items():
+            kept = {name for name in heads_of_input if true(enc.kept[(l, c, name)])}
+            free = [heads_of_input[n] for n in sorted(heads_of_input) if n not in kept]
+            free += list(range(len(heads_of_input) + 1, enc.arch.heads[l - 1] + 1))
+            own = used(l, c)
+            for head, name in zip(free, own):
+                actions.append(Action(l, head, position, _op(enc, model, l, c, name)))
+            for head in free[len(own):]:
+                if head <= len(heads_of_input):  # a dropped input operation: this position stays idle
+                    actions.append(Action(l, head, position, Op(Mode.IDLE)))
     order = []
     for gid, per_order in enc.order_vars.items():
         for o, v in per_order.items():
-            if z3.is_true(model.eval(v, model_completion=True)) and len(o) > 1:
+            if true(v) and len(o) > 1:
                 order.append((gid, o))
     return Program(tuple(actions), tuple(order), enc.arch.layers)

@@ -105,7 +105,10 @@ def _eval(e: Expr, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.nd
     if isinstance(e, Content):
         positions = _positions(e, ctx, lead, env)
         rows = np.arange(lead[0]).reshape((lead[0],) + (1,) * (len(lead) - 1))
-        return _Value(ctx.X[rows, positions - 1], True)
+        inside = (positions >= 1) & (positions <= ctx.seq_len)
+        values = ctx.X[rows, np.clip(positions, 1, ctx.seq_len) - 1]
+        # an offset that leaves the sequence reads padding: the zero vector (docs/model.md, section 2)
+        return _Value(np.where(inside[..., None], values, 0.0), True)
     if isinstance(e, Param):
         return _Value(ctx.realization.vector(e.name, ctx.dim), True)
     if isinstance(e, Neg):
@@ -121,7 +124,7 @@ def _eval(e: Expr, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.nd
 
 
 def _positions(e: Content, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The 1-based positions ``e`` reads, checked to lie inside the sequence."""
+    """The 1-based positions ``e`` reads; fixed and selected ones must lie inside the sequence."""
     index = e.index
     if isinstance(index, (VarIndex, OffsetIndex)):
         if index.name not in env:
@@ -134,10 +137,10 @@ def _positions(e: Content, ctx: _Context, lead: tuple[int, ...], env: Mapping[st
     else:
         raise _fail(f"unsupported index in {to_text(e)}")
     outside = (positions < 1) | (positions > ctx.seq_len)
-    if outside.any():
+    if outside.any() and not isinstance(index, OffsetIndex):
         first = int(positions[outside].flat[0])
         raise _fail(f"{to_text(e)} reads position {first}, outside 1..{ctx.seq_len} "
-                    f"(seq_len={ctx.seq_len}); offsets and fixed positions must stay inside the sequence")
+                    f"(seq_len={ctx.seq_len}); fixed positions must exist in the sequence")
     return positions
 
 

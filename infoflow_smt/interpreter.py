@@ -252,6 +252,8 @@ def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positi
 def _apply(replay: _Replay, a, p: int, prev: _Layer, held: np.ndarray, known: list[dict]) -> None:
     T = replay.T
     op = a.op
+    if op.mode is Mode.IDLE:
+        return
     if op.mode is Mode.AGGREGATE:
         sources = range(1, T + 2)
     elif op.mode is Mode.POSITIONS:

@@ -26,6 +26,7 @@ class Mode(enum.Enum):
     KTH = "k-th largest retrieval"
     AGGREGATE = "global aggregation"
     POSITIONS = "specific-position aggregation"
+    IDLE = "idle"  # only to override, at a fixed position, what a head does at every input position
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ def set_sizes(program: Program, arch) -> dict[tuple[int, Where], sympy.Expr]:
 
 
 def _gain(op: Op, layer: int, size, classes) -> sympy.Expr:
+    if op.mode is Mode.IDLE:
+        return sympy.Integer(0)
     if op.mode is Mode.AGGREGATE:
         return T
     if op.mode in (Mode.RETRIEVE, Mode.KTH):  # the retrieved position is an input position
@@ -189,6 +192,8 @@ def program_cost(program: Program, tree, arch, law: cost.DecodeLaw = cost.Decode
     sizes = set_sizes(program, arch)
     shares = []
     for a in sorted(program.actions, key=_action_key):
+        if a.op.mode is Mode.IDLE:
+            continue
         if a.op.mode is Mode.KTH:
             share = cost.kth_retrieval(tree.nodes[a.op.node]["k"], arch.head_dim(a.layer))
         else:

@@ -73,8 +73,8 @@ def _replay_length(target, seq_len: int | None) -> int:
 class _Session:
     """One encoding and the questions asked of it."""
 
-    def __init__(self, target, arch, seq_len, timeout, law):
-        self.enc = encoder.encode(target, arch, law, seq_len)
+    def __init__(self, target, arch, seq_len, timeout, law, anchors=True):
+        self.enc = encoder.encode(target, arch, law, seq_len, anchors=anchors)
         self.seq_len = seq_len
         self.calls = 0
         if timeout is not None:
@@ -91,30 +91,52 @@ class _Session:
         return result
 
     def cheapest(self, allowed: list[int]):
-        """The lowest level (in the encoding's order) at which a program exists, with its model."""
-        # with no level at all first when there is none to allow (a target that needs no operation)
-        for cut in range(len(allowed)) if allowed else [-1]:
-            result = self.ask(allowed[: cut + 1])
+        """The lowest level (in the encoding's order) at which a program exists, with its model.
+
+        A binary search over prefixes of ``allowed``: a program within a prefix is within every longer one.
+        """
+        if not allowed:  # a target that needs no operation at all
+            result = self.ask([])
             if result == z3.sat:
-                return (allowed[cut] if allowed else -1), self.enc.solver.model(), None
-            if result == z3.unknown:
+                return -1, self.enc.solver.model(), None
+            return None, None, (self.enc.solver.reason_unknown() if result == z3.unknown else None)
+        result = self.ask(allowed)
+        if result != z3.sat:
+            return None, None, (self.enc.solver.reason_unknown() if result == z3.unknown else None)
+        model, lo, hi = self.enc.solver.model(), 0, len(allowed) - 1  # invariant: a program within [:hi+1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            result = self.ask(allowed[: mid + 1])
+            if result == z3.sat:
+                model, hi = self.enc.solver.model(), mid
+            elif result == z3.unknown:
                 return None, None, self.enc.solver.reason_unknown()
-        return None, None, None
+            else:
+                lo = mid + 1
+        return allowed[hi], model, None
 
     def fewest_operations(self, allowed: list[int], model):
-        """A model at the same levels with as few operations as possible (a witness without idle work)."""
-        ops = list(self.enc.ops.values())
-        count = sum(z3.is_true(model.eval(v, model_completion=True)) for v in ops)
-        while count > 0:
+        """A model at the same levels with as few operations as possible (a witness without idle work):
+        a binary search on the number of operations."""
+        ops = [(v, 1) for v in self.enc.ops.values()] + [(v, 1) for v in self.enc.kept.values()]
+
+        def count(m) -> int:
+            return sum(z3.is_true(m.eval(v, model_completion=True)) for v, _ in ops)
+
+        lo, hi = 0, count(model)  # invariant: a program with hi operations exists (model)
+        while lo < hi:
+            mid = (lo + hi) // 2
             self.enc.solver.push()
-            self.enc.solver.add(z3.PbLe([(v, 1) for v in ops], count - 1))
+            self.enc.solver.add(z3.PbLe(ops, mid))
             result = self.ask(allowed)
             if result == z3.sat:
                 model = self.enc.solver.model()
-                count = sum(z3.is_true(model.eval(v, model_completion=True)) for v in ops)
+                hi = count(model)
             self.enc.solver.pop()
-            if result != z3.sat:
-                break
+            if result == z3.unsat:
+                lo = mid + 1
+            elif result == z3.unknown:
+                break  # keep the witness we have: it is valid, only not the smallest
         return model
 
     def core_names(self) -> set[str]:
@@ -137,9 +159,15 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     target = _as_target(target)
     _check_inputs(target, arch, seq_len, timeout)
     law = cost.DecodeLaw(decode_law)
-    session = _Session(target, arch, seq_len, timeout, law)
-    enc = session.enc
+    # first without anchors (a smaller encoding whose programs are programs of the full one), then with
+    session = _Session(target, arch, seq_len, timeout, law, anchors=False)
     level, model, unknown = session.cheapest(session.bounded)
+    if model is None and unknown is None and arch.positional and arch.layers >= 2:
+        calls = session.calls
+        session = _Session(target, arch, seq_len, timeout, law, anchors=True)
+        session.calls += calls
+        level, model, unknown = session.cheapest(session.bounded)
+    enc = session.enc
     extra = {"levels": len(enc.levels), "z3_constraints": len(enc.solver.assertions())}
 
     def stats():
@@ -225,7 +253,7 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True,
     """Write the decision as an SMT-LIB 2 script: satisfiable iff an (efficient) program exists."""
     target = _as_target(target)
     _check_inputs(target, arch, None, None)
-    enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None)
+    enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None, portable=True)
     script = z3.Solver()
     script.add(enc.solver.assertions())
     script.add(list(enc.tracked.values()))
