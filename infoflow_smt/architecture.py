@@ -86,7 +86,7 @@ class Architecture:
         value = self.width.subs(T, seq_len)
         return int(value) if value.is_Integer else float(value)
 
-    def with_heads(self, heads: tuple[int, ...]) -> "Architecture":
+    def with_heads(self, heads: tuple[int, ...]) -> Architecture:
         return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
                             positional=self.positional)
 

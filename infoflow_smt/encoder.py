@@ -33,7 +33,8 @@ from . import cost
 from . import expr as ex
 from .program import Action, Mode, Offset, Op, Program
 from .symbols import T
-from .trees import GroupRef, NodeRef, comparison_tree, needs_positional as base_needs_positions, outermost, walk
+from .trees import GroupRef, NodeRef, comparison_tree, outermost, walk
+from .trees import needs_positional as base_needs_positions
 
 IN, OUT = "in", "out"
 

@@ -99,7 +99,7 @@ class Num:
 class Content:
     """``x[index]``: the d-dimensional content of one position. ``index`` may be an argmin/argmax Reduce."""
 
-    index: Union[VarIndex, FixedIndex, OffsetIndex, "Reduce"]
+    index: VarIndex | FixedIndex | OffsetIndex | Reduce
 
 
 @dataclass(frozen=True)
@@ -117,19 +117,19 @@ class Call:
     """``dot``, ``norm``, ``bilinear``, or any other name: an uninterpreted smooth function."""
 
     name: str
-    args: tuple["Expr", ...]
+    args: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class BinOp:
     op: str  # one of + - * / **
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 @dataclass(frozen=True)
 class Neg:
-    operand: "Expr"
+    operand: Expr
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class Reduce:
     """A reduction over one or more index variables at once (several bindings = a joint reduction)."""
 
     kind: ReduceKind
-    body: "Expr"
+    body: Expr
     bindings: tuple[Binding, ...]
     k: int | None = None  # only for KTH_LARGEST
 

@@ -15,13 +15,13 @@ import sympy
 import z3
 
 from . import cost, encoder, explain
+from . import expr as ex
 from .architecture import Architecture
 from .errors import InvalidSpecError, WitnessCheckError
 from .interpreter import check
 from .program import program_cost
 from .trees import comparison_tree, walk
 from .verdict import Stats, Status, Verdict
-from . import expr as ex
 
 
 def _as_target(target):

@@ -27,8 +27,8 @@ target's expression with every top-level reduction replaced by a ``GroupRef``).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 import networkx as nx
 import sympy
@@ -351,6 +351,22 @@ def describe(tree: nx.DiGraph) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Group", "GroupRef", "comparison_tree", "collect_groups", "all_orders", "comparison_order",
-           "comparison_dimension", "comparison_number", "depth", "needs_positional", "describe", "outermost",
-           "selection_nodes", "stages", "node_id", "free_variables", "NodeRef"]
+__all__ = [
+    "Group",
+    "GroupRef",
+    "NodeRef",
+    "all_orders",
+    "collect_groups",
+    "comparison_dimension",
+    "comparison_number",
+    "comparison_order",
+    "comparison_tree",
+    "depth",
+    "describe",
+    "free_variables",
+    "needs_positional",
+    "node_id",
+    "outermost",
+    "selection_nodes",
+    "stages",
+]

@@ -3,15 +3,13 @@ program reaching the required set computes exactly what the target evaluates to.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
+from strategies import targets
 
 import infoflow_smt as ifs
 from infoflow_smt import catalogue
 from infoflow_smt.expr import FixedIndex
 from infoflow_smt.program import Action, Mode, Offset, Op, Program
-
-from strategies import targets
 
 A = ifs.Architecture
 

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import pytest
 import sympy
+from cases import REGRESSION, Case
 
 import infoflow_smt as ifs
 from infoflow_smt import cost
-
-from cases import REGRESSION, Case
 
 
 def _exponent_matches(exponent, expected) -> bool:
