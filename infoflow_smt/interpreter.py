@@ -56,6 +56,8 @@ class CheckReport:
 class _Poisoned(Exception):
     """A score read masked content."""
 
+    reached: frozenset[int] = frozenset()  # what the output token held when it happened
+
 
 class _Layer:
     """Holdings of every position after one layer: ``held[p-1, q-1]`` and ``known[p-1]``."""
@@ -280,24 +282,35 @@ def _apply(replay: _Replay, a, p: int, prev: _Layer, held: np.ndarray, known: li
             known[p - 1].setdefault(key, value)
 
 
+def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int]:
+    """R_F(X): the positions the output's chain reads, found by a position that holds everything."""
+    replay = _Replay(tree, X, realization)
+    T = replay.T
+    omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [dict() for _ in range(T + 1)])
+    replay.trace = set()
+    replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, omniscient))
+    return frozenset(replay.trace)
+
+
 def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool):
-    """Run a program on one input; returns (output value, output holdings, required set)."""
+    """Run a program on one input; returns (the output's value, what the output token holds).
+
+    Raises ``_Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
     replay = _Replay(tree, X, realization)
     T = replay.T
     held = np.zeros((T + 1, T), dtype=bool)
     held[np.arange(T), np.arange(T)] = True
     layer = _Layer(held, [dict() for _ in range(T + 1)])
-    for layer_no in range(1, program.layers + 1):
-        layer = _step(replay, program, layer_no, layer, positional)
-    reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
-    # R_F(X): what the output's chain reads, evaluated by a position that holds everything
-    omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [dict() for _ in range(T + 1)])
-    replay.trace = set()
-    replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, omniscient))
-    required = frozenset(replay.trace)
-    replay.trace = None
-    value = replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, layer))
-    return value, reached, required
+    reached: frozenset[int] = frozenset()
+    try:
+        for layer_no in range(1, program.layers + 1):
+            layer = _step(replay, program, layer_no, layer, positional)
+        reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        value = replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, layer))
+    except _Poisoned as err:
+        err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        raise
+    return value, reached
 
 
 def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200, seed: int = 0,
@@ -329,34 +342,13 @@ def _replay_all(program, tree, target, arch, inputs, seq_len, max_failures) -> C
     failures: list[Failure] = []
     for i, X in enumerate(inputs):
         try:
-            value, reached, required = run(program, tree, X, target.realization, arch.positional)
+            value, reached = run(program, tree, X, target.realization, arch.positional)
         except _Poisoned as err:
-            _, reached, required = _sets_only(program, tree, X, target.realization, arch.positional)
-            failures.append(Failure(i, str(err), X, required, reached))
+            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
         else:
             if not np.allclose(value, expected[i], rtol=1e-9, atol=1e-9, equal_nan=True):
                 failures.append(Failure(i, f"the output computes {value}, the target is {expected[i]}",
-                                        X, required, reached))
+                                        X, required_set(tree, X, target.realization), reached))
         if len(failures) >= max_failures:
             break
     return CheckReport(ok=not failures, seq_len=seq_len, samples=len(inputs), failures=tuple(failures))
-
-
-def _sets_only(program, tree, X, realization, positional):
-    """Required and reached sets for an input on which the program failed (best effort)."""
-    replay = _Replay(tree, X, realization)
-    T = replay.T
-    omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [dict() for _ in range(T + 1)])
-    replay.trace = set()
-    replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, omniscient))
-    required = frozenset(replay.trace)
-    replay.trace = None
-    held = np.zeros((T + 1, T), dtype=bool)
-    held[np.arange(T), np.arange(T)] = True
-    layer = _Layer(held, [dict() for _ in range(T + 1)])
-    for layer_no in range(1, program.layers + 1):
-        try:
-            layer = _step(replay, program, layer_no, layer, positional)
-        except _Poisoned:
-            break
-    return None, frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T])), required

@@ -19,7 +19,8 @@ from . import expr as ex
 from .architecture import Architecture
 from .errors import InvalidSpecError, WitnessCheckError
 from .interpreter import check
-from .program import program_cost
+from .program import program_cost, set_sizes
+from .symbols import T
 from .trees import comparison_tree, walk
 from .verdict import Stats, Status, Verdict
 
@@ -65,9 +66,16 @@ def _min_length(target) -> int:
     return need
 
 
-def _replay_length(target, seq_len: int | None) -> int:
-    base = seq_len if seq_len is not None and seq_len <= 12 else 10
-    return max(base, _min_length(target) + 2)
+# replays run on sequences long enough that no position holds every candidate by accident: longer than
+# the largest set the program gathers without aggregating the whole sequence (and than the target needs)
+MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
+
+
+def _replay_length(program, target, arch, seq_len: int | None) -> int:
+    sizes = [size for size in set_sizes(program, arch).values() if not size.has(T)]
+    gathered = int(max(sizes, default=1))
+    length = max(MIN_REPLAY_LENGTH, _min_length(target) + 2, min(gathered + 2, MAX_REPLAY_LENGTH))
+    return length if seq_len is None else max(min(seq_len, length), _min_length(target))
 
 
 class _Session:
@@ -197,14 +205,15 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
         return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
                        seq_len=seq_len)
     program = encoder.extract(enc, session.fewest_operations([i for i in every if i <= level], model))
-    exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
+    # the cheapest inefficient program is replayed too, on fewer inputs: it mostly aggregates everything
+    exponent = _replayed_exponent(program, target, arch, seq_len, law, max(2, samples // 4))
     return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(),
                    best_program=program, seq_len=seq_len)
 
 
 def _replayed_exponent(program, target, arch, seq_len, law, samples) -> sympy.Expr:
     """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
-    length = _replay_length(target, seq_len)
+    length = _replay_length(program, target, arch, seq_len)
     report = check(program, target, arch, seq_len=length, samples=samples, seed=0)
     if not report.ok:
         raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
