@@ -44,8 +44,8 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
             f"The target has comparison order {beta}: {_listing(tree, too_wide)} must compare candidates "
             f"while {beta - 1} other positions are held fixed, but a token plays only one position, so no "
             f"retrieval can make that selection; only a token holding every position can.")))
-    if "initial" in core and sels:
-        chain = nx.dag_longest_path(tree.subgraph(sels))[::-1]
+    chain = nx.dag_longest_path(tree.subgraph(sels))[::-1] if sels else []
+    if "initial" in core and len(chain) > arch.layers:  # depth is the obstacle only when the chain is longer
         reasons.append(Reason("initial", (
             f"Before layer 1 each input position holds only its own token and the output token nothing; "
             f"the target needs a chain of {len(chain)} dependent selection(s) ({' then '.join(chain)}), "

@@ -1,0 +1,6 @@
+"""``python -m proofs``: see ``proofs.cli``."""
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

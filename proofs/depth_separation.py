@@ -1,0 +1,56 @@
+"""Depth separation (paper 1, Theorem 1): ``min_{s,t} <x_s, x_t>`` needs two layers.
+
+One layer cannot make a selection that ranges over ``t`` for each ``s`` and then one over ``s``: the output
+token can only gather the whole sequence, and decoding ``T`` tokens costs ``T*d/E - 1`` (Theorem 3), for
+every number of heads. Two layers of one head each suffice with exponent 1: every input position ``s``
+retrieves its best partner ``t`` in layer 1, the output token retrieves the best ``s`` in layer 2.
+
+>>> from proofs.depth_separation import prove_depth_separation
+>>> prove_depth_separation().holds
+True
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .harness import aggregation_exponent, architecture, exactly, linear, observe, run_proof
+from .result import Evidence, ProofResult
+
+NAME = "depth_separation"
+STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 1: min_{s,t} <x_s, x_t> is inefficient for every "
+             "one-layer transformer with h = 1..8 heads (best exponent T*d/E - 1, linear in T) and efficient, "
+             "with exponent 1, for two layers of one head each.")
+TARGET = "min_pairwise_dot"
+CHAIN = "chain of 2 dependent selection(s)"  # the reason one layer fails: two selections, one after the other
+
+# (E, d) pairs with different slopes d/E, so the one-layer exponent is checked as a law, not a constant
+ONE_LAYER_WIDTHS = ((16, 2), (64, 4), (12, 3))
+HEADS = range(1, 9)
+
+# two layers: the theorem's (1, 1) at several widths, then more heads or layers, which never hurt
+# (model.md's metamorphic law), and positional encoding, which the construction does not need
+TWO_LAYERS = (
+    architecture((1, 1), 16, 2),
+    architecture((1, 1), 64, 4),
+    architecture((1, 1), 4, 8),
+    architecture((1, 1), 32, 1, positional=True),
+    architecture((2, 3), 32, 2),
+    architecture((1, 1, 1), 24, 3),
+)
+
+
+def _evidence() -> Iterator[Evidence]:
+    for E, d in ONE_LAYER_WIDTHS:
+        for h in HEADS:
+            yield observe(TARGET, architecture((h,), E, d), "infeasible", linear(aggregation_exponent(E, d)),
+                          mentions=CHAIN)
+    # positions do not help one layer either: the selection still ranges over T candidates for each s
+    yield observe(TARGET, architecture((2,), 32, 2, positional=True), "infeasible",
+                  linear(aggregation_exponent(32, 2)), mentions=CHAIN)
+    for arch in TWO_LAYERS:
+        yield observe(TARGET, arch, "feasible", exactly(1))
+
+
+def prove_depth_separation() -> ProofResult:
+    """Theorem 1 of paper 1 on several one- and two-layer architectures (see ``STATEMENT``)."""
+    return run_proof(NAME, STATEMENT, _evidence)

@@ -1,0 +1,153 @@
+"""The machinery every proof shares: decide, replay, compare with the paper's prediction, time.
+
+A proof module states a result, lists the (target, architecture, prediction) triples it checks and calls
+``run_proof``. ``observe`` turns one triple into an ``Evidence``: it asks ``ifs.decide``, replays the
+program the solver returned with ``ifs.check`` on fresh inputs, and records every way the answer differs
+from the prediction. Nothing raised by the solver escapes: it becomes a mismatch that names the error.
+
+>>> import infoflow_smt as ifs
+>>> ev = observe("max_retrieval", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), "feasible", exactly(1))
+>>> ev.matches, ev.replayed, str(ev.obtained_exponent)
+(True, True, '1')
+>>> linear(ifs.T / 4 - 1).test(ifs.T / 4 - 1), linear().test(sympy.Integer(1)), infinite().test(sympy.oo)
+(True, False, True)
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import sympy
+
+import infoflow_smt as ifs
+
+from .result import Evidence, ProofResult
+
+T = ifs.T
+
+# The solver replays its own witness at seed 0; the proofs draw other inputs (seed 1), so a witness is
+# checked on inputs it was not found with. Length 10 covers every fixed position the proofs name (<= 7).
+REPLAY_LENGTH = 10
+REPLAY_SAMPLES = 20
+REPLAY_SEED = 1
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the paper predicts of an exponent: ``text`` for the reader, ``test`` to check it."""
+
+    text: str
+    test: Callable[[sympy.Expr], bool]
+
+
+def _growth(expr: sympy.Expr) -> sympy.Expr:
+    """The slope of ``expr`` in ``T`` for large ``T`` (every exponent of the model is at most linear)."""
+    return sympy.limit(sympy.sympify(expr) / T, T, sympy.oo)
+
+
+def _finite(expr: sympy.Expr) -> bool:
+    return sympy.sympify(expr).is_finite is True  # T is a finite symbol; oo and nan are not
+
+
+def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if not (_finite(a) and _finite(b)):  # oo - oo is nan, not zero
+        return a == b
+    return sympy.simplify(a - b) == 0
+
+
+def exactly(expected: sympy.Expr | int) -> Claim:
+    """The exponent is exactly ``expected``."""
+    expected = sympy.sympify(expected)
+    return Claim(str(expected), lambda e: _same(e, expected))
+
+
+def linear(expected: sympy.Expr | None = None, via: str | None = None) -> Claim:
+    """The exponent grows linearly in ``T`` (and, when given, equals ``expected``, reached ``via`` a mode)."""
+    def test(e: sympy.Expr) -> bool:
+        if not _finite(e):
+            return False
+        slope = _growth(e)
+        return bool(slope.is_finite and slope > 0) and (expected is None or _same(e, expected))
+
+    shape = "linear in T" if via is None else f"{via}, linear in T"
+    return Claim(shape if expected is None else f"{sympy.sympify(expected)} ({shape})", test)
+
+
+def infinite() -> Claim:
+    """No program exists at any cost."""
+    return Claim("oo (no program at any cost)", lambda e: sympy.sympify(e) is sympy.oo)
+
+
+def replays(program: ifs.Program, target: ifs.Target, arch: ifs.Architecture) -> bool:
+    """Whether the reference interpreter computes ``target`` exactly with ``program`` on fresh inputs."""
+    return ifs.check(program, target, arch, seq_len=REPLAY_LENGTH, samples=REPLAY_SAMPLES,
+                     seed=REPLAY_SEED).ok
+
+
+def observe(spec: str, arch: ifs.Architecture, status: str, claim: Claim, *,
+            mentions: str | None = None) -> Evidence:
+    """Decide ``spec`` on ``arch`` and compare with the prediction (``status``, ``claim``).
+
+    ``mentions``: a phrase one of the explanation sentences must contain (the reason the paper gives).
+    """
+    started = time.perf_counter()
+    try:
+        target = ifs.catalogue.parse_spec(spec)
+        verdict = ifs.decide(target, arch)
+        program = verdict.witness if verdict.witness is not None else verdict.best_program
+        replayed = None if program is None else replays(program, target, arch)
+    except Exception as err:  # noqa: BLE001 -- a solver bug is evidence too: report it, prove the rest
+        return raised(spec, str(arch), status, claim, err, started)
+    explanation = tuple(str(reason) for reason in verdict.explanation)
+    problems = []
+    if verdict.status.value != status:
+        problems.append(f"status {verdict.status.value}, expected {status}")
+    if not claim.test(verdict.exponent):
+        problems.append(f"exponent {verdict.exponent}, expected {claim.text}")
+    if verdict.status is ifs.Status.FEASIBLE and verdict.witness is None:
+        problems.append("a feasible verdict without a witness")
+    if replayed is False:
+        problems.append("the solver's program fails its replay by ifs.check")
+    if verdict.status is ifs.Status.INFEASIBLE and not explanation:
+        problems.append("an infeasible verdict without an explanation")
+    if mentions is not None and not any(mentions in sentence for sentence in explanation):
+        problems.append(f"no explanation sentence mentions {mentions!r}")
+    if verdict.reason_unknown:
+        problems.append(f"solver reason: {verdict.reason_unknown}")
+    return Evidence(spec, str(arch), status, verdict.status.value, claim.text, verdict.exponent, replayed,
+                    matches=not problems, explanation=explanation, detail="; ".join(problems),
+                    seconds=time.perf_counter() - started)
+
+
+def raised(spec: str, arch: str, status: str, claim: Claim, err: Exception, started: float) -> Evidence:
+    """The evidence of a check that raised: a mismatch naming the error, never a crash of the whole run."""
+    return Evidence(spec, arch, status, "error", claim.text, sympy.nan, None, matches=False,
+                    detail=f"{type(err).__name__}: {err}", seconds=time.perf_counter() - started)
+
+
+def run_proof(name: str, statement: str, gather: Callable[[], Iterable[Evidence]]) -> ProofResult:
+    """Collect the evidence of one proof and time it; it holds iff every evidence matches."""
+    started = time.perf_counter()
+    evidence = tuple(gather())
+    holds = bool(evidence) and all(e.matches for e in evidence)  # no evidence proves nothing
+    return ProofResult(name, statement, holds, evidence, time.perf_counter() - started)
+
+
+def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim: int,
+                 positional: bool = False) -> ifs.Architecture:
+    """``ifs.Architecture`` with positional arguments, to keep the proofs' tables short."""
+    return ifs.Architecture(heads=heads, embed_dim=embed_dim, input_dim=input_dim, positional=positional)
+
+
+def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sympy.Expr = T) -> sympy.Expr:
+    """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from width E costs T0*d/E - 1.
+
+    Written out here rather than taken from ``infoflow_smt.cost``, so the proofs check the solver against
+    the paper's law, not against the code that implements it.
+
+    >>> aggregation_exponent(16, 2)
+    T/8 - 1
+    """
+    return sympy.simplify(sympy.sympify(tokens) * input_dim / sympy.sympify(embed_dim) - 1)

@@ -1,0 +1,83 @@
+"""What a proof returns: the statement, whether it holds, and every piece of evidence behind the answer.
+
+A proof *holds* only when every piece of evidence matches what the paper predicts; a mismatch stays in the
+result (``matches=False`` with its ``detail``), it is never dropped. Exponents are sympy expressions in the
+result and strings in its JSON form (``to_dict``).
+
+>>> ev = Evidence(target="max_retrieval", architecture="heads=(1,), E=32, d=2", expected_status="feasible",
+...               obtained_status="feasible", expected_exponent="1", obtained_exponent=sympy.Integer(1),
+...               replayed=True, matches=True)
+>>> result = ProofResult("demo", "A statement.", holds=True, evidence=(ev,), seconds=0.1)
+>>> result.to_dict()["evidence"][0]["obtained_exponent"]
+'1'
+>>> result.mismatches
+()
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One decision (or minimization) and how it compares with the paper's prediction.
+
+    ``expected_status`` and ``obtained_status`` are Status values (``"feasible"``, ``"infeasible"``,
+    ``"unknown"``) for a decision, or a short phrase for other checks (a Pareto set). ``expected_exponent``
+    is an exact expression or a shape (``"linear in T"``), written as text.
+    """
+
+    target: str                           # catalogue spec or target text, as passed to ifs.decide
+    architecture: str                     # str(ifs.Architecture), or a description of the family searched
+    expected_status: str
+    obtained_status: str
+    expected_exponent: str
+    obtained_exponent: sympy.Expr         # the solver's best exponent (sympy.nan when it gave none)
+    replayed: bool | None                 # ifs.check of the witness (FEASIBLE) or of the cheapest
+                                          # inefficient program (INFEASIBLE); None when there is no program
+    matches: bool
+    explanation: tuple[str, ...] = ()     # INFEASIBLE: the solver's reasons, one sentence each
+    detail: str = ""                      # why it does not match (empty when it does)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "architecture": self.architecture,
+            "expected_status": self.expected_status,
+            "obtained_status": self.obtained_status,
+            "expected_exponent": self.expected_exponent,
+            "obtained_exponent": str(self.obtained_exponent),
+            "replayed": self.replayed,
+            "matches": self.matches,
+            "explanation": list(self.explanation),
+            "detail": self.detail,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class ProofResult:
+    """A known result, reproduced (or not) by the solver: ``holds`` iff every evidence matches."""
+
+    name: str
+    statement: str                        # one sentence, citing the paper and the theorem or experiment
+    holds: bool
+    evidence: tuple[Evidence, ...]
+    seconds: float
+
+    @property
+    def mismatches(self) -> tuple[Evidence, ...]:
+        return tuple(e for e in self.evidence if not e.matches)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "statement": self.statement,
+            "holds": self.holds,
+            "seconds": round(self.seconds, 3),
+            "evidence": [e.to_dict() for e in self.evidence],
+        }

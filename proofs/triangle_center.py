@@ -1,0 +1,49 @@
+"""Triangle center (paper 1, Experiment 2): a comparison of order 3 is beyond every fixed architecture.
+
+``min_{a,b,c} ||x_a + x_b + x_c||^2`` must compare candidates ``c`` while two other positions ``a, b`` are
+held fixed. A token plays one position, so no retrieval makes that selection, however many layers and
+heads there are; only a token holding the whole sequence can, and gathering it costs ``T*d/E - 1`` at
+any fixed width ``E``. The solver must say inefficient on every architecture tried, large ones included,
+with that exponent, and give the comparison order as the reason.
+
+>>> from proofs.triangle_center import prove_triangle_center
+>>> prove_triangle_center().holds
+True
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .harness import aggregation_exponent, architecture, linear, observe, run_proof
+from .result import Evidence, ProofResult
+
+NAME = "triangle_center"
+STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Experiment 2: the triangle center "
+             "min_{a,b,c} ||x_a + x_b + x_c||^2 has comparison order 3 and is inefficient on every fixed "
+             "(L, h, E) tried, up to 4 layers of 8 heads, with best exponent T*d/E - 1.")
+
+# (spec, architecture): the paper's three configurations ((2,2) E=24, (4,4) E=24 and E=48, d = 2), then
+# more layers, heads and width, positions, and the unsquared norm (the sources differ on the square)
+CASES = (
+    ("triangle_center", architecture((1,), 32, 2)),
+    ("triangle_center", architecture((2, 2), 24, 2)),
+    ("triangle_center", architecture((4, 4), 24, 2)),
+    ("triangle_center", architecture((4, 4), 48, 2)),
+    ("triangle_center", architecture((8, 8, 8), 64, 2)),
+    ("triangle_center", architecture((8, 8, 8, 8), 64, 2)),
+    ("triangle_center", architecture((8, 8, 8, 8), 256, 4)),
+    ("triangle_center", architecture((3, 3, 3), 48, 3, positional=True)),
+    ("triangle_center:squared=false", architecture((4, 4, 4, 4), 64, 2)),
+)
+
+
+def _evidence() -> Iterator[Evidence]:
+    for spec, arch in CASES:
+        yield observe(spec, arch, "infeasible",
+                      linear(aggregation_exponent(arch.embed_dim, arch.input_dim), via="global aggregation"),
+                      mentions="comparison order 3")
+
+
+def prove_triangle_center() -> ProofResult:
+    """Experiment 2 of paper 1 on fixed architectures up to 4 layers x 8 heads (see ``STATEMENT``)."""
+    return run_proof(NAME, STATEMENT, _evidence)

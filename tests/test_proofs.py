@@ -1,0 +1,137 @@
+"""The proof scripts (proofs/): every known result holds, mismatches are reported, the CLI keeps its contract.
+
+The proofs run once (a module fixture) and serve both the "every proof holds" test and the JSON schema
+test; the CLI's exit codes are checked on a stand-in proof that does not hold, its bad-input handling in a
+subprocess (one line on stderr, no traceback), and one real proof end to end.
+"""
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sympy
+
+import infoflow_smt as ifs
+import proofs
+from proofs import cli, harness, render
+from proofs.result import Evidence, ProofResult
+
+ROOT = Path(__file__).resolve().parents[1]
+PROOF_MODULES = [f"proofs.{name}" for name in proofs.ALL]
+
+
+@pytest.fixture(scope="module")
+def results() -> tuple[ProofResult, ...]:
+    return proofs.prove_all()
+
+
+def test_every_proof_holds(results):
+    assert [r.name for r in results] == list(proofs.ALL)
+    failing = [r for r in results if not r.holds]
+    assert not failing, "\n".join(render.text(failing))
+    for r in results:
+        one_sentence = r.statement.endswith(".") and not re.search(r"[.;]\s+[A-Z]", r.statement)
+        assert one_sentence, r.statement
+        assert "Paper" in r.statement and ("Theorem" in r.statement or "Experiment" in r.statement)
+        assert len({e.architecture for e in r.evidence}) >= 3, f"{r.name}: tried on too few architectures"
+        for e in r.evidence:
+            if e.obtained_status == "feasible":
+                assert e.replayed is True, (r.name, e)
+            if e.obtained_status == "infeasible":
+                assert e.explanation and all(s.endswith(".") for s in e.explanation), (r.name, e)
+
+
+def test_json_document_schema(results):
+    document = json.loads(render.json_document(results))
+    assert isinstance(document, list) and [p["name"] for p in document] == list(proofs.ALL)
+    for proof in document:
+        assert tuple(proof) == render.SCHEMA_KEYS
+        assert isinstance(proof["holds"], bool) and isinstance(proof["seconds"], float)
+        for ev in proof["evidence"]:
+            assert tuple(ev) == render.EVIDENCE_KEYS
+            assert isinstance(ev["obtained_exponent"], str) and isinstance(ev["explanation"], list)
+            sympy.sympify(ev["obtained_exponent"])  # sympy's str reads back
+
+
+def test_a_mismatch_is_reported_not_hidden():
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2)
+    wrong = harness.observe("max_retrieval", arch, "infeasible", harness.linear())
+    assert not wrong.matches and "status feasible, expected infeasible" in wrong.detail
+    assert "exponent 1, expected linear in T" in wrong.detail
+    broken = harness.observe("no_such_target", arch, "feasible", harness.exactly(1))
+    assert broken.obtained_status == "error" and "InvalidSpecError" in broken.detail
+    result = harness.run_proof("demo", "A statement.", lambda: [wrong])
+    assert not result.holds and result.mismatches == (wrong,)
+    assert not harness.run_proof("empty", "A statement.", list).holds  # no evidence proves nothing
+
+
+def _failing_proof() -> ProofResult:
+    ev = Evidence("max_retrieval", "heads=(1,), E=8, d=2", "infeasible", "feasible", "linear in T",
+                  sympy.Integer(1), True, matches=False, detail="status feasible, expected infeasible")
+    return ProofResult("failing", "A statement that does not hold.", False, (ev,), 0.1)
+
+
+def test_cli_exit_codes_and_report(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(proofs, "ALL", {"failing": _failing_proof})
+    report = tmp_path / "report.md"
+    assert cli.main(["--report", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("failing  DOES NOT HOLD")
+    assert "MISMATCH" in out and "why: status feasible, expected infeasible" in out
+    assert "| failing | **no** |" in report.read_text()
+    assert cli.main(["failing", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)[0]["holds"] is False
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["no_such_proof"], "unknown proof 'no_such_proof'"),
+    (["--all", "kth_retrieval"], "not both"),
+    (["--frobnicate"], "unrecognized arguments"),
+    (["kth_retrieval", "--report", "/no/such/folder/report.md"], "not a file in an existing folder"),
+])
+def test_cli_bad_input(argv, message, capsys):
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and message in captured.err
+
+
+def test_cli_unknown_name_in_a_subprocess_names_the_known_ones():
+    run = subprocess.run([sys.executable, "-m", "proofs", "no_such_proof"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, check=False)
+    assert run.returncode == 2 and run.stdout == "" and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "no_such_proof" in run.stderr
+    assert all(name in run.stderr for name in proofs.ALL)
+
+
+def test_cli_one_real_proof_as_json_end_to_end():
+    run = subprocess.run([sys.executable, "-m", "proofs", "kth_retrieval", "--json"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    (proof,) = json.loads(run.stdout)
+    assert proof["name"] == "kth_retrieval" and proof["holds"] is True
+    assert {ev["obtained_exponent"] for ev in proof["evidence"]} >= {"T/9 - 1/3", "T/16 - 1", "1"}
+
+
+def _doctests():
+    """Every docstring example of the package, except the proof modules' own (they run the whole proof,
+    which test_every_proof_holds already does)."""
+    finder = doctest.DocTestFinder()
+    names = ["proofs", "proofs.result", "proofs.harness", "proofs.render", "proofs.cli", *PROOF_MODULES]
+    for name in names:
+        module = importlib.import_module(name)
+        for test in finder.find(module, name):
+            if test.examples and not (name in PROOF_MODULES and test.name == name):
+                yield test
+
+
+@pytest.mark.parametrize("test", list(_doctests()), ids=lambda t: t.name)
+def test_docstring_examples(test):
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0, f"{test.name}: {runner.failures} failing example(s)"
