@@ -54,6 +54,7 @@ class NodeInfo:
     key_needs: tuple            # requirements the candidates must meet
     query_needs: tuple          # requirements the acting position must meet
     impossible_key: bool        # the key side needs another binding than the candidate's own
+    vacuous: bool = False       # no term of the score depends on the variable: every candidate ties
 
 
 @dataclass
@@ -154,7 +155,7 @@ def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, 
                 k = _key(gid, order, var)
                 infos[k] = NodeInfo(k, n, gid, order, data["kind"], data["bound"], data["k"],
                                     not isinstance(data["domain"], ex.AllPositions), key_needs, query_needs,
-                                    impossible)
+                                    impossible, vacuous=not data["key_terms"] and data["kind"] != "aggregate")
                 if i == 0:
                     outer[gid][order] = k
     return infos, outer, base
@@ -216,7 +217,7 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
 
     # layer 0: an input position holds its own token; the output token holds nothing
     initial = [z3.Not(all_[(c, 0)]) for c in classes]
-    initial += [z3.Not(know[(c, 0, n)]) for c in classes for n in infos]
+    initial += [z3.Not(know[(c, 0, n)]) for c in classes for n, i in infos.items() if not i.vacuous]
     initial += [v == (c in enc.anchors and enc.anchors[c] == q) for (c, l, q), v in xfix.items() if l == 0]
     initial += [z3.Not(v) for (c, l, k), v in xoff.items() if l == 0]
     track("initial", conj(initial))
@@ -225,6 +226,9 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     if not pe:  # an assumption, so that an unsat core can say when positions were the obstacle
         enc.tracked["positional"] = z3.Not(positional_ok)
 
+    def admissible(info: NodeInfo, c: str) -> bool:
+        return info.kind in ("top1", "kth") and (len(info.bound) <= 1 if c != OUT else not info.bound)
+
     def holds_need(c: str, l: int, need, info: NodeInfo):
         kind = need[0]
         if kind == "fixed":
@@ -232,6 +236,12 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
         if kind == "offset":
             return xoff[(c, l, need[1])] if c != OUT else z3.BoolVal(False)
         return disj([z3.And(sel, know[(c, l, k)]) for sel, k in _resolve(enc, need, info)])
+
+    for key, info in infos.items():  # a comparison of ties is known wherever its query side is held
+        for c in classes:
+            vacuous_known = conj([holds_need(c, 0, nd, info) for nd in info.query_needs])
+            if info.vacuous:
+                solver.add(know[(c, 0, key)] == (vacuous_known if admissible(info, c) else z3.BoolVal(False)))
 
     def ready(info: NodeInfo, c: str, l: int):
         """Can class ``c`` make node ``info`` with a retrieval head in layer ``l``?"""
@@ -242,9 +252,6 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
             keys.append(z3.Or(all_[(k, l - 1)], z3.BoolVal(False) if info.impossible_key else met))
         gate = positional_ok if info.restricted else z3.BoolVal(True)
         return conj([query, conj(keys), gate])
-
-    def admissible(info: NodeInfo, c: str) -> bool:
-        return info.kind in ("top1", "kth") and (len(info.bound) <= 1 if c != OUT else not info.bound)
 
     def common(l: int, fact) -> z3.BoolRef:
         """A fact every input position has: what a retrieval gains whoever the winner is."""
@@ -321,6 +328,8 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
                     solver.add(z3.Not(know[(c, l, key)]))
                     continue
                 gains = [know[(c, l - 1, key)], all_[(c, l)]]
+                if info.vacuous:  # a comparison of ties needs no candidate: the first one is chosen
+                    gains.append(conj([holds_need(c, l, nd, info) for nd in info.query_needs]))
                 mode = "KTH" if info.kind == "kth" else "RETRIEVE"
                 if f"{mode}:{key}" in acting:
                     gains.append(acting[f"{mode}:{key}"])

@@ -1,38 +1,31 @@
 """Brute force: every program of the solver's vocabulary, replayed by the interpreter (no z3).
 
-The independent confirmation of the solver (style.md, point 5) and the baseline it is benchmarked against.
-It shares nothing with the encoder: a program is accepted only when ``interpreter.check`` replays it. The
-vocabulary is the solver's. In each layer each position class runs a *set* of at most ``h_l`` operations:
-``"input"`` (every input position alike), ``"output"`` (the output token) and, with positional encoding
-and two layers or more, the *anchors*: fixed positions ``1..K`` (``K`` the groups with a selection that
-binds no variable) whose heads may override what the other inputs do (``anchor_positions``). Operations:
-max-position retrieval of a top-1 node, k-th retrieval of a kth node, global aggregation, and (with
-positions) specific-position aggregation of the fixed positions, anchors and offsets; every combination
-of variable orders of the joint groups is tried.
+The independent confirmation of the solver (style.md, point 5) and its benchmark baseline: a program is
+accepted only when ``interpreter.check`` replays it. The vocabulary is the solver's. In each layer each
+position class (``"input"``: every input position alike; ``"output"``; with positions and two layers or
+more the *anchors*, fixed positions whose heads may override the inputs') runs a *set* of at most ``h_l``
+operations: top-1 or k-th retrieval of a tree node, global aggregation, specific-position aggregation.
+Every combination of variable orders of the joint groups is tried.
 
-Exhaustive, but not naive:
+Exhaustive, but not naive. The search runs layer by layer on the interpreter's concrete state (what every
+position holds and knows, on each sample) and merges programs that reach the same state. An operation
+poisoned on some sample is dropped. The state is monotone in the operations (more holdings never poison a
+score nor change a selection: a known selection is the true one), so with ``maximal=True`` only sets of
+``min(h_l, #usable)`` operations are tried, and specific-position aggregation gathers every source
+(``maximal=False`` tries every set; the tests hold the two to the same answers). In the last layer only
+the output token's operations matter.
 
-* It runs layer by layer on the interpreter's concrete state (what every position holds and knows, on each
-  sample) and merges programs that reach the same state: the future depends only on it.
-* An operation whose score is poisoned on some sample fails every program that uses it: it is dropped.
-* The state is monotone in the operations (more holdings never poison a score nor change a selection, as
-  every known selection is the true one), so a set does all its subsets do: with ``maximal=True`` (the
-  default) only sets of ``min(h_l, #usable)`` operations are tried, and specific-position aggregation
-  gathers every source. ``maximal=False`` tries every set; the tests hold the two to the same answers.
-* In the last layer only the output token's operations matter (it reads the layer before).
-
-Replay length: a position holding every candidate of a selection makes it itself, so on a short sequence a
-program may succeed *by accident*. Without aggregation a position gathers at most ``prod_l (1 + h_l + P-1)``
-positions (``P`` specific-position sources), about ``(1 + h)^L``: the replay is one longer, capped at
-``MAX_REPLAY_LENGTH``; above the cap an accident needs every retrieval on every sample to land on a new
-position, which random inputs do not produce.
+Replay length: a position holding every candidate makes a selection itself, so a short sequence lets a
+program succeed *by accident*. Without aggregation a position gathers at most ``prod_l (h_l + P)``
+positions (``P >= 1`` specific-position sources), about ``(1 + h)^L``; the replay is one longer, capped at
+``MAX_REPLAY_LENGTH``: above it an accident needs every retrieval on every sample to bring a new position.
 """
 from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Union
 
 import numpy as np
 
@@ -46,7 +39,7 @@ from .trees import all_orders, comparison_tree, needs_positional, walk
 
 MAX_REPLAY_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
 MIN_REPLAY_LENGTH = 8    # subsets and ranges keep a few candidates even on the shortest replay
-Where = Union[str, ex.FixedIndex]
+Where = str | ex.FixedIndex
 _Part = list[tuple[np.ndarray, list[dict]]]   # per sample: the held rows of one class, and their knowledge
 
 
@@ -55,9 +48,9 @@ class EnumerationResult:
     """What the search found: a program the interpreter accepts, or None after trying every one."""
 
     found: Program | None
-    explored: int      # program prefixes tried (one per layer step and operation sets), before merging
+    explored: int      # program prefixes tried (a state and one operation set per class), before merging
     seconds: float
-    seq_len: int = 0   # the replay length used
+    seq_len: int = 0   # the replay length
     states: int = 0    # distinct states reached after merging
 
 
@@ -87,16 +80,6 @@ def anchor_positions(target, arch) -> tuple[ex.FixedIndex, ...]:
     return tuple(ex.FixedIndex(i) for i in range(1, len(free) + 1))
 
 
-def _min_length(target) -> int:
-    need = 2
-    for _, d in comparison_tree(target).nodes(data=True):
-        if d["kind"] == "fixed":
-            need = max(need, d["position"].position + 1)
-        if d["kind"] == "kth":
-            need = max(need, 4 * d["k"] + 1)  # a subset keeps a quarter of the positions
-    return max([need] + [abs(k) + 2 for k in sources(target, True)[1]])
-
-
 def replay_length(target, arch) -> int:
     """One more than a program without aggregation can gather, capped (module docstring).
 
@@ -110,24 +93,24 @@ def replay_length(target, arch) -> int:
     for h in arch.heads:
         outer += inner * (h + extra)
         inner *= 1 + h + extra
-    return max(min(max(inner, outer) + 1, MAX_REPLAY_LENGTH), MIN_REPLAY_LENGTH, _min_length(target) + 2)
+    # every fixed position, rank (a subset keeps a quarter of the positions) and offset must exist
+    need = [2] + [abs(k) + 2 for k in sources(target, True)[1]]
+    for _, d in comparison_tree(target).nodes(data=True):
+        need.append(d["position"].position + 1 if d["kind"] == "fixed" else 4 * d["k"] + 1)
+    return max(min(max(inner, outer) + 1, MAX_REPLAY_LENGTH), MIN_REPLAY_LENGTH, max(need) + 2)
 
 
-class _Search:
-    """The search under one variable order: the tree, one interpreter replay per sample, the vocabulary."""
+class _Vocabulary:
+    """The operations under one variable order, and the operation sets a class may run."""
 
-    def __init__(self, target, arch, order, inputs: np.ndarray, expected: np.ndarray, efficient: bool,
-                 maximal: bool, law: cost.DecodeLaw, anchors: tuple[ex.FixedIndex, ...]):
-        self.arch, self.order, self.anchors = arch, order, anchors
-        self.tree = comparison_tree(target, order)
-        self.replays = [_Replay(self.tree, X, target.realization) for X in inputs]
-        self.expected, self.efficient, self.maximal, self.law = expected, efficient, maximal, law
-        self.T = inputs.shape[1]
+    def __init__(self, target, arch, order, efficient: bool, maximal: bool, law: cost.DecodeLaw,
+                 anchors: tuple[ex.FixedIndex, ...]):
+        self.tree, self.arch, self.anchors = comparison_tree(target, order), arch, anchors
+        self.efficient, self.maximal, self.law = efficient, maximal, law
         fixed, self.offsets = sources(target, arch.positional)
-        self.fixed = tuple(sorted(set(fixed) | set(anchors), key=str))
-        self.explored = 0
+        self.fixed = tuple(sorted(set(fixed) | set(anchors), key=str))  # specific-position sources
 
-    def vocabulary(self, layer: int, where: Where) -> list[Op]:
+    def ops(self, layer: int, where: Where) -> list[Op]:
         """Every operation one head may run in ``layer`` at ``where`` (the efficient search: bounded ones)."""
         ops: list[Op] = []
         for node, data in sorted(self.tree.nodes(data=True)):
@@ -137,42 +120,67 @@ class _Search:
                 continue  # the interpreter refuses candidate subsets without positions
             if data["kind"] == "top1":
                 ops.append(Op(Mode.RETRIEVE, node))
-            elif not self.efficient or cost.is_bounded(cost.kth_retrieval(data["k"], self.arch.head_dim(layer))):
+            elif not self.efficient or cost.is_bounded(cost.kth_retrieval(data["k"],
+                                                                          self.arch.head_dim(layer))):
                 ops.append(Op(Mode.KTH, node))
-        width, d = self.arch.width, self.arch.input_dim
-        if not self.efficient or cost.is_bounded(cost.decode(T_SYMBOL, d, width, self.law)):
+        aggregation = cost.decode(T_SYMBOL, self.arch.input_dim, self.arch.width, self.law)
+        if not self.efficient or cost.is_bounded(aggregation):
             ops.append(Op(Mode.AGGREGATE))
         # specific-position aggregation is always bounded here: a set reaches T only after a global
         # aggregation, which the efficient search admits only when decoding T tokens is bounded
         refs = list(self.fixed) + ([Offset(k) for k in self.offsets] if where != "output" else [])
-        if refs:
-            subsets = [tuple(refs)] if self.maximal else [
-                c for r in range(1, len(refs) + 1) for c in itertools.combinations(refs, r)]
-            ops += [Op(Mode.POSITIONS, positions=s) for s in subsets]
-        return ops
+        subsets = [tuple(refs)] if self.maximal and refs else [
+            c for r in range(1, len(refs) + 1) for c in itertools.combinations(refs, r)]
+        return ops + [Op(Mode.POSITIONS, positions=q) for q in subsets]
 
-    def op_sets(self, ops: list[Op], heads: int) -> Iterator[tuple[Op, ...]]:
+    def sets(self, ops: list[Op], heads: int) -> Iterator[tuple[Op, ...]]:
         """Maximal sets, or every set (with one specific-position op at most: two merge into one)."""
-        sizes = [min(heads, len(ops))] if self.maximal else range(heads + 1)
-        for size in sizes:
+        for size in [min(heads, len(ops))] if self.maximal else range(heads + 1):
             for combo in itertools.combinations(ops, size):
                 if sum(op.mode is Mode.POSITIONS for op in combo) <= 1:
                     yield combo
 
-    def effect(self, op: Op, where: Where, state) -> tuple[_Layer, ...] | None:
-        """Every sample's state after one head runs ``op`` at ``where``; None when it is poisoned."""
-        program = Program((Action(1, 1, where, op),), layers=1)
-        try:
-            return tuple(_step(r, program, 1, s, self.arch.positional) for r, s in zip(self.replays, state))
-        except _Poisoned:
-            return None
 
-    def parts(self, layer: int, where: Where, rows: list[int], state) -> dict[tuple, tuple[tuple[Op, ...], _Part]]:
+def program_count(target, arch, *, efficient: bool = True, anchors: bool = True,
+                  decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> int:
+    """How many programs the vocabulary holds: what an enumeration without merging or pruning replays.
+
+    >>> import infoflow_smt as ifs
+    >>> program_count("max_retrieval", ifs.Architecture(heads=(1,)))  # idle or one op, at 2 classes
+    4
+    """
+    target = _as_target(target)
+    fixed, total = anchor_positions(target, arch) if anchors else (), 0
+    for order in all_orders(target):
+        vocab, count = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed), 1
+        for (layer, heads), where in itertools.product(enumerate(arch.heads, 1), ["input", "output", *fixed]):
+            count *= sum(1 for _ in vocab.sets(vocab.ops(layer, where), heads))
+        total += count
+    return total
+
+
+class _Search(_Vocabulary):
+    """The search under one variable order: the vocabulary, and one interpreter replay per sample."""
+
+    def __init__(self, target, arch, order, efficient: bool, maximal: bool, law: cost.DecodeLaw,
+                 anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray):
+        super().__init__(target, arch, order, efficient, maximal, law, anchors)
+        self.replays = [_Replay(self.tree, X, target.realization) for X in inputs]
+        self.expected, self.T, self.explored = expected, inputs.shape[1], 0
+
+    def parts(self, layer: int, where: Where, rows: list[int], state
+              ) -> dict[tuple, tuple[tuple[Op, ...], _Part]]:
         """The distinct results, on ``rows`` (the class's positions), of every operation set at ``where``."""
-        effects = {op: self.effect(op, where, state) for op in self.vocabulary(layer, where)}
-        usable = {op: e for op, e in effects.items() if e is not None}
+        usable = {}
+        for op in self.ops(layer, where):  # one head's effect on every sample; a poisoned score drops it
+            program = Program((Action(1, 1, where, op),), layers=1)
+            try:
+                usable[op] = [_step(r, program, 1, s, self.arch.positional)
+                              for r, s in zip(self.replays, state)]
+            except _Poisoned:
+                continue
         out: dict[tuple, tuple[tuple[Op, ...], _Part]] = {}
-        for combo in self.op_sets(list(usable), self.arch.heads[layer - 1]):
+        for combo in self.sets(list(usable), self.arch.heads[layer - 1]):
             part = []
             for i, s in enumerate(state):
                 held, known = s.held[rows], [dict(s.known[r]) for r in rows]
@@ -206,15 +214,13 @@ class _Search:
 
     def computes(self, state) -> bool:
         """Whether the output token computes the target exactly on every sample."""
-        T = self.T
-        for replay, layer, want in zip(self.replays, state, self.expected):
-            try:
-                value = replay.value(self.tree.graph["output"], {}, (T + 1, None, T + 1, layer))
-            except _Poisoned:
-                return False
-            if not np.allclose(value, want, rtol=1e-9, atol=1e-9, equal_nan=True):
-                return False
-        return True
+        try:
+            values = [r.value(self.tree.graph["output"], {}, (self.T + 1, None, self.T + 1, s))
+                      for r, s in zip(self.replays, state)]
+        except _Poisoned:
+            return False
+        return all(np.allclose(v, w, rtol=1e-9, atol=1e-9, equal_nan=True)
+                   for v, w in zip(values, self.expected))
 
     def program(self, path: tuple[tuple[tuple[Op, ...], ...], ...]) -> Program:
         actions: list[Action] = []
@@ -224,7 +230,7 @@ class _Search:
             actions += [Action(layer, h, "output", op) for h, op in enumerate(outputs, start=1)]
             for q, own in zip(self.anchors, sets[1:-1]):
                 actions += _override(layer, q, inputs, own, self.arch.heads[layer - 1])
-        order = tuple((g, o) for g, o in self.order.items() if len(o) > 1)
+        order = tuple((g, o) for g, o in self.tree.graph["order"].items() if len(o) > 1)
         return Program(tuple(actions), order, self.arch.layers)
 
     def search(self, initial: tuple[_Layer, ...]) -> tuple[Program | None, int]:
@@ -244,13 +250,22 @@ class _Search:
         return None, seen
 
 
-def _override(layer: int, q: ex.FixedIndex, inputs: tuple[Op, ...], own: tuple[Op, ...], heads: int) -> list[Action]:
+def _override(layer: int, q: ex.FixedIndex, inputs: tuple[Op, ...], own: tuple[Op, ...],
+              heads: int) -> list[Action]:
     """Actions making anchor ``q`` run exactly ``own``: keep the inputs' heads whose operation it runs,
     give its other operations to the remaining heads, and idle the inputs' heads it does not run."""
-    free = [h for h, op in enumerate(inputs, start=1) if op not in own] + list(range(len(inputs) + 1, heads + 1))
+    free = [h for h, op in enumerate(inputs, start=1) if op not in own]
+    free += list(range(len(inputs) + 1, heads + 1))
     extra = [op for op in own if op not in inputs]
     actions = [Action(layer, h, q, op) for h, op in zip(free, extra)]
     return actions + [Action(layer, h, q, Op(Mode.IDLE)) for h in free[len(extra):] if h <= len(inputs)]
+
+
+def _as_target(target):
+    if isinstance(target, str):
+        from . import catalogue  # a catalogue spec or target text, as decide takes it
+        return catalogue.parse_spec(target)
+    return target
 
 
 def _freeze(known: list[dict]) -> tuple:
@@ -287,11 +302,9 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
                        decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> EnumerationResult:
     """Search every program for ``target`` on ``arch``: ``found`` is one the interpreter accepts, or None.
 
-    ``efficient=True`` admits only operations with a cost exponent bounded in ``T`` (the solver's FEASIBLE),
-    ``efficient=False`` every operation (a program at any cost). ``seq_len`` overrides ``replay_length``;
-    ``samples``/``seed`` draw the inputs exactly as ``interpreter.check`` does. ``maximal`` tries only
-    maximal operation sets, ``anchors`` lets fixed positions override heads (``anchor_positions``),
-    ``simplify`` drops the found program's idle heads.
+    ``efficient``: only operations with a cost exponent bounded in ``T`` (the solver's FEASIBLE), else any.
+    ``seq_len`` overrides ``replay_length``; ``samples``/``seed`` draw the inputs as ``check`` does.
+    ``maximal``/``anchors``: module docstring; ``simplify`` drops the found program's idle heads.
 
     >>> import infoflow_smt as ifs
     >>> arch = ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2)
@@ -300,10 +313,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     >>> enumerate_programs("min_pairwise_dot", arch.with_heads((2,))).found is None
     True
     """
-    started = time.perf_counter()
-    if isinstance(target, str):
-        from . import catalogue
-        target = catalogue.parse_spec(target)
+    started, target = time.perf_counter(), _as_target(target)
     length = seq_len if seq_len is not None else replay_length(target, arch)
     if needs_positional(target) and not arch.positional:
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
@@ -313,11 +323,11 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
         expected = np.asarray(target.evaluate(inputs), dtype=float)
     held = np.zeros((length + 1, length), dtype=bool)
     held[np.arange(length), np.arange(length)] = True
-    initial = tuple(_Layer(held.copy(), [dict() for _ in range(length + 1)]) for _ in range(samples))
+    initial = tuple(_Layer(held.copy(), [{} for _ in range(length + 1)]) for _ in range(samples))
     fixed = anchor_positions(target, arch) if anchors else ()
     explored = states = 0
     for order in all_orders(target):
-        search = _Search(target, arch, order, inputs, expected, efficient, maximal, decode_law, fixed)
+        search = _Search(target, arch, order, efficient, maximal, decode_law, fixed, inputs, expected)
         with np.errstate(all="ignore"):
             program, reached = search.search(initial)
         explored, states = explored + search.explored, states + reached
@@ -332,5 +342,5 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     return EnumerationResult(None, explored, time.perf_counter() - started, length, states)
 
 
-__all__ = ["EnumerationResult", "enumerate_programs", "replay_length", "sources", "anchor_positions",
-           "MAX_REPLAY_LENGTH"]
+__all__ = ["MAX_REPLAY_LENGTH", "EnumerationResult", "anchor_positions", "enumerate_programs",
+           "program_count", "replay_length", "sources"]

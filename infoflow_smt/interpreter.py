@@ -18,7 +18,7 @@ import numpy as np
 from . import expr as ex
 from .program import Mode, Offset, Program, validate
 from .realization import Realization
-from .trees import GroupRef, NodeRef, comparison_tree, outermost
+from .trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost
 
 
 @dataclass(frozen=True)
@@ -326,6 +326,9 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     """
     tree = comparison_tree(target, program.order_map)
     problems = _action_problems(program, tree, arch)
+    if needs_positional(target) and not arch.positional:
+        problems.append("the target tells positions apart (fixed positions, offsets or subsets), and an "
+                        "architecture without positional encoding cannot, whatever its heads hold")
     if program.layers != arch.layers:
         problems.append(f"the program has {program.layers} layers, the architecture {arch.layers}")
     if problems:

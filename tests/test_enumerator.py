@@ -1,0 +1,176 @@
+"""The brute-force enumerator: it agrees with the solver on the known results it can enumerate, its programs
+pass the interpreter, and its shortcuts (merged states, maximal operation sets) change no answer."""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+import sympy
+
+import infoflow_smt as ifs
+from infoflow_smt import cost
+from infoflow_smt import expr as ex
+from infoflow_smt.enumerator import (
+    MAX_REPLAY_LENGTH,
+    EnumerationResult,
+    anchor_positions,
+    enumerate_programs,
+    replay_length,
+    sources,
+)
+from infoflow_smt.program import Mode, program_cost, validate
+from infoflow_smt.trees import comparison_tree
+
+
+def arch(heads, embed_dim=32, input_dim=2, positional=False) -> ifs.Architecture:
+    return ifs.Architecture(heads=tuple(heads), embed_dim=embed_dim, input_dim=input_dim,
+                            positional=positional)
+
+
+# (spec, architecture, expected status): model.md section 5, at sizes the enumerator finishes quickly
+SECTION5 = [
+    ("min_pairwise_dot", arch((1,)), "infeasible"),
+    ("min_pairwise_dot", arch((3,)), "infeasible"),
+    ("min_pairwise_dot", arch((1, 1)), "feasible"),
+    ("max_retrieval", arch((1,)), "feasible"),
+    ("kth_largest:k=2", arch((1,)), "infeasible"),
+    ("kth_largest:k=2", arch((2,)), "infeasible"),
+    ("linear_max_sum:D=2", arch((1,)), "infeasible"),
+    ("linear_max_sum:D=2", arch((2,)), "feasible"),
+    ("d_retrieval:D=2", arch((2,), positional=True), "feasible"),
+    ("d_retrieval:D=2", arch((1,), positional=True), "infeasible"),
+    ("d_retrieval:D=2", arch((1,), embed_dim=2 * ifs.T, positional=True), "feasible"),
+    ("d_retrieval:D=2,subsets=false", arch((2,)), "feasible"),
+    ("d_retrieval:D=2,subsets=false", arch((1,)), "infeasible"),
+    ("d_retrieval:D=2,subsets=false", arch((1,), embed_dim=2 * ifs.T), "feasible"),
+    ("intrinsic_dimension:D=2", arch((1, 2)), "infeasible"),
+    ("intrinsic_dimension:D=2", arch((2, 1)), "infeasible"),
+    ("intrinsic_dimension:D=2", arch((2, 2)), "feasible"),
+    ("intrinsic_dimension:D=3", arch((3, 3)), "feasible"),
+    ("intrinsic_dimension:D=3", arch((2, 3)), "infeasible"),
+    ("intrinsic_dimension:D=3", arch((3, 2)), "infeasible"),
+    ("triangle_center", arch((2, 2)), "infeasible"),
+    ("specific_positions", arch((1,), positional=True), "feasible"),
+    ("specific_positions", arch((1,)), "infeasible"),
+]
+
+
+def _id(case) -> str:
+    spec, a, _ = case
+    flags = ("+pe" if a.positional else "") + ("+wide" if a.width.has(ifs.T) else "")
+    return f"{spec}@{'x'.join(map(str, a.heads))}{flags}"
+
+
+@pytest.mark.parametrize("case", SECTION5, ids=_id)
+def test_agrees_with_the_solver_on_section_5(case) -> None:
+    spec, a, expected = case
+    verdict = ifs.decide(spec, a)
+    result = enumerate_programs(spec, a)
+    assert verdict.status.value == expected
+    assert (result.found is not None) == verdict.feasible, f"{verdict}\nenumerator: {result.found}"
+
+
+@pytest.mark.parametrize("case", [c for c in SECTION5 if c[2] == "feasible"], ids=_id)
+def test_found_programs_are_efficient_and_replay(case) -> None:
+    spec, a, _ = case
+    target = ifs.catalogue.parse_spec(spec)
+    found = enumerate_programs(target, a).found
+    assert validate(found, a) == []
+    assert ifs.check(found, target, a, seq_len=14, samples=6, seed=7).ok  # inputs the search never saw
+    exponent, _ = program_cost(found, comparison_tree(target, found.order_map), a)
+    assert cost.is_bounded(exponent)
+
+
+@pytest.mark.parametrize("spec, heads", [("min_pairwise_dot", (2, 2)), ("intrinsic_dimension:D=2", (1, 2)),
+                                         ("intrinsic_dimension:D=2", (2, 1)), ("linear_max_sum:D=3", (2,)),
+                                         ("intrinsic_dimension:D=3", (3, 2))])
+def test_maximal_sets_lose_nothing(spec, heads) -> None:
+    """Trying only maximal operation sets (monotonicity) gives the answer of trying every set."""
+    a = arch(heads)
+    fast, full = enumerate_programs(spec, a), enumerate_programs(spec, a, maximal=False)
+    assert (fast.found is None) == (full.found is None)
+    assert fast.explored <= full.explored
+
+
+def test_anchors_override_heads_at_fixed_positions() -> None:
+    """With positions and two layers, fixed positions 1..K may run their own heads, as in the solver."""
+    a = arch((1, 1), positional=True)
+    target = ifs.catalogue.get("linear_max_sum", D=4)
+    assert anchor_positions(target, a) == tuple(ex.FixedIndex(i) for i in (1, 2, 3, 4))
+    assert anchor_positions(target, arch((1, 1))) == ()
+    assert anchor_positions(target, arch((4,), positional=True)) == ()
+    found = enumerate_programs(target, a).found
+    assert found is not None and any(isinstance(x.where, ex.FixedIndex) for x in found.actions)
+    assert ifs.check(found, target, a, seq_len=14, samples=6, seed=7).ok
+    assert enumerate_programs(target, a, anchors=False).found is None
+    assert ifs.decide(target, a).feasible
+
+
+def test_maximal_sets_lose_nothing_with_anchors() -> None:
+    a = arch((1, 1), positional=True)
+    text = "x[1] + max(f1(x[t]) for t in T) + max(f2(x[t]) for t in T)"
+    fast, full = enumerate_programs(text, a), enumerate_programs(text, a, maximal=False)
+    assert fast.found is not None and full.found is not None
+    three = enumerate_programs("linear_max_sum:D=3", arch((1,), positional=True), maximal=False)
+    assert three.found is None
+
+
+def test_any_cost_search_matches_the_best_exponent() -> None:
+    """With every operation admitted, a program exists exactly when the solver finds a finite exponent."""
+    for spec, a in [("kth_largest:k=2", arch((1,))), ("min_pairwise_dot", arch((1,))),
+                    ("specific_positions", arch((1,)))]:
+        verdict = ifs.decide(spec, a)
+        found = enumerate_programs(spec, a, efficient=False).found
+        assert (found is not None) == (verdict.exponent != sympy.oo), f"{verdict}\n{found}"
+
+
+def test_kth_retrieval_is_efficient_only_with_a_growing_width() -> None:
+    wide = enumerate_programs("kth_largest:k=2", arch((1,), embed_dim=2 * ifs.T))
+    assert wide.found is not None and {a.op.mode for a in wide.found.actions} <= {Mode.KTH, Mode.AGGREGATE}
+    assert enumerate_programs("kth_largest:k=2", arch((1,))).found is None
+    assert enumerate_programs("kth_largest:k=2", arch((1,)), efficient=False).found is not None
+
+
+def test_positions_need_positional_encoding() -> None:
+    result = enumerate_programs("x[1] + x[T]", arch((2, 2), embed_dim=2 * ifs.T))
+    assert result.found is None and result.explored == 0
+    found = enumerate_programs("x[1] + x[T]", arch((1,), positional=True)).found
+    assert [a.op.mode for a in found.actions] == [Mode.POSITIONS]
+
+
+def test_result_is_a_frozen_record() -> None:
+    result = enumerate_programs("max_retrieval", arch((1,)))
+    assert isinstance(result, EnumerationResult) and result.explored >= 1 and result.seconds >= 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.found = None  # type: ignore[misc]
+
+
+def test_found_programs_have_no_idle_heads() -> None:
+    found = enumerate_programs("intrinsic_dimension:D=2", arch((3, 3))).found
+    assert len(found.actions) == 4  # two retrievals at the inputs, two at the output
+    assert sorted(a.head for a in found.actions if a.where == "output") == [1, 2]
+
+
+def test_replay_length_outgrows_what_retrieval_alone_gathers() -> None:
+    target = ifs.catalogue.get("max_retrieval")
+    assert replay_length(target, arch((1,))) >= 3          # (1 + 1)^1 + 1
+    assert replay_length(target, arch((1, 1))) >= 5        # (1 + 1)^2 + 1
+    assert replay_length(target, arch((2, 2))) == 10       # (1 + 2)^2 + 1
+    assert replay_length(target, arch((4, 4, 4))) == MAX_REPLAY_LENGTH
+    positional = ifs.catalogue.get("specific_positions")
+    assert sources(positional, True)[0] and sources(positional, False) == ((), ())
+    assert replay_length(ifs.parse_target("kth_largest(3, f1(x[t]) for t in S1)"), arch((1,))) >= 13
+
+
+def test_seq_len_override_and_inputs_match_check() -> None:
+    a = arch((1, 1))
+    result = enumerate_programs("min_pairwise_dot", a, seq_len=9, samples=3, seed=5)
+    assert result.seq_len == 9
+    assert ifs.check(result.found, ifs.catalogue.get("min_pairwise_dot"), a, seq_len=9, samples=3, seed=5).ok
+
+
+def test_the_enumerator_imports_no_z3() -> None:
+    code = "import sys, infoflow_smt.enumerator; sys.exit('z3' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
