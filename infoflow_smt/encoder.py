@@ -155,7 +155,9 @@ def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, 
                 k = _key(gid, order, var)
                 infos[k] = NodeInfo(k, n, gid, order, data["kind"], data["bound"], data["k"],
                                     not isinstance(data["domain"], ex.AllPositions), key_needs, query_needs,
-                                    impossible, vacuous=not data["key_terms"] and data["kind"] != "aggregate")
+                                    impossible,
+                                    # an argmin/argmax may be read as x[...]: the chosen content must be held
+                                    vacuous=not data["key_terms"] and data["sense"] in ("min", "max", "kth"))
                 if i == 0:
                     outer[gid][order] = k
     return infos, outer, base

@@ -82,23 +82,46 @@ class _Replay:
         self.scanning = 0
 
     # ---- reading contents -----------------------------------------------------------------------
-    def content(self, q: int, who: int, layer: _Layer) -> np.ndarray:
-        if q < 1 or q > self.T:
-            return np.zeros(self.d)  # outside the sequence: padding, as in Target.evaluate
-        if not layer.held[who - 1, q - 1]:
-            raise _Poisoned(f"position {who} reads x[{q}], which it does not hold")
+    def content(self, q, who, layer: _Layer) -> np.ndarray:
+        """``x[q]`` as read by position ``who`` (either may be an array over candidates)."""
+        q, who = np.asarray(q), np.asarray(who)
+        inside = (q >= 1) & (q <= self.T)
+        clipped = np.clip(q, 1, self.T)
+        unheld = ~layer.held[who - 1, clipped - 1] & inside
+        if unheld.any():
+            at = np.argwhere(np.atleast_1d(unheld))[0][0]
+            reader, read = np.broadcast_to(who, unheld.shape), np.broadcast_to(q, unheld.shape)
+            raise _Poisoned(f"position {int(np.atleast_1d(reader)[at])} reads x[{int(np.atleast_1d(read)[at])}], "
+                            f"which it does not hold")
         if self.trace is not None and not self.scanning:
-            self.trace.add(q)
-        return self.X[q - 1]
+            self.trace.update(int(v) for v in np.atleast_1d(q[inside]))
+        values = self.X[clipped - 1]
+        # outside the sequence: padding, the zero vector, as in Target.evaluate
+        return values if inside.all() else np.where(inside[..., None], values, 0.0)
 
     def domain(self, domain) -> np.ndarray:
         return self.real.domain_positions(domain, self.T)
 
-    # ---- evaluation from a view: (acting position, free variable, candidate position) -------------
-    def value(self, e, env: dict, view) -> np.ndarray | float:
+    def is_vector(self, e) -> bool:
+        """Whether an expression has a d-vector value (contents, parameters, sums and means of them)."""
+        if isinstance(e, (ex.Content, ex.Param)):
+            return True
+        if isinstance(e, ex.BinOp):
+            return self.is_vector(e.left) or self.is_vector(e.right)
+        if isinstance(e, ex.Neg):
+            return self.is_vector(e.operand)
+        if isinstance(e, (GroupRef, NodeRef)):
+            group = self.groups[e.group if isinstance(e, GroupRef) else self.tree.nodes[e.node]["group"]]
+            return not group.kind.is_selection and self.is_vector(group.body)
+        return False  # numbers and calls
+
+    # ---- evaluation from a view: (acting position, free variable, candidate position(s)) ----------
+    def value(self, e, env: dict, view):
+        """The value of ``e``; the free variable may be bound to an array of candidates (then ``cand`` is
+        that array and the result has a leading candidate axis)."""
         who, free, cand, layer = view
 
-        def holder(variables) -> int:
+        def holder(variables):
             return cand if free is not None and free in variables else who
 
         if isinstance(e, ex.Num):
@@ -114,6 +137,8 @@ class _Replay:
             return self.node_value(e.node, env, holder(self.tree.nodes[e.node]["bound"]), layer)
         if isinstance(e, ex.BinOp):
             a, b = self.value(e.left, env, view), self.value(e.right, env, view)
+            if self.is_vector(e.left) != self.is_vector(e.right):  # a scalar per candidate against a vector
+                a, b = (np.asarray(a)[..., None], b) if not self.is_vector(e.left) else (a, np.asarray(b)[..., None])
             return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide,
                     "**": np.power}[e.op](a, b)
         if isinstance(e, ex.Neg):
@@ -126,14 +151,17 @@ class _Replay:
         if e.name == "bilinear":
             A = self.matrix(e.args[0].name, self.d)
             a, b = (self.value(x, env, view) for x in e.args[1:])
-            return float(a @ A @ b)
+            return np.einsum("...i,ij,...j->...", a, A, b)
         args = [self.value(x, env, view) for x in e.args]
         if e.name == "dot":
-            return float(np.dot(args[0], args[1]))
+            return np.sum(np.multiply(args[0], args[1]), axis=-1)
         if e.name == "norm":
-            return float(np.linalg.norm(args[0]))
-        flat = np.concatenate([np.atleast_1d(np.asarray(a, dtype=float)) for a in args])
-        return float(self.function(e.name, flat.shape[0])(flat))
+            return np.linalg.norm(args[0], axis=-1)
+        columns = [np.asarray(a, dtype=float) if self.is_vector(x) else np.asarray(a, dtype=float)[..., None]
+                   for a, x in zip(args, e.args)]
+        lead = np.broadcast_shapes(*(c.shape[:-1] for c in columns))
+        flat = np.concatenate([np.broadcast_to(c, lead + c.shape[-1:]) for c in columns], axis=-1)
+        return self.function(e.name, flat.shape[-1])(flat)
 
     def _index_vars(self, index) -> frozenset[str]:
         if isinstance(index, (ex.VarIndex, ex.OffsetIndex)):
@@ -162,13 +190,19 @@ class _Replay:
         """Candidates and their ranking scores (the terms that depend on the candidate)."""
         data = self.tree.nodes[node]
         candidates = self.domain(data["domain"])
-        scores = []
         self.scanning += 1
         try:
-            for c in candidates:
-                view = (who, data["var"], int(c) if split else who, layer)
-                local = dict(env, **{data["var"]: int(c)})
-                scores.append(sum(sign * self.value(t, local, view) for sign, t in data["key_terms"]))
+            if _reads_selections(data["key_terms"]):  # one candidate at a time: selections are looked up
+                scores = []
+                for c in candidates:
+                    view = (who, data["var"], int(c) if split else who, layer)
+                    local = dict(env, **{data["var"]: int(c)})
+                    scores.append(sum(sign * self.value(t, local, view) for sign, t in data["key_terms"]))
+            else:  # every candidate at once
+                view = (who, data["var"], candidates if split else who, layer)
+                local = dict(env, **{data["var"]: candidates})
+                scores = sum((sign * np.broadcast_to(self.value(t, local, view), candidates.shape)
+                              for sign, t in data["key_terms"]), np.zeros(len(candidates)))
         finally:
             self.scanning -= 1
         return candidates, np.asarray(scores, dtype=float)
@@ -207,6 +241,13 @@ class _Replay:
         if data["sense"] in ("argmin", "argmax"):
             return float(chosen)
         return self.value(data["score"], dict(env, **{data["var"]: chosen}), (who, None, who, layer))
+
+
+def _reads_selections(terms) -> bool:
+    from .trees import walk
+
+    return any(isinstance(sub, (GroupRef, NodeRef)) or (isinstance(sub, ex.Content)
+               and isinstance(sub.index, GroupRef)) for _, t in terms for sub in walk(t))
 
 
 def _role_env(tree, node: str, position: int) -> dict:
