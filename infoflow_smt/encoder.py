@@ -33,7 +33,7 @@ from . import cost
 from . import expr as ex
 from .program import Action, Mode, Offset, Op, Program
 from .symbols import T
-from .trees import GroupRef, NodeRef, comparison_tree, outermost, walk
+from .trees import GroupRef, NodeRef, comparison_tree, outermost, position_reads, walk
 from .trees import needs_positional as base_needs_positions
 
 IN, OUT = "in", "out"
@@ -183,14 +183,7 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     solver = z3.Solver()
     enc = Encoding(target, arch, solver, infos, outer)
     L, pe = arch.layers, arch.positional
-    fixed, offsets = set(), set()
-    for sub in [base.graph["output"]] + [g.body for g in base.graph["groups"].values()]:
-        for leaf in walk(sub):
-            if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.FixedIndex):
-                fixed.add(leaf.index)
-            if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex):
-                offsets.add(leaf.index.offset)
-    enc.fixed, enc.offsets = tuple(sorted(fixed, key=str)), tuple(sorted(offsets))
+    enc.fixed, enc.offsets = position_reads(base)
 
     def track(name: str, formula) -> None:
         lit = enc.tracked.setdefault(name, z3.Bool(f"track:{name}"))

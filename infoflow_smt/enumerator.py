@@ -35,7 +35,7 @@ from .errors import InfoflowError
 from .interpreter import _Layer, _Poisoned, _Replay, _step, check
 from .program import Action, Mode, Offset, Op, Program
 from .symbols import T as T_SYMBOL
-from .trees import all_orders, comparison_tree, needs_positional, walk
+from .trees import all_orders, comparison_tree, needs_positional, position_reads
 
 MAX_REPLAY_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
 MIN_REPLAY_LENGTH = 8    # subsets and ranges keep a few candidates even on the shortest replay
@@ -58,15 +58,7 @@ def sources(target, positional: bool) -> tuple[tuple[ex.FixedIndex, ...], tuple[
     """The fixed positions and offsets the target reads (nothing without positional encoding)."""
     if not positional:
         return (), ()
-    tree = comparison_tree(target)
-    fixed, offsets = set(), set()
-    for score in [tree.graph["output"]] + [g.body for g in tree.graph["groups"].values()]:
-        for leaf in walk(score):
-            if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.FixedIndex):
-                fixed.add(leaf.index)
-            elif isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex):
-                offsets.add(leaf.index.offset)
-    return tuple(sorted(fixed, key=str)), tuple(sorted(offsets))
+    return position_reads(comparison_tree(target))
 
 
 def anchor_positions(target, arch) -> tuple[ex.FixedIndex, ...]:

@@ -319,6 +319,18 @@ def depth(target) -> int:
     return max(stages(tree).values(), default=0)
 
 
+def position_reads(tree: nx.DiGraph) -> tuple[tuple[ex.FixedIndex, ...], tuple[int, ...]]:
+    """The fixed positions and the offsets a target's scores and output read, each sorted."""
+    fixed, offsets = set(), set()
+    for score in [tree.graph["output"]] + [g.body for g in tree.graph["groups"].values()]:
+        for leaf in walk(score):
+            if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.FixedIndex):
+                fixed.add(leaf.index)
+            elif isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex):
+                offsets.add(leaf.index.offset)
+    return tuple(sorted(fixed, key=str)), tuple(sorted(offsets))
+
+
 def needs_positional(target) -> bool:
     """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges)."""
     output, groups = collect_groups(_expression(target))
