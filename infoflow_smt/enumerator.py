@@ -334,5 +334,45 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     return EnumerationResult(None, explored, time.perf_counter() - started, length, states)
 
 
-__all__ = ["MAX_REPLAY_LENGTH", "EnumerationResult", "anchor_positions", "enumerate_programs",
-           "program_count", "replay_length", "sources"]
+def enumerate_naively(target, arch, *, efficient: bool = True, samples: int = 4, seed: int = 0,
+                      budget_s: float | None = None,
+                      decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> EnumerationResult | None:
+    """Brute force without merging or pruning: build every program of the vocabulary (every variable
+    order, every operation set of every class in every layer) and replay each with ``check`` until one
+    passes. The baseline the solver's speed is measured against. Architectures without positional encoding
+    only (no anchors to enumerate); ``None`` when ``budget_s`` runs out first.
+
+    >>> import infoflow_smt as ifs
+    >>> enumerate_naively("min_pairwise_dot", ifs.Architecture(heads=(1, 1), input_dim=2)).found is not None
+    True
+    """
+    if arch.positional:
+        raise ValueError("enumerate_naively covers architectures without positional encoding")
+    started, target = time.perf_counter(), _as_target(target)
+    length = replay_length(target, arch)
+    if needs_positional(target):
+        return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
+    inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
+    tried = 0
+    for order in all_orders(target):
+        vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, ())
+        per_layer = [list(itertools.product(vocab.sets(vocab.ops(layer, "input"), heads),
+                                            vocab.sets(vocab.ops(layer, "output"), heads)))
+                     for layer, heads in enumerate(arch.heads, 1)]
+        ordered = tuple((g, v) for g, v in order.items() if len(v) > 1)
+        for choice in itertools.product(*per_layer):
+            actions = tuple(Action(layer, head, where, op)
+                            for layer, (at_inputs, at_output) in enumerate(choice, 1)
+                            for where, ops in (("input", at_inputs), ("output", at_output))
+                            for head, op in enumerate(ops, 1))
+            program = Program(actions, ordered, arch.layers)
+            tried += 1
+            if check(program, target, arch, inputs=inputs, seq_len=length, max_failures=1).ok:
+                return EnumerationResult(program, tried, time.perf_counter() - started, length, tried)
+            if budget_s is not None and time.perf_counter() - started > budget_s:
+                return None
+    return EnumerationResult(None, tried, time.perf_counter() - started, length, tried)
+
+
+__all__ = ["MAX_REPLAY_LENGTH", "EnumerationResult", "anchor_positions", "enumerate_naively",
+           "enumerate_programs", "program_count", "replay_length", "sources"]
