@@ -174,3 +174,16 @@ def test_seq_len_override_and_inputs_match_check() -> None:
 def test_the_enumerator_imports_no_z3() -> None:
     code = "import sys, infoflow_smt.enumerator; sys.exit('z3' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.parametrize("spec, heads", [("min_pairwise_dot", (1,)), ("min_pairwise_dot", (1, 1)),
+                                         ("linear_max_sum:D=2", (1,)), ("linear_max_sum:D=2", (2,)),
+                                         ("kth_largest:k=2", (2,))])
+def test_naive_brute_force_agrees_with_the_solver(spec, heads):
+    from infoflow_smt.enumerator import enumerate_naively
+
+    arch = ifs.Architecture(heads=heads, embed_dim=32, input_dim=2)
+    result = enumerate_naively(spec, arch)
+    assert (result.found is not None) == (ifs.decide(spec, arch).status is ifs.Status.FEASIBLE)
+    if result.found is not None:
+        assert ifs.check(result.found, ifs.catalogue.parse_spec(spec), arch, seq_len=10, samples=10, seed=5).ok
