@@ -178,7 +178,6 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
 
     ``anchors=False`` leaves out the fixed positions that may override heads: a smaller encoding whose
     programs are programs of the full one (the solver tries it first and falls back when it says no)."""
-    use_anchors = anchors
     infos, outer, base = _node_infos(target)
     solver = z3.Solver()
     enc = Encoding(target, arch, solver, infos, outer)
@@ -198,11 +197,11 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     # heads may override what the other inputs do (K = the selections with no bound variable, the only
     # work a fixed position can do for a generic input; in the last layer such work never reaches out)
     n_free = len({i.group for i in infos.values() if not i.bound and i.kind in ("top1", "kth")})
-    anchors = [ex.FixedIndex(i) for i in range(1, n_free + 1)] if use_anchors and pe and L >= 2 else []
-    enc.anchors = {f"a{q.position}": q for q in anchors}
+    fixed_anchors = [ex.FixedIndex(i) for i in range(1, n_free + 1)] if anchors and pe and L >= 2 else []
+    enc.anchors = {f"a{q.position}": q for q in fixed_anchors}
     inputs = [IN] + list(enc.anchors)
     classes = inputs + [OUT]
-    fixed_sources = sorted(set(enc.fixed) | set(anchors), key=str)
+    fixed_sources = sorted(set(enc.fixed) | set(fixed_anchors), key=str)
     source_class = {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
 
     all_ = {(c, l): z3.Bool(f"all:{c}:{l}") for c in classes for l in range(L + 1)}
@@ -388,11 +387,6 @@ def _add_levels(enc: Encoding, law: cost.DecodeLaw, seq_len: int | None) -> None
         full = enc.pos_all[(l, c)]
         enc.solver.add(z3.Implies(z3.And(var, full), enc.level_vars[level_of[everything]]))
         enc.solver.add(z3.Implies(z3.And(var, z3.Not(full)), enc.level_vars[level_of[gathered]]))
-
-
-def level_assumptions(enc: Encoding, max_level: int) -> list[z3.BoolRef]:
-    """Assumptions allowing exactly the levels ``0..max_level``."""
-    return [z3.Not(v) for v in enc.level_vars[max_level + 1:]]
 
 
 def _op(enc: Encoding, model, l: int, c: str, name: str) -> Op:

@@ -313,9 +313,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
     with np.errstate(all="ignore"):  # as in check: a target may divide by zero, both sides then agree
         expected = np.asarray(target.evaluate(inputs), dtype=float)
-    held = np.zeros((length + 1, length), dtype=bool)
-    held[np.arange(length), np.arange(length)] = True
-    initial = tuple(_Layer(held.copy(), [{} for _ in range(length + 1)]) for _ in range(samples))
+    initial = tuple(_Layer.start(length) for _ in range(samples))
     fixed = anchor_positions(target, arch) if anchors else ()
     explored = states = 0
     for order in all_orders(target):

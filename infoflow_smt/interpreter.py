@@ -66,6 +66,13 @@ class _Layer:
         self.held = held
         self.known = known
 
+    @classmethod
+    def start(cls, seq_len: int) -> "_Layer":
+        """Before layer 1: each input position holds itself, the output token (row T+1) nothing."""
+        held = np.zeros((seq_len + 1, seq_len), dtype=bool)
+        held[np.arange(seq_len), np.arange(seq_len)] = True
+        return cls(held, [{} for _ in range(seq_len + 1)])
+
 
 class _Replay:
     def __init__(self, tree, X: np.ndarray, realization: Realization):
@@ -339,9 +346,7 @@ def run(program: Program, tree, X: np.ndarray, realization: Realization, positio
     Raises ``_Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
     replay = _Replay(tree, X, realization)
     T = replay.T
-    held = np.zeros((T + 1, T), dtype=bool)
-    held[np.arange(T), np.arange(T)] = True
-    layer = _Layer(held, [dict() for _ in range(T + 1)])
+    layer = _Layer.start(T)
     reached: frozenset[int] = frozenset()
     try:
         for layer_no in range(1, program.layers + 1):

@@ -166,23 +166,24 @@ def _gain(op: Op, layer: int, size, classes) -> sympy.Expr:
         return T
     if op.mode in (Mode.RETRIEVE, Mode.KTH):  # the retrieved position is an input position
         return sympy.Max(*(size[(layer - 1, w)] for w in classes if w != "output"))
+    return _gathered(op, layer, size, classes)
+
+
+def _gathered(op: Op, layer: int, size, classes) -> sympy.Expr:
+    """The size of what a specific-position aggregation in ``layer`` gathers."""
     return sum((size[(layer - 1, q if q in classes else "input")] for q in op.positions), sympy.Integer(0))
 
 
-def action_cost(action: Action, program: Program, arch, sizes=None,
-                law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> sympy.Expr:
-    """The cost exponent charged for one action (model.md section 2)."""
+def action_cost(action: Action, tree, arch, sizes, law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> sympy.Expr:
+    """The cost exponent charged for one action (model.md section 2); ``sizes`` from ``set_sizes``."""
     op = action.op
     if op.mode is Mode.RETRIEVE:
         return cost.retrieval()
     if op.mode is Mode.KTH:
-        raise ValueError("k-th retrieval cost needs the node's k: use program_cost with the tree")
+        return cost.kth_retrieval(tree.nodes[op.node]["k"], arch.head_dim(action.layer))
     if op.mode is Mode.AGGREGATE:
         return cost.decode(T, arch.input_dim, arch.width, law)
-    sizes = sizes or set_sizes(program, arch)
-    classes = {w for (_, w) in sizes}
-    gathered = sum((sizes[(action.layer - 1, q if q in classes else "input")] for q in op.positions),
-                   sympy.Integer(0))
+    gathered = _gathered(op, action.layer, sizes, {w for (_, w) in sizes})
     return cost.decode(T if gathered.has(T) else gathered, arch.input_dim, arch.width, law)
 
 
@@ -192,13 +193,8 @@ def program_cost(program: Program, tree, arch, law: cost.DecodeLaw = cost.Decode
     sizes = set_sizes(program, arch)
     shares = []
     for a in sorted(program.actions, key=_action_key):
-        if a.op.mode is Mode.IDLE:
-            continue
-        if a.op.mode is Mode.KTH:
-            share = cost.kth_retrieval(tree.nodes[a.op.node]["k"], arch.head_dim(a.layer))
-        else:
-            share = action_cost(a, program, arch, sizes, law)
-        shares.append((a, share))
+        if a.op.mode is not Mode.IDLE:
+            shares.append((a, action_cost(a, tree, arch, sizes, law)))
     if not shares:
         return sympy.Integer(0), ()
     exponents = [s for _, s in shares]
