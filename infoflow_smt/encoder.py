@@ -67,8 +67,13 @@ class Encoding:
     ops: dict[tuple[int, str, str], z3.BoolRef] = field(default_factory=dict)   # (layer, class, op) -> var
     op_cost: dict[tuple[int, str, str], sympy.Expr] = field(default_factory=dict)
     order_vars: dict[str, dict[tuple[str, ...], z3.BoolRef]] = field(default_factory=dict)
-    sources: dict[tuple[int, str], dict[object, z3.BoolRef]] = field(default_factory=dict)
-    pos_all: dict[tuple[int, str], z3.BoolRef] = field(default_factory=dict)  # gathers a full set
+    # (layer, class, "POSITIONS#j") -> source -> chosen: the j-th specific-position head's sources
+    sources: dict[tuple[int, str, str], dict[object, z3.BoolRef]] = field(default_factory=dict)
+    # every specific-position head a class runs itself: (acts, size gathered, gathers a whole sequence)
+    gathers: list[tuple[z3.BoolRef, z3.ArithRef, z3.BoolRef]] = field(default_factory=list)
+    gather_cap: z3.ArithRef | None = None  # bounds every gathered size when the levels order sizes
+    gather_limits: list[int | None] = field(default_factory=list)  # per level: the largest size costing
+                                                                   # no more (None: grows with T)
     tracked: dict[str, z3.BoolRef] = field(default_factory=dict)  # constraint name -> assumption literal
     levels: list[sympy.Expr] = field(default_factory=list)
     level_vars: list[z3.BoolRef] = field(default_factory=list)
@@ -120,6 +125,11 @@ def conj(items) -> z3.BoolRef:
 def disj(items) -> z3.BoolRef:
     items = list(items)
     return z3.BoolVal(False) if not items else items[0] if len(items) == 1 else z3.Or(items)
+
+
+def total(terms) -> z3.ArithRef:
+    terms = list(terms)
+    return z3.IntVal(0) if not terms else terms[0] if len(terms) == 1 else z3.Sum(terms)
 
 
 def at_most(literals, bound: int, portable: bool) -> z3.BoolRef:
@@ -204,6 +214,20 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     fixed_sources = sorted(set(enc.fixed) | set(fixed_anchors), key=str)
     source_class = {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
 
+    def references(c: str) -> list:
+        """What a specific-position head at class ``c`` may gather: fixed positions (the anchors too) and,
+        at an input position, offsets from it."""
+        return list(fixed_sources) + ([Offset(k) for k in enc.offsets] if c != OUT else [])
+
+    def member_sets(l: int, c: str) -> list[tuple[str | None, dict]]:
+        """The specific-position heads acting at ``c`` in layer ``l``, each with its sources: the class's
+        own (with the head's name), and at an anchor the inputs' heads it keeps (``None``)."""
+        own = [(name, srcs) for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == c]
+        kept = [(None, {q: z3.And(enc.kept[(l, c, name)], v) for q, v in srcs.items()})
+                for (ll, cc, name), srcs in enc.sources.items()
+                if ll == l and cc == IN and (l, c, name) in enc.kept]
+        return own + kept
+
     all_ = {(c, l): z3.Bool(f"all:{c}:{l}") for c in classes for l in range(L + 1)}
     know = {(c, l, n): z3.Bool(f"know:{c}:{l}:{n}") for c in classes for l in range(L + 1) for n in infos}
     xfix = {(c, l, q): z3.Bool(f"xfix:{c}:{l}:{q}") for c in classes for l in range(L + 1) for q in enc.fixed}
@@ -263,12 +287,13 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
                     mode = Mode.KTH if info.kind == "kth" else Mode.RETRIEVE
                     names.append((f"{mode.name}:{key}", info, mode))
             names.append(("AGGREGATE", None, Mode.AGGREGATE))
-            srcs = {q: z3.Bool(f"src:{l}:{c}:{q}") for q in fixed_sources}
-            if c != OUT:
-                srcs.update({Offset(k): z3.Bool(f"src:{l}:{c}:off{k}") for k in enc.offsets})
-            enc.sources[(l, c)] = srcs
-            if srcs:
-                names.append(("POSITIONS", None, Mode.POSITIONS))
+            # specific-position heads: as many as there are sources (a head per block of a partition)
+            refs = references(c)
+            slots = [f"POSITIONS#{j}" for j in range(1, min(h, len(refs)) + 1)]
+            for name in slots:
+                enc.sources[(l, c, name)] = {q: z3.Bool(f"src:{l}:{c}:{name[10:]}:{_ref_name(q)}")
+                                             for q in refs}
+                names.append((name, None, Mode.POSITIONS))
             for name, info, mode in names:
                 var = z3.Bool(f"op:{l}:{c}:{name}")
                 enc.ops[(l, c, name)] = var
@@ -290,23 +315,23 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
                     used.append(keep)
                     acts = z3.Or(var, keep)
                 effective[(c, name)] = acts
-            if srcs:
-                posagg = enc.ops[(l, c, "POSITIONS")]
-                solver.add(posagg == disj(srcs.values()))
-                solver.add(z3.Implies(posagg, positional_ok))
-                enc.pos_all[(l, c)] = disj([z3.And(v, all_[(source_class.get(q, IN), l - 1)])
-                                             for q, v in srcs.items()])
+            for j, name in enumerate(slots):
+                srcs = enc.sources[(l, c, name)]
+                solver.add(enc.ops[(l, c, name)] == disj(srcs.values()))
+                solver.add(z3.Implies(enc.ops[(l, c, name)], positional_ok))
+                if j:  # one canonical partition: each block starts after the previous block's first source
+                    before = enc.sources[(l, c, slots[j - 1])]
+                    for i, q in enumerate(refs):
+                        solver.add(z3.Implies(srcs[q], disj([before[p] for p in refs[:i]])))
+            for q in refs:  # a source in one block at most: a second copy gathers nothing new
+                solver.add(at_most([enc.sources[(l, c, name)][q] for name in slots], 1, portable))
             track(f"budget:{l}:{c}", at_most(used, h, portable))
 
         for c in classes:
             acting = {name: v for (cc, name), v in effective.items() if cc == c}
             retrievals = [v for name, v in acting.items() if name.startswith(("RETRIEVE", "KTH"))]
-            srcs = enc.sources[(l, c)]
-            if c in enc.anchors and (l, IN, "POSITIONS") in enc.ops:
-                kept_pos = enc.kept[(l, c, "POSITIONS")]
-                chosen = {q: z3.Or(v, z3.And(kept_pos, enc.sources[(l, IN)][q])) for q, v in srcs.items()}
-            else:
-                chosen = srcs
+            gathered = member_sets(l, c)
+            chosen = {q: disj([m[q] for _, m in gathered]) for q in references(c)}
             agg = acting["AGGREGATE"]
             any_ret = disj(retrievals)
             fixed_from = {q: v for q, v in chosen.items() if not isinstance(q, Offset)}
@@ -341,6 +366,9 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
                 for k in enc.offsets:
                     solver.add(xoff[(c, l, k)] == z3.Or(xoff[(c, l - 1, k)], all_[(c, l)], chosen[Offset(k)]))
 
+    if enc.sources:
+        _add_sizes(enc, classes, inputs, source_class, member_sets)
+
     # the goal: the output token computes the target from what it holds after the last layer
     needs = []
     for leaf in walk(base.graph["output"]):
@@ -358,42 +386,95 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     return enc
 
 
+def _ref_name(q) -> str:
+    return f"off{q.offset}" if isinstance(q, Offset) else str(q)
+
+
+def _add_sizes(enc: Encoding, classes: list[str], inputs: list[str], source_class: dict, member_sets) -> None:
+    """``size[c,l]``: ``|I(c, l)|`` as ``program.set_sizes`` counts it (an upper bound: each gain in full,
+    a retrieval gaining the largest input class), and ``whole[c,l]``: that count is ``T``. Only encodings
+    with specific-position heads need them, whose cost is the decoding of what they gather."""
+    solver = enc.solver
+    size = {(c, 0): z3.IntVal(0 if c == OUT else 1) for c in classes}
+    whole = {(c, 0): z3.BoolVal(False) for c in classes}
+    for l in range(1, enc.arch.layers + 1):
+        widest = size[(inputs[0], l - 1)]
+        for k in inputs[1:]:
+            widest = z3.If(size[(k, l - 1)] > widest, size[(k, l - 1)], widest)
+        any_whole = disj([whole[(k, l - 1)] for k in inputs])
+        for c in classes:
+            names = {name for (ll, cc, name) in [*enc.ops, *enc.kept] if ll == l and cc == c}
+
+            def acts(name: str, c=c, l=l):
+                own, kept = enc.ops.get((l, c, name)), enc.kept.get((l, c, name))
+                return disj([v for v in (own, kept) if v is not None])
+
+            gains, wholes = [], [acts("AGGREGATE")]
+            for name in sorted(names):
+                if name.startswith(("RETRIEVE", "KTH")):
+                    gains.append(z3.If(acts(name), widest, 0))
+                    wholes.append(z3.And(acts(name), any_whole))
+            for name, members in member_sets(l, c):
+                gathered = total(z3.If(m, size[(source_class.get(q, IN), l - 1)], 0) for q, m in members.items())
+                everything = disj([z3.And(m, whole[(source_class.get(q, IN), l - 1)]) for q, m in members.items()])
+                gains.append(gathered)
+                wholes.append(everything)
+                if name is not None:  # charged where the head is the class's own (a kept head: at the inputs)
+                    enc.gathers.append((enc.ops[(l, c, name)], gathered, everything))
+            size[(c, l)], whole[(c, l)] = z3.Int(f"size:{c}:{l}"), z3.Bool(f"whole:{c}:{l}")
+            solver.add(size[(c, l)] == total([size[(c, l - 1)]] + gains))
+            solver.add(whole[(c, l)] == disj([whole[(c, l - 1)]] + wholes))
+
+
 def _add_levels(enc: Encoding, law: cost.DecodeLaw, seq_len: int | None) -> None:
     """Cost levels: every operation implies that its level is allowed.
 
-    A specific-position aggregation of sets that do not hold the whole sequence is charged at the largest
-    set a program can gather (``(1 + h + sources)`` per layer, an upper bound); the reported exponent is
-    then recomputed from the witness by ``program.program_cost``. One that gathers a whole sequence costs
-    what global aggregation costs."""
+    A specific-position head costs the decoding of what it gathers (``_add_sizes``): of a whole sequence,
+    the global aggregation's level; of a bounded set, a cost that grows with the set. Then one integer
+    ``gather_cap`` bounds every gathered size, and excluding a level excludes the sizes that cost as much:
+    at the cheapest allowed prefix of levels the solver then lowers the cap (``solver.py``), which makes the
+    exponent exact. With a width that grows with ``T`` every bounded set costs alike as ``T`` grows."""
     arch = enc.arch
     candidates = set(enc.op_cost.values())
-    pos_ops = [key for key in enc.ops if key[2] == "POSITIONS"]
-    max_sources = max((len(enc.sources[(l, c)]) for (l, c, _) in pos_ops), default=0)
-    bound_size = 1
-    for h in arch.heads:
-        bound_size *= (1 + h + max_sources)
-    gathered = cost.decode(bound_size, arch.input_dim, arch.width, law)
     everything = cost.decode(T, arch.input_dim, arch.width, law)
-    if pos_ops:
-        candidates |= {gathered, everything}
+    width = cost.at(arch.width, seq_len)
+    by_size = not width.has(T)
+    bounded_gather = cost.decode(1, arch.input_dim, arch.width, law)
+    if enc.gathers:
+        candidates |= {everything} | (set() if by_size else {bounded_gather})
     key = (lambda e: cost.asymptotic_key(e)) if seq_len is None else (lambda e: (float(cost.at(e, seq_len)), 0.0))
     enc.levels = sorted(candidates, key=key)
     enc.level_vars = [z3.Bool(f"level:{i}") for i in range(len(enc.levels))]
     level_of = {e: i for i, e in enumerate(enc.levels)}
-    for (l, c, name), var in enc.ops.items():
-        if name != "POSITIONS":
-            enc.solver.add(z3.Implies(var, enc.level_vars[level_of[enc.op_cost[(l, c, name)]]]))
+    for op, var in enc.ops.items():
+        if op in enc.op_cost:
+            enc.solver.add(z3.Implies(var, enc.level_vars[level_of[enc.op_cost[op]]]))
+    for acts, gathered, whole in enc.gathers:
+        enc.solver.add(z3.Implies(z3.And(acts, whole), enc.level_vars[level_of[everything]]))
+        if not by_size:
+            enc.solver.add(z3.Implies(z3.And(acts, z3.Not(whole)), enc.level_vars[level_of[bounded_gather]]))
+    if not enc.gathers or not by_size:
+        return
+    cap = enc.gather_cap = z3.Int("gather:cap")
+    for acts, gathered, whole in enc.gathers:
+        enc.solver.add(z3.Implies(z3.And(acts, z3.Not(whole)), gathered <= cap))
+    for var, level in zip(enc.level_vars, enc.levels):
+        value = cost.at(level, seq_len)
+        if value.has(T):  # grows with T: above every bounded set
+            enc.gather_limits.append(None)
             continue
-        full = enc.pos_all[(l, c)]
-        enc.solver.add(z3.Implies(z3.And(var, full), enc.level_vars[level_of[everything]]))
-        enc.solver.add(z3.Implies(z3.And(var, z3.Not(full)), enc.level_vars[level_of[gathered]]))
+        # the size n whose decoding costs exactly this level: decode(n) < level  <=>  n < ceiling(it)
+        limit = (value + 1 if cost.DecodeLaw(law) is cost.DecodeLaw.SEED else value) * width / arch.input_dim
+        enc.gather_limits.append(int(sympy.floor(limit)))
+        enc.solver.add(z3.Implies(z3.Not(var), cap < int(sympy.ceiling(limit))))
 
 
 def _op(enc: Encoding, model, l: int, c: str, name: str) -> Op:
     if name == "AGGREGATE":
         return Op(Mode.AGGREGATE)
-    if name == "POSITIONS":
-        chosen = tuple(q for q, v in enc.sources[(l, c)].items() if z3.is_true(model.eval(v, model_completion=True)))
+    if name.startswith("POSITIONS"):
+        chosen = tuple(q for q, v in enc.sources[(l, c, name)].items()
+                       if z3.is_true(model.eval(v, model_completion=True)))
         return Op(Mode.POSITIONS, positions=chosen)
     mode_name, key = name.split(":", 1)
     return Op(Mode[mode_name], node=enc.nodes[key].node)

@@ -1,19 +1,27 @@
 """Brute force: every program of the solver's vocabulary, replayed by the interpreter (no z3).
 
 The independent confirmation of the solver (style.md, point 5) and its benchmark baseline: a program is
-accepted only when ``interpreter.check`` replays it. The vocabulary is the solver's. In each layer each
-position class (``"input"``: every input position alike; ``"output"``; with positions and two layers or
-more the *anchors*, fixed positions whose heads may override the inputs') runs a *set* of at most ``h_l``
-operations: top-1 or k-th retrieval of a tree node, global aggregation, specific-position aggregation.
-Every combination of variable orders of the joint groups is tried.
+accepted only when the interpreter replays it. The vocabulary is the solver's. In each layer each position
+class (``"input"``: every input position alike; ``"output"``; with positions and two layers or more the
+*anchors*, fixed positions whose heads may override the inputs') runs a *set* of at most ``h_l``
+operations: top-1 or k-th retrieval of a tree node, global aggregation, specific-position aggregation
+(several heads with disjoint sources). Every combination of variable orders of the joint groups is tried.
 
-Exhaustive, but not naive. The search runs layer by layer on the interpreter's concrete state (what every
-position holds and knows, on each sample) and merges programs that reach the same state. An operation
-poisoned on some sample is dropped. The state is monotone in the operations (more holdings never poison a
-score nor change a selection: a known selection is the true one), so with ``maximal=True`` only sets of
-``min(h_l, #usable)`` operations are tried, and specific-position aggregation gathers every source
-(``maximal=False`` tries every set; the tests hold the two to the same answers). In the last layer only
-the output token's operations matter.
+Two searches:
+
+``brute_force_decide`` / ``enumerate_naively``
+    the exhaustive enumeration: every program built and replayed, the cheapest that passes kept (lowest
+    exponent, then fewest operations), so it answers what ``decide`` answers: status, best exponent and a
+    cheapest program. ``program_count`` says how many programs that is.
+``enumerate_programs``
+    the status only, by a search that is exhaustive but not naive: it runs layer by layer on the
+    interpreter's concrete state (what every position holds and knows, on each sample) and merges programs
+    that reach the same state, a dynamic program over the program space. An operation poisoned on some
+    sample is dropped. The state is monotone in the operations (more holdings never poison a score nor
+    change a selection: a known selection is the true one), so with ``maximal=True`` only sets of
+    ``min(h_l, #usable)`` operations are tried, and specific-position aggregation gathers every source
+    (``maximal=False`` tries every set; the tests hold the two to the same answers). In the last layer only
+    the output token's operations matter.
 
 Replay length: a position holding every candidate makes a selection itself, so a short sequence lets a
 program succeed *by accident*. Without aggregation a position gathers at most ``prod_l (h_l + P)``
@@ -28,12 +36,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import sympy
 
 from . import cost
 from . import expr as ex
 from .errors import InfoflowError
-from .interpreter import _Layer, _Poisoned, _Replay, _step, check
-from .program import Action, Mode, Offset, Op, Program
+from .interpreter import _Layer, _Poisoned, _Replay, _step, check, run
+from .program import Action, Mode, Offset, Op, Program, program_cost
 from .symbols import T as T_SYMBOL
 from .trees import all_orders, comparison_tree, needs_positional, position_reads
 
@@ -52,6 +61,7 @@ class EnumerationResult:
     seconds: float
     seq_len: int = 0   # the replay length
     states: int = 0    # distinct states reached after merging
+    first_s: float | None = None  # seconds until the first program that passes (``enumerate_naively``)
 
 
 def sources(target, positional: bool) -> tuple[tuple[ex.FixedIndex, ...], tuple[int, ...]]:
@@ -126,10 +136,12 @@ class _Vocabulary:
         return ops + [Op(Mode.POSITIONS, positions=q) for q in subsets]
 
     def sets(self, ops: list[Op], heads: int) -> Iterator[tuple[Op, ...]]:
-        """Maximal sets, or every set (with one specific-position op at most: two merge into one)."""
+        """Maximal sets, or every set whose specific-position heads gather disjoint sources (a source
+        gathered twice brings nothing new; split over heads, the sources cost less than gathered by one)."""
         for size in [min(heads, len(ops))] if self.maximal else range(heads + 1):
             for combo in itertools.combinations(ops, size):
-                if sum(op.mode is Mode.POSITIONS for op in combo) <= 1:
+                gathered = [q for op in combo if op.mode is Mode.POSITIONS for q in op.positions]
+                if len(gathered) == len(set(gathered)):
                     yield combo
 
 
@@ -332,45 +344,139 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     return EnumerationResult(None, explored, time.perf_counter() - started, length, states)
 
 
-def enumerate_naively(target, arch, *, efficient: bool = True, samples: int = 4, seed: int = 0,
-                      budget_s: float | None = None,
+def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = False, samples: int = 4,
+                      seed: int = 0, budget_s: float | None = None, anchors: bool = True,
                       decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> EnumerationResult | None:
     """Brute force without merging or pruning: build every program of the vocabulary (every variable
-    order, every operation set of every class in every layer) and replay each with ``check`` until one
-    passes. The baseline the solver's speed is measured against. Architectures without positional encoding
-    only (no anchors to enumerate); ``None`` when ``budget_s`` runs out first.
+    order, every operation set of every class in every layer, ``program_count`` of them) and replay each on
+    the same inputs with the interpreter.
+
+    ``first=False`` (exhaustive): every program is replayed and ``found`` is the cheapest that passes, the
+    lowest exponent as ``T`` grows, then the fewest operations: what ``decide`` answers for an efficient
+    program, found without a solver. ``first=True``: stop at the first program that passes (FEASIBLE or
+    not, nothing more). ``None`` when ``budget_s`` runs out first.
 
     >>> import infoflow_smt as ifs
-    >>> enumerate_naively("min_pairwise_dot", ifs.Architecture(heads=(1, 1), input_dim=2)).found is not None
-    True
+    >>> result = enumerate_naively("min_pairwise_dot", ifs.Architecture(heads=(1, 1), input_dim=2))
+    >>> result.explored, len(result.found.actions)
+    (72, 2)
     """
-    if arch.positional:
-        raise ValueError("enumerate_naively covers architectures without positional encoding")
     started, target = time.perf_counter(), _as_target(target)
     length = replay_length(target, arch)
-    if needs_positional(target):
+    if needs_positional(target) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
-    tried = 0
+    with np.errstate(all="ignore"):
+        expected = np.asarray(target.evaluate(inputs), dtype=float)
+    fixed = anchor_positions(target, arch) if anchors else ()
+    best, best_key, tried, first_s = None, None, 0, None
     for order in all_orders(target):
-        vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, ())
-        per_layer = [list(itertools.product(vocab.sets(vocab.ops(layer, "input"), heads),
-                                            vocab.sets(vocab.ops(layer, "output"), heads)))
-                     for layer, heads in enumerate(arch.heads, 1)]
-        ordered = tuple((g, v) for g, v in order.items() if len(v) > 1)
-        for choice in itertools.product(*per_layer):
-            actions = tuple(Action(layer, head, where, op)
-                            for layer, (at_inputs, at_output) in enumerate(choice, 1)
-                            for where, ops in (("input", at_inputs), ("output", at_output))
-                            for head, op in enumerate(ops, 1))
-            program = Program(actions, ordered, arch.layers)
+        vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed)
+        for program in _every_program(vocab, order):
             tried += 1
-            if check(program, target, arch, inputs=inputs, seq_len=length, max_failures=1).ok:
-                return EnumerationResult(program, tried, time.perf_counter() - started, length, tried)
+            if _passes(program, vocab.tree, target, arch, inputs, expected):
+                key = _program_key(program, vocab.tree, arch, decode_law)
+                if best_key is None or key < best_key:
+                    best, best_key = program, key
+                if first_s is None:
+                    first_s = time.perf_counter() - started
+                if first:
+                    return EnumerationResult(best, tried, first_s, length, tried, first_s)
             if budget_s is not None and time.perf_counter() - started > budget_s:
                 return None
-    return EnumerationResult(None, tried, time.perf_counter() - started, length, tried)
+    return EnumerationResult(best, tried, time.perf_counter() - started, length, tried, first_s)
 
 
-__all__ = ["MAX_REPLAY_LENGTH", "EnumerationResult", "anchor_positions", "enumerate_naively",
+@dataclass(frozen=True)
+class BruteForceAnswer:
+    """``decide``'s answer found by ``brute_force_decide``: whether an efficient program exists, the best
+    exponent (of the cheapest efficient program, else of the cheapest at any cost; ``oo`` when none
+    computes the target) and that program."""
+
+    feasible: bool
+    exponent: object          # a sympy expression in T
+    program: Program | None
+    programs: int             # programs replayed
+    seconds: float
+    status_s: float           # seconds until the status alone was known (the first efficient program that
+                              # passes; else every efficient program replayed)
+
+
+def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_s: float | None = None,
+                       decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> BruteForceAnswer | None:
+    """What ``decide`` answers (status, best exponent, a cheapest program with the fewest operations), by
+    replaying every program: every efficient one, and when none passes, every one at any cost.
+    ``None`` when ``budget_s`` runs out first.
+
+    >>> import infoflow_smt as ifs
+    >>> answer = brute_force_decide("min_pairwise_dot", ifs.Architecture(heads=(2,), input_dim=2))
+    >>> answer.feasible, answer.exponent, answer.programs
+    (False, T/16 - 1, 72)
+    """
+    started, target = time.perf_counter(), _as_target(target)
+
+    def search(efficient: bool) -> EnumerationResult | None:
+        left = None if budget_s is None else budget_s - (time.perf_counter() - started)
+        if left is not None and left <= 0:
+            return None
+        return enumerate_naively(target, arch, efficient=efficient, samples=samples, seed=seed, budget_s=left,
+                                 decode_law=decode_law)
+
+    def answer(feasible: bool, program: Program | None, programs: int, status_s: float) -> BruteForceAnswer:
+        exponent = sympy.oo
+        if program is not None:
+            exponent, _ = program_cost(program, comparison_tree(target, program.order_map), arch, decode_law)
+        return BruteForceAnswer(feasible, exponent, program, programs, time.perf_counter() - started, status_s)
+
+    efficient = search(True)
+    if efficient is None:
+        return None
+    if efficient.found is not None:
+        return answer(True, efficient.found, efficient.explored, efficient.first_s)
+    any_cost = search(False)
+    return None if any_cost is None else answer(False, any_cost.found, efficient.explored + any_cost.explored,
+                                                efficient.seconds)
+
+
+def _every_program(vocab: _Vocabulary, order: dict) -> Iterator[Program]:
+    """Every program under one variable order: one operation set per class (inputs, anchors, output) per
+    layer, an anchor's set overriding the inputs' heads at its position (``_override``)."""
+    arch = vocab.arch
+    per_layer = [list(itertools.product(*(list(vocab.sets(vocab.ops(layer, where), heads))
+                                          for where in ("input", *vocab.anchors, "output"))))
+                 for layer, heads in enumerate(arch.heads, 1)]
+    ordered = tuple((g, v) for g, v in order.items() if len(v) > 1)
+    for choice in itertools.product(*per_layer):
+        actions: list[Action] = []
+        for layer, sets in enumerate(choice, 1):
+            inputs, outputs = sets[0], sets[-1]
+            actions += [Action(layer, h, "input", op) for h, op in enumerate(inputs, 1)]
+            actions += [Action(layer, h, "output", op) for h, op in enumerate(outputs, 1)]
+            for q, own in zip(vocab.anchors, sets[1:-1]):
+                actions += _override(layer, q, inputs, own, arch.heads[layer - 1])
+        yield Program(tuple(actions), ordered, arch.layers)
+
+
+def _passes(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:
+    """The interpreter's replay on every sample, stopping at the first miss (``check`` without the report:
+    a failure's required set is not needed here)."""
+    for X, want in zip(inputs, expected):
+        try:
+            with np.errstate(all="ignore"):
+                value, _ = run(program, tree, X, target.realization, arch.positional)
+        except _Poisoned:
+            return False
+        if not np.allclose(value, want, rtol=1e-9, atol=1e-9, equal_nan=True):
+            return False
+    return True
+
+
+def _program_key(program: Program, tree, arch, law: cost.DecodeLaw) -> tuple:
+    """Cheaper first: the exponent as ``T`` grows, then the number of operations (idle heads are free)."""
+    exponent, _ = program_cost(program, tree, arch, law)
+    return cost.asymptotic_key(exponent), sum(a.op.mode is not Mode.IDLE for a in program.actions)
+
+
+__all__ = ["MAX_REPLAY_LENGTH", "BruteForceAnswer", "EnumerationResult", "anchor_positions", "brute_force_decide",
+           "enumerate_naively",
            "enumerate_programs", "program_count", "replay_length", "sources"]

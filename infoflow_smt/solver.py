@@ -90,9 +90,9 @@ class _Session:
         self.enc.solver.set("core.minimize", True)
         self.bounded = [i for i, lvl in enumerate(self.enc.levels) if cost.is_bounded(lvl)]
 
-    def ask(self, allowed: list[int]):
+    def ask(self, allowed: list[int], extra=()):
         allowed_set = set(allowed)
-        assumptions = list(self.enc.tracked.values())
+        assumptions = list(self.enc.tracked.values()) + list(extra)
         assumptions += [z3.Not(v) for i, v in enumerate(self.enc.level_vars) if i not in allowed_set]
         self.calls += 1
         result = self.enc.solver.check(*assumptions)
@@ -123,7 +123,32 @@ class _Session:
                 lo = mid + 1
         return allowed[hi], model, None
 
-    def fewest_operations(self, allowed: list[int], model):
+    def tightest_gather(self, level: int, allowed: list[int], model):
+        """At the cheapest ``level``, the smallest sets specific-position heads must gather (the levels
+        alone leave sizes that cost less than the next level free: ``encoder._add_levels``). Returns a
+        model and the constraint that keeps the exponent exact in later questions."""
+        cap = self.enc.gather_cap
+        if cap is None:
+            return model, []  # no bounded gathers, or a width that makes them all cost alike
+        # up to ``free`` a gather costs no more than the level (level -1: no operation with a level at all)
+        free = 0 if level < 0 else self.enc.gather_limits[level]
+        if free is None:
+            return model, []  # a level that grows with T: every bounded gather costs less
+        sizes = [model.eval(g, model_completion=True).as_long() for acts, g, whole in self.enc.gathers
+                 if z3.is_true(model.eval(z3.And(acts, z3.Not(whole)), model_completion=True))]
+        lo, hi = free, max(sizes, default=0)
+        while lo < hi:  # invariant: a program gathering at most hi exists (model)
+            mid = (lo + hi) // 2
+            result = self.ask(allowed, [cap <= mid])
+            if result == z3.sat:
+                model, hi = self.enc.solver.model(), mid
+            elif result == z3.unknown:
+                break  # keep the witness we have: it is valid, its exponent an upper bound
+            else:
+                lo = mid + 1
+        return model, [cap <= max(hi, free)]
+
+    def fewest_operations(self, allowed: list[int], model, extra=()):
         """A model at the same levels with as few operations as possible (a witness without idle work):
         a binary search on the number of operations."""
         ops = [(v, 1) for v in self.enc.ops.values()] + [(v, 1) for v in self.enc.kept.values()]
@@ -136,7 +161,7 @@ class _Session:
             mid = (lo + hi) // 2
             self.enc.solver.push()
             self.enc.solver.add(z3.PbLe(ops, mid))
-            result = self.ask(allowed)
+            result = self.ask(allowed, extra)
             if result == z3.sat:
                 model = self.enc.solver.model()
                 hi = count(model)
@@ -186,7 +211,8 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
                        reason_unknown=unknown)
     if model is not None:
         allowed = [i for i in session.bounded if i <= level]
-        program = encoder.extract(enc, session.fewest_operations(allowed, model))
+        model, exact = session.tightest_gather(level, allowed, model)
+        program = encoder.extract(enc, session.fewest_operations(allowed, model, exact))
         exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
         return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(),
                        best_program=program, seq_len=seq_len)
@@ -204,7 +230,9 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     if model is None:
         return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
                        seq_len=seq_len)
-    program = encoder.extract(enc, session.fewest_operations([i for i in every if i <= level], model))
+    allowed = [i for i in every if i <= level]
+    model, exact = session.tightest_gather(level, allowed, model)
+    program = encoder.extract(enc, session.fewest_operations(allowed, model, exact))
     # the cheapest inefficient program is replayed too, on fewer inputs: it mostly aggregates everything
     exponent = _replayed_exponent(program, target, arch, seq_len, law, max(2, samples // 4))
     return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(),

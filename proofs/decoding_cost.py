@@ -3,7 +3,9 @@
 Three consequences, each checked on several widths and input dimensions:
 
 * specific-position aggregation of ``T0`` fixed tokens (positional encoding on) costs ``T0*d/E - 1``,
-  bounded in ``T``; without positional encoding no program tells the positions apart at all;
+  bounded in ``T``; each head decodes what it gathers, so ``h`` heads of one layer split the positions and
+  the largest part, ``ceil(T0 / h)`` tokens, sets the exponent; without positional encoding no program
+  tells the positions apart at all;
 * global aggregation of all ``T`` tokens costs ``T*d/E - 1``: inefficient at a fixed width, efficient when
   the width grows like ``T`` (a sum over every position needs exactly that);
 * memorization (paper 2, Theorem 2(3)): with ``E = T*d`` one head gathers everything at exponent 0, so
@@ -29,7 +31,8 @@ STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 3: decoding T0 tokens 
              "encoding), global aggregation of T tokens T*d/E - 1, and with E = T*d memorization makes "
              "D-retrieval efficient at one head (paper 2, Theorem 2(3)).")
 
-# (positions, heads, E, d): the default three positions at several widths, then other T0, more heads
+# (positions, heads, E, d), one layer: the default three positions at several widths, then more heads (each
+# decodes its own part: a single softmax couples what it averages, separate heads do not), then other T0
 SPECIFIC: tuple[tuple[tuple[int, ...], tuple[int, ...], int, int], ...] = (
     ((1, 2, 3), (1,), 2, 2),
     ((1, 2, 3), (1,), 4, 2),
@@ -37,7 +40,9 @@ SPECIFIC: tuple[tuple[tuple[int, ...], tuple[int, ...], int, int], ...] = (
     ((1, 2, 3), (1,), 3, 1),
     ((1, 2, 3), (1,), 8, 4),
     ((1, 2, 3), (1,), 12, 4),
-    ((1, 2, 3), (2,), 4, 2),     # the union of the gathered sets is decoded, however many heads gather it
+    ((1, 2, 3), (2,), 4, 2),     # parts of 2 and 1 tokens: 2*2/4 - 1 = 0
+    ((1, 2, 3), (3,), 2, 2),     # one token per head: 2/2 - 1 = 0
+    ((1, 2, 5, 7), (2,), 4, 2),  # parts of 2 and 2 tokens
     ((1, 2), (1,), 2, 2),
     ((1, 2, 5, 7), (1,), 4, 2),
 )
@@ -62,8 +67,9 @@ def _spec(positions: tuple[int, ...]) -> str:
 
 def _evidence() -> Iterator[Evidence]:
     for positions, heads, E, d in SPECIFIC:
+        largest_part = -(-len(positions) // heads[0])
         yield observe(_spec(positions), architecture(heads, E, d, positional=True), "feasible",
-                      exactly(aggregation_exponent(E, d, tokens=len(positions))))
+                      exactly(aggregation_exponent(E, d, tokens=largest_part)))
     # telling positions apart needs positions: without them no program exists at any cost
     yield observe("specific_positions", architecture((2,), 6, 2), "infeasible", infinite())
     for text, heads, E, d in GLOBAL:

@@ -176,14 +176,57 @@ def test_the_enumerator_imports_no_z3() -> None:
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
-@pytest.mark.parametrize("spec, heads", [("min_pairwise_dot", (1,)), ("min_pairwise_dot", (1, 1)),
-                                         ("linear_max_sum:D=2", (1,)), ("linear_max_sum:D=2", (2,)),
-                                         ("kth_largest:k=2", (2,))])
-def test_naive_brute_force_agrees_with_the_solver(spec, heads):
-    from infoflow_smt.enumerator import enumerate_naively
+def _operations(program) -> int | None:
+    return None if program is None else sum(a.op.mode is not Mode.IDLE for a in program.actions)
 
-    arch = ifs.Architecture(heads=heads, embed_dim=32, input_dim=2)
-    result = enumerate_naively(spec, arch)
-    assert (result.found is not None) == (ifs.decide(spec, arch).status is ifs.Status.FEASIBLE)
-    if result.found is not None:
-        assert ifs.check(result.found, ifs.catalogue.parse_spec(spec), arch, seq_len=10, samples=10, seed=5).ok
+
+def _same_answer(target, arch) -> list[str]:
+    """Where ``decide`` and the exhaustive brute force differ: status, best exponent, fewest operations."""
+    from infoflow_smt.enumerator import brute_force_decide
+
+    verdict, brute = ifs.decide(target, arch), brute_force_decide(target, arch)
+    problems = []
+    if verdict.feasible != brute.feasible:
+        problems.append(f"status: solver {verdict.status.value}, brute force feasible={brute.feasible}")
+    if not (verdict.exponent == brute.exponent or sympy.simplify(verdict.exponent - brute.exponent) == 0):
+        problems.append(f"exponent: solver {verdict.exponent}, brute force {brute.exponent}")
+    if _operations(verdict.best_program) != _operations(brute.program):
+        problems.append(f"operations: solver\n{verdict.best_program}\nbrute force\n{brute.program}")
+    return problems
+
+
+# small instances on which every program is replayed: splitting positions over heads and layers, anchors
+@pytest.mark.parametrize("spec, heads, positional", [
+    ("min_pairwise_dot", (1,), False), ("min_pairwise_dot", (1, 1), False), ("min_pairwise_dot", (2, 2), False),
+    ("linear_max_sum:D=2", (1,), False), ("linear_max_sum:D=2", (2,), False), ("kth_largest:k=2", (2,), False),
+    ("specific_positions", (1,), True), ("specific_positions", (2,), True), ("specific_positions", (3,), True),
+    ("specific_positions:positions=1,2", (1, 1), True),
+    ("x[argmax(f1(x[t]) for t in T)] + x[1]", (1, 1), True),
+])
+def test_the_exhaustive_brute_force_gives_the_solver_answer(spec, heads, positional):
+    arch = ifs.Architecture(heads=heads, embed_dim=16, input_dim=2, positional=positional)
+    assert not _same_answer(ifs.catalogue.parse_spec(spec), arch)
+
+
+def test_the_exhaustive_brute_force_agrees_on_random_targets():
+    """Every case of the differential set small enough to replay whole (at most 150 programs)."""
+    from test_differential import CASES
+
+    from infoflow_smt.enumerator import program_count
+
+    small = [c for c in CASES if program_count(t := ifs.parse_target(c.text), c.arch)
+             + program_count(t, c.arch, efficient=False) <= 150]
+    assert len(small) >= 60
+    problems = [f"{c}: {p}" for c in small for p in _same_answer(ifs.parse_target(c.text), c.arch)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_brute_force_keeps_the_cheapest_program():
+    """Two heads split three positions (2 + 1 tokens) more cheaply than one head gathers them all."""
+    from infoflow_smt.enumerator import brute_force_decide
+
+    one, two = (ifs.Architecture(heads=(h,), embed_dim=4, input_dim=2, positional=True) for h in (1, 2))
+    assert brute_force_decide("specific_positions", one).exponent == sympy.Rational(1, 2)  # 3*2/4 - 1
+    split = brute_force_decide("specific_positions", two)
+    assert split.exponent == 0 and sorted(len(a.op.positions) for a in split.program.actions) == [1, 2]
+    assert brute_force_decide("specific_positions", two, budget_s=1e-9) is None
