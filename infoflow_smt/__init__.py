@@ -34,9 +34,11 @@ _LAZY = {
     "minimize": "solver",
     "export_smtlib": "solver",
     "enumerate_programs": "enumerator",
+    "brute_force_decide": "enumerator",
 }
 
-__all__ = ["T", "InfoflowError", "InvalidSpecError", "SolverUnknownError", "WitnessCheckError", *_LAZY]
+__all__ = ["T", "InfoflowError", "InvalidSpecError", "SolverUnknownError", "WitnessCheckError",  # noqa: PLE0604
+           *_LAZY]  # the lazily imported names: strings, the keys of _LAZY
 
 
 def __getattr__(name: str) -> Any:

@@ -353,13 +353,13 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
                 if f"{mode}:{key}" in acting:
                     gains.append(acting[f"{mode}:{key}"])
                 if not info.bound:  # binding-free knowledge travels with any copy of a position's holdings
-                    gains.append(z3.And(any_ret, common(l - 1, lambda k, ll: know[(k, ll, key)])))
+                    gains.append(z3.And(any_ret, common(l - 1, lambda k, ll, key=key: know[(k, ll, key)])))
                     gains += [z3.And(v, know[(source_class[q], l - 1, key)]) for q, v in fixed_from.items()]
                     gains += [z3.And(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
                 solver.add(know[(c, l, key)] == disj(gains))
             for q in enc.fixed:
                 gains = [xfix[(c, l - 1, q)], all_[(c, l)], chosen.get(q, z3.BoolVal(False)),
-                         z3.And(any_ret, common(l - 1, lambda k, ll: xfix[(k, ll, q)]))]
+                         z3.And(any_ret, common(l - 1, lambda k, ll, q=q: xfix[(k, ll, q)]))]
                 gains += [z3.And(v, xfix[(source_class[p], l - 1, q)]) for p, v in fixed_from.items()]
                 solver.add(xfix[(c, l, q)] == disj(gains))
             if c != OUT:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Union
 
 
 # ---- index terms: what goes inside x[...] ---------------------------------------------------
@@ -59,7 +58,7 @@ class Range:
     stop: FixedIndex
 
 
-Domain = Union[AllPositions, Subset, Range]
+Domain = AllPositions | Subset | Range
 
 
 @dataclass(frozen=True)
@@ -146,6 +145,6 @@ class Reduce:
         return tuple(b.var for b in self.bindings)
 
 
-Expr = Union[Num, Content, Param, Call, BinOp, Neg, Reduce]
+Expr = Num | Content | Param | Call | BinOp | Neg | Reduce
 
 BUILTIN_FUNCTIONS = frozenset({"dot", "norm", "bilinear"})

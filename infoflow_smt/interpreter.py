@@ -67,7 +67,7 @@ class _Layer:
         self.known = known
 
     @classmethod
-    def start(cls, seq_len: int) -> "_Layer":
+    def start(cls, seq_len: int) -> _Layer:
         """Before layer 1: each input position holds itself, the output token (row T+1) nothing."""
         held = np.zeros((seq_len + 1, seq_len), dtype=bool)
         held[np.arange(seq_len), np.arange(seq_len)] = True
@@ -334,7 +334,7 @@ def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int
     """R_F(X): the positions the output's chain reads, found by a position that holds everything."""
     replay = _Replay(tree, X, realization)
     T = replay.T
-    omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [dict() for _ in range(T + 1)])
+    omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
     replay.trace = set()
     replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, omniscient))
     return frozenset(replay.trace)

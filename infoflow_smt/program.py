@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Union
 
 import sympy
 
@@ -39,8 +38,8 @@ class Offset:
         return f"p{self.offset:+d}"
 
 
-PositionRef = Union[FixedIndex, Offset]
-Where = Union[str, FixedIndex]  # "input", "output", or one fixed input position
+PositionRef = FixedIndex | Offset
+Where = str | FixedIndex  # "input", "output", or one fixed input position
 
 
 def where_text(where: Where) -> str:

@@ -76,9 +76,9 @@ def test_timeout_is_unknown_not_infeasible():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(seq_len=1), "seq_len"),
-    (dict(seq_len="8"), "seq_len"),
-    (dict(timeout=-1), "timeout"),
+    ({"seq_len": 1}, "seq_len"),
+    ({"seq_len": "8"}, "seq_len"),
+    ({"timeout": -1}, "timeout"),
 ])
 def test_bad_decision_input(kwargs, match):
     with pytest.raises(ifs.InvalidSpecError, match=match):
