@@ -40,7 +40,8 @@ import sympy
 
 from . import cost
 from . import expr as ex
-from .errors import InfoflowError
+from .architecture import Architecture
+from .errors import InfoflowError, InvalidSpecError
 from .interpreter import _Layer, _Poisoned, _Replay, _step, check, run
 from .program import Action, Mode, Offset, Op, Program, program_cost
 from .symbols import T as T_SYMBOL
@@ -269,6 +270,8 @@ def _as_target(target):
     if isinstance(target, str):
         from . import catalogue  # a catalogue spec or target text, as decide takes it
         return catalogue.parse_spec(target)
+    if not hasattr(target, "expr"):
+        raise InvalidSpecError(f"target must be a Target or a string, got {type(target).__name__}", "target")
     return target
 
 
@@ -414,6 +417,14 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     (False, T/16 - 1, 72)
     """
     started, target = time.perf_counter(), _as_target(target)
+    problems = []
+    if not isinstance(arch, Architecture):
+        problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
+    if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
+                                 or budget_s <= 0):
+        problems.append(f"budget_s must be a positive number of seconds or None, got {budget_s!r}")
+    if problems:
+        raise InvalidSpecError(problems, "brute force")
 
     def search(efficient: bool) -> EnumerationResult | None:
         left = None if budget_s is None else budget_s - (time.perf_counter() - started)

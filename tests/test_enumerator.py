@@ -230,3 +230,16 @@ def test_the_brute_force_keeps_the_cheapest_program():
     split = brute_force_decide("specific_positions", two)
     assert split.exponent == 0 and sorted(len(a.op.positions) for a in split.program.actions) == [1, 2]
     assert brute_force_decide("specific_positions", two, budget_s=1e-9) is None
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda bf: bf("max_retrieval", (1,)), "architecture must be an ifs.Architecture, got tuple"),
+    (lambda bf: bf("max_retrieval", ifs.Architecture(heads=(1,)), budget_s=0), "budget_s must be a positive"),
+    (lambda bf: bf(42, ifs.Architecture(heads=(1,))), "target must be a Target or a string, got int"),
+    (lambda bf: bf("no_such_target", ifs.Architecture(heads=(1,))), "no_such_target"),
+])
+def test_brute_force_names_bad_input(call, match):
+    from infoflow_smt.enumerator import brute_force_decide
+
+    with pytest.raises(ifs.InvalidSpecError, match=match):
+        call(brute_force_decide)
