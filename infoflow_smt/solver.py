@@ -256,7 +256,8 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
 
     Architectures have the same number of heads in every layer. A point is kept when no other feasible
-    point has at most as many layers, at most as many heads and an exponent no larger.
+    point has at most as many layers, at most as many heads and an exponent no larger. Every architecture
+    is decided: more heads can lower the exponent (heads that split specific positions each decode less).
     """
     target = _as_target(target)
     if positional is None:
@@ -274,7 +275,6 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
             verdict = decide(target, arch, seq_len=seq_len)
             if verdict.status is Status.FEASIBLE:
                 feasible.append(verdict)
-                break  # more heads in this many layers never lowers the exponent below this witness's
     key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
 
     def dominated(v: Verdict) -> bool:

@@ -97,6 +97,13 @@ def test_too_short_sequence_is_refused():
         ifs.decide("kth_largest:k=3", ifs.Architecture(heads=(1,)), seq_len=3)
 
 
+def test_minimize_keeps_points_where_more_heads_lower_the_exponent():
+    """Three positions at E=4, d=2: one head decodes 3 tokens (1/2), two heads 2 (0), three heads 1 (-1/2)."""
+    front = ifs.minimize("specific_positions", max_layers=1, max_heads=4, embed_dim=4, input_dim=2)
+    assert [(v.architecture.heads, v.exponent) for v in front] == [
+        ((1,), sympy.Rational(1, 2)), ((2,), 0), ((3,), sympy.Rational(-1, 2))]
+
+
 def test_minimize_returns_pareto_front_with_witnesses():
     front = ifs.minimize("intrinsic_dimension:D=2", max_layers=3, max_heads=3, embed_dim=32, input_dim=2)
     shapes = [(v.architecture.layers, v.architecture.heads[0]) for v in front]
