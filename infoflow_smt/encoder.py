@@ -16,11 +16,14 @@ bound variable of whatever node it makes) and ``out`` (the output token). For ea
 Facts at ``in`` that are relative to the position (``know`` of a node with a bound variable, ``xoff``) do
 not travel with a retrieval: at the retriever they would speak of another binding. Facts about nodes with
 no bound variable, fixed positions and ``all`` travel. Heads are *counted*, not named (at most ``h_l``
-operations per class and layer; one operation of a kind is enough), which removes the symmetry between
-interchangeable heads. Every joint group picks one variable order (``ord``).
+operations per class and layer; one operation of a kind is enough, except specific-position aggregation,
+whose heads split the sources into disjoint blocks in one canonical order), which removes the symmetry
+between interchangeable heads. Every joint group picks one variable order (``ord``).
 
 Each operation carries a cost level; the solver asks for programs whose operations all stay at or below a
-level, with the levels as assumptions so that an unsat core names the constraints that clash.
+level, with the levels as assumptions so that an unsat core names the constraints that clash. What a
+specific-position head gathers is counted in integers (``size``, ``whole``), as ``program.set_sizes``
+counts it, and its cost is tied to the levels through one cap on the gathered sizes (``_add_levels``).
 """
 from __future__ import annotations
 
