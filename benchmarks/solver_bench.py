@@ -37,7 +37,7 @@ import sympy
 
 import infoflow_smt as ifs
 from infoflow_smt.enumerator import brute_force_decide, enumerate_programs, program_count
-from infoflow_smt.program import Mode, Program
+from infoflow_smt.program import Program
 
 # the catalogue with small parameters (positional encoding where the target needs it)
 CATALOGUE = ("min_pairwise_dot", "max_retrieval", "kth_largest:k=2", "d_retrieval:D=3",
@@ -97,8 +97,8 @@ def t_independence(repeat: int) -> Figure:
     return Figure("t_independence", ratio, "<= 1.5", ratio <= 1.5, "x", rows)
 
 
-def _operations(program: Program | None) -> int | None:
-    return None if program is None else sum(a.op.mode is not Mode.IDLE for a in program.actions)
+def operations(program: Program | None) -> int | None:
+    return None if program is None else program.operations
 
 
 def speedup_vs_enumerator(repeat: int) -> Figure:
@@ -134,10 +134,10 @@ def speedup_vs_enumerator(repeat: int) -> Figure:
         same_exponent = (verdict.exponent == brute.exponent
                          or sympy.simplify(verdict.exponent - brute.exponent) == 0)
         agree = (verdict.feasible == brute.feasible == (searched.found is not None) and same_exponent
-                 and _operations(verdict.best_program) == _operations(brute.program))
+                 and operations(verdict.best_program) == operations(brute.program))
         solver_total, brute_total = solver_total + t_solver, brute_total + t_brute
         ratios.append(t_brute / t_solver)
-        rows.append(row | {"agree": agree, "programs": brute.programs, "operations": _operations(brute.program),
+        rows.append(row | {"agree": agree, "programs": brute.programs, "operations": operations(brute.program),
                            "brute_force_s": round(t_brute, 2), "ratio": round(t_brute / t_solver, 1),
                            "status_s": round(brute.status_s, 3),
                            "status_ratio": round(brute.status_s / t_solver, 1)})

@@ -235,6 +235,15 @@ def parse_spec(spec: str, seed: int = 0) -> Target:
     return _build(name, seed, _parse_params(rest) if rest is not None else {})
 
 
+def as_target(target) -> Target:
+    """What ``decide`` and the brute force take: a ``Target``, or a catalogue spec or target text."""
+    if isinstance(target, str):
+        return parse_spec(target)
+    if not hasattr(target, "expr"):
+        raise InvalidSpecError(f"target must be a Target or a string, got {type(target).__name__}", "target")
+    return target
+
+
 def describe(name: str) -> str:
     """A few lines on one entry: parameters, summary, source, and its default text.
 

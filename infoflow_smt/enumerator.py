@@ -41,8 +41,9 @@ import sympy
 from . import cost
 from . import expr as ex
 from .architecture import Architecture
+from .catalogue import as_target
 from .errors import InfoflowError, InvalidSpecError
-from .interpreter import _Layer, _Poisoned, _Replay, _step, check, run
+from .interpreter import _Layer, _Poisoned, _Replay, _step, check, computes_exactly, replays
 from .program import Action, Mode, Offset, Op, Program, program_cost
 from .symbols import T as T_SYMBOL
 from .trees import all_orders, comparison_tree, needs_positional, position_reads
@@ -154,7 +155,7 @@ def program_count(target, arch, *, efficient: bool = True, anchors: bool = True,
     >>> program_count("max_retrieval", ifs.Architecture(heads=(1,)))  # idle or one op, at 2 classes
     4
     """
-    target = _as_target(target)
+    target = as_target(target)
     fixed, total = anchor_positions(target, arch) if anchors else (), 0
     for order in all_orders(target):
         vocab, count = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed), 1
@@ -224,8 +225,7 @@ class _Search(_Vocabulary):
                       for r, s in zip(self.replays, state)]
         except _Poisoned:
             return False
-        return all(np.allclose(v, w, rtol=1e-9, atol=1e-9, equal_nan=True)
-                   for v, w in zip(values, self.expected))
+        return all(computes_exactly(v, w) for v, w in zip(values, self.expected))
 
     def program(self, path: tuple[tuple[tuple[Op, ...], ...], ...]) -> Program:
         actions: list[Action] = []
@@ -264,15 +264,6 @@ def _override(layer: int, q: ex.FixedIndex, inputs: tuple[Op, ...], own: tuple[O
     extra = [op for op in own if op not in inputs]
     actions = [Action(layer, h, q, op) for h, op in zip(free, extra)]
     return actions + [Action(layer, h, q, Op(Mode.IDLE)) for h in free[len(extra):] if h <= len(inputs)]
-
-
-def _as_target(target):
-    if isinstance(target, str):
-        from . import catalogue  # a catalogue spec or target text, as decide takes it
-        return catalogue.parse_spec(target)
-    if not hasattr(target, "expr"):
-        raise InvalidSpecError(f"target must be a Target or a string, got {type(target).__name__}", "target")
-    return target
 
 
 def _freeze(known: list[dict]) -> tuple:
@@ -320,7 +311,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     >>> enumerate_programs("min_pairwise_dot", arch.with_heads((2,))).found is None
     True
     """
-    started, target = time.perf_counter(), _as_target(target)
+    started, target = time.perf_counter(), as_target(target)
     length = seq_len if seq_len is not None else replay_length(target, arch)
     if needs_positional(target) and not arch.positional:
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
@@ -364,7 +355,7 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     >>> result.explored, len(result.found.actions)
     (72, 2)
     """
-    started, target = time.perf_counter(), _as_target(target)
+    started, target = time.perf_counter(), as_target(target)
     length = replay_length(target, arch)
     if needs_positional(target) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
@@ -377,7 +368,7 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
         vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed)
         for program in _every_program(vocab, order):
             tried += 1
-            if _passes(program, vocab.tree, target, arch, inputs, expected):
+            if replays(program, vocab.tree, target, arch, inputs, expected):
                 key = _program_key(program, vocab.tree, arch, decode_law)
                 if best_key is None or key < best_key:
                     best, best_key = program, key
@@ -416,7 +407,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     >>> answer.feasible, answer.exponent, answer.programs
     (False, T/16 - 1, 72)
     """
-    started, target = time.perf_counter(), _as_target(target)
+    started, target = time.perf_counter(), as_target(target)
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
@@ -468,24 +459,10 @@ def _every_program(vocab: _Vocabulary, order: dict) -> Iterator[Program]:
         yield Program(tuple(actions), ordered, arch.layers)
 
 
-def _passes(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:
-    """The interpreter's replay on every sample, stopping at the first miss (``check`` without the report:
-    a failure's required set is not needed here)."""
-    for X, want in zip(inputs, expected):
-        try:
-            with np.errstate(all="ignore"):
-                value, _ = run(program, tree, X, target.realization, arch.positional)
-        except _Poisoned:
-            return False
-        if not np.allclose(value, want, rtol=1e-9, atol=1e-9, equal_nan=True):
-            return False
-    return True
-
-
 def _program_key(program: Program, tree, arch, law: cost.DecodeLaw) -> tuple:
     """Cheaper first: the exponent as ``T`` grows, then the number of operations (idle heads are free)."""
     exponent, _ = program_cost(program, tree, arch, law)
-    return cost.asymptotic_key(exponent), sum(a.op.mode is not Mode.IDLE for a in program.actions)
+    return cost.asymptotic_key(exponent), program.operations
 
 
 __all__ = ["MAX_REPLAY_LENGTH", "BruteForceAnswer", "EnumerationResult", "anchor_positions", "brute_force_decide",

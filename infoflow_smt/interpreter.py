@@ -386,6 +386,25 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         return _replay_all(program, tree, target, arch, inputs, seq_len, max_failures)
 
 
+def computes_exactly(value, expected) -> bool:
+    """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0)."""
+    return bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
+
+
+def replays(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether the program computes ``expected`` on every input: ``check`` without its report (no failure's
+    required set is computed), stopping at the first miss; for searches that replay many programs."""
+    with np.errstate(all="ignore"):
+        for X, want in zip(inputs, expected):
+            try:
+                value, _ = run(program, tree, X, target.realization, arch.positional)
+            except _Poisoned:
+                return False
+            if not computes_exactly(value, want):
+                return False
+    return True
+
+
 def _replay_all(program, tree, target, arch, inputs, seq_len, max_failures) -> CheckReport:
     expected = np.asarray(target.evaluate(inputs), dtype=float)
     failures: list[Failure] = []
@@ -395,7 +414,7 @@ def _replay_all(program, tree, target, arch, inputs, seq_len, max_failures) -> C
         except _Poisoned as err:
             failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
         else:
-            if not np.allclose(value, expected[i], rtol=1e-9, atol=1e-9, equal_nan=True):
+            if not computes_exactly(value, expected[i]):
                 failures.append(Failure(i, f"the output computes {value}, the target is {expected[i]}",
                                         X, required_set(tree, X, target.realization), reached))
         if len(failures) >= max_failures:

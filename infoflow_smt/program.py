@@ -98,6 +98,11 @@ class Program:
     def order_map(self) -> dict[str, tuple[str, ...]]:
         return dict(self.order)
 
+    @property
+    def operations(self) -> int:
+        """How many heads do something (idle ones are free)."""
+        return sum(a.op.mode is not Mode.IDLE for a in self.actions)
+
     def at(self, layer: int, where: Where) -> list[Action]:
         return [a for a in self.actions if a.layer == layer and a.where == where]
 

@@ -17,21 +17,13 @@ import z3
 from . import cost, encoder, explain
 from . import expr as ex
 from .architecture import Architecture
+from .catalogue import as_target
 from .errors import InvalidSpecError, WitnessCheckError
 from .interpreter import check
 from .program import program_cost, set_sizes
 from .symbols import T
 from .trees import comparison_tree, walk
 from .verdict import Stats, Status, Verdict
-
-
-def _as_target(target):
-    if isinstance(target, str):
-        from . import catalogue
-        return catalogue.parse_spec(target)
-    if not hasattr(target, "expr"):
-        raise InvalidSpecError(f"target must be a Target or a string, got {type(target).__name__}", "target")
-    return target
 
 
 def _check_inputs(target, arch, seq_len, timeout) -> None:
@@ -189,7 +181,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     T/8 - 1
     """
     started = time.perf_counter()
-    target = _as_target(target)
+    target = as_target(target)
     _check_inputs(target, arch, seq_len, timeout)
     law = cost.DecodeLaw(decode_law)
     # first without anchors (a smaller encoding whose programs are programs of the full one), then with
@@ -259,7 +251,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     point has at most as many layers, at most as many heads and an exponent no larger. Every architecture
     is decided: more heads can lower the exponent (heads that split specific positions each decode less).
     """
-    target = _as_target(target)
+    target = as_target(target)
     if positional is None:
         positional = bool(target.needs_positional)
     problems = [f"{name} must be an integer >= 1, got {value!r}"
@@ -288,7 +280,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
 def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True,
                   decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Path:
     """Write the decision as an SMT-LIB 2 script: satisfiable iff an (efficient) program exists."""
-    target = _as_target(target)
+    target = as_target(target)
     _check_inputs(target, arch, None, None)
     enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None, portable=True)
     script = z3.Solver()
