@@ -43,7 +43,7 @@ from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
 from .errors import InfoflowError, InvalidSpecError
-from .interpreter import _Layer, _Poisoned, _Replay, _step, check, computes_exactly, replays
+from .interpreter import _Layer, _Poisoned, _Replay, _step, _View, check, computes_exactly, replays
 from .program import Action, Mode, Offset, Op, Program, program_cost
 from .symbols import T as T_SYMBOL
 from .trees import all_orders, comparison_tree, needs_positional, position_reads
@@ -130,6 +130,8 @@ class _Vocabulary:
         aggregation = cost.decode(T_SYMBOL, self.arch.input_dim, self.arch.width, self.law)
         if not self.efficient or cost.is_bounded(aggregation):
             ops.append(Op(Mode.AGGREGATE))
+        if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)):
+            ops.append(Op(Mode.AVERAGE))  # linear statistics: exponent 1
         # specific-position aggregation is always bounded here: a set reaches T only after a global
         # aggregation, which the efficient search admits only when decoding T tokens is bounded
         refs = list(self.fixed) + ([Offset(k) for k in self.offsets] if where != "output" else [])
@@ -221,7 +223,7 @@ class _Search(_Vocabulary):
     def computes(self, state) -> bool:
         """Whether the output token computes the target exactly on every sample."""
         try:
-            values = [r.value(self.tree.graph["output"], {}, (self.T + 1, None, self.T + 1, s))
+            values = [r.value(self.tree.graph["output"], {}, _View(self.T + 1, None, s, {}))
                       for r, s in zip(self.replays, state)]
         except _Poisoned:
             return False

@@ -11,6 +11,8 @@ Semantics worth knowing:
   in domain order. Used as a value they return that 1-based position as a float; under ``x[...]`` the
   position indexes the sequence.
 * ``kth_largest(k, ...)`` is the k-th largest body value, counting repeats (k=1 is ``max``).
+* A selection of token values (``max(x[t] for t in T)``) compares numbers: it needs ``d = 1`` (scalar
+  tokens) and raises ``InvalidSpecError`` otherwise.
 * Offsets and fixed positions must stay inside 1..T: ``x[t-1]`` at ``t = 1`` raises ``InvalidSpecError``
   (callers choose domains such as ``range(2, T+1)`` that keep offsets inside).
 * An empty domain raises ``InvalidSpecError``.
@@ -68,6 +70,12 @@ class _Value:
 
 def _fail(message: str) -> InvalidSpecError:
     return InvalidSpecError([Problem(message)], subject="target")
+
+
+def scalar_tokens_problem(text: str, input_dim: int) -> str:
+    """The one line that refuses a selection of token values when tokens are vectors."""
+    return (f"{text} compares tokens x[...] as numbers, which needs scalar tokens (input_dim=1), got "
+            f"input_dim={input_dim}; for vector tokens write a score such as f1(x[t]) or dot(a1, x[t])")
 
 
 def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
@@ -215,8 +223,10 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
             inner[binding.var] = positions[pick].reshape((1,) * axis + (-1,))
         inner_lead = lead + (len(picks[0]),)
         body = _eval(e.body, ctx, inner_lead, inner)
-        if kind.is_selection and body.vector:
-            raise _fail(f"the body of {kind.value} must be a scalar: {to_text(e)}")
+        if kind.is_selection and body.vector:  # scalar tokens: a token is its own score
+            if ctx.dim != 1:
+                raise _fail(scalar_tokens_problem(to_text(e), ctx.dim))
+            body = _Value(np.asarray(body.data)[..., 0], False)
         values = np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
         acc = _fold(kind, e.k, acc, values, domains[0][picks[0]], axis)
     if kind.returns_index:

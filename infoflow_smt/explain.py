@@ -32,12 +32,13 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
     at_inputs = [n for n in sels if len(tree.nodes[n]["bound"]) == 1]
     at_output = [n for n in sels if not tree.nodes[n]["bound"]]
     too_wide = [n for n in sels if len(tree.nodes[n]["bound"]) >= 2]
-    reasons: list[Reason] = []
-    if "positional" in core and "goal" in core:
-        reasons.append(Reason("positional", (
+    if "positional" in core and "goal" in core and target.needs_positional:
+        # no program computes the target at any cost: no cost sentence may follow (it would contradict)
+        return (Reason("positional", (
             "The architecture has no positional encoding, and the target tells positions apart (fixed "
             "positions, offsets or subsets): without positions the model is permutation-invariant, so no "
-            "program computes it at any cost.")))
+            "program computes it at any cost.")),)
+    reasons: list[Reason] = []
     if too_wide:
         beta = max(len(tree.nodes[n]["bound"]) + 1 for n in too_wide)
         reasons.append(Reason("goal", (

@@ -25,6 +25,7 @@ class Mode(enum.Enum):
     KTH = "k-th largest retrieval"
     AGGREGATE = "global aggregation"
     POSITIONS = "specific-position aggregation"
+    AVERAGE = "global averaging"  # a linear statistic: the mean of per-token values, no token decoded
     IDLE = "idle"  # only to override, at a fixed position, what a head does at every input position
 
 
@@ -164,7 +165,7 @@ def set_sizes(program: Program, arch) -> dict[tuple[int, Where], sympy.Expr]:
 
 
 def _gain(op: Op, layer: int, size, classes) -> sympy.Expr:
-    if op.mode is Mode.IDLE:
+    if op.mode in (Mode.IDLE, Mode.AVERAGE):  # an average gathers no token
         return sympy.Integer(0)
     if op.mode is Mode.AGGREGATE:
         return T
@@ -185,6 +186,8 @@ def action_cost(action: Action, tree, arch, sizes, law: cost.DecodeLaw = cost.De
         return cost.retrieval()
     if op.mode is Mode.KTH:
         return cost.kth_retrieval(tree.nodes[op.node]["k"], arch.head_dim(action.layer))
+    if op.mode is Mode.AVERAGE:
+        return cost.average()
     if op.mode is Mode.AGGREGATE:
         return cost.decode(T, arch.input_dim, arch.width, law)
     gathered = _gathered(op, action.layer, sizes, {w for (_, w) in sizes})

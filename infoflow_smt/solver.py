@@ -19,6 +19,7 @@ from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
 from .errors import InvalidSpecError, WitnessCheckError
+from .evaluate import scalar_tokens_problem
 from .interpreter import check
 from .program import program_cost, set_sizes
 from .symbols import T
@@ -36,6 +37,8 @@ def _check_inputs(target, arch, seq_len, timeout) -> None:
         problems.append(f"timeout must be a positive number of seconds or None, got {timeout!r}")
     if problems:
         raise InvalidSpecError(problems, "decision")
+    if target.reads_tokens_as_numbers and arch.input_dim != 1:
+        raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
     if seq_len is not None:
         need = _min_length(target)
         if seq_len < need:
@@ -71,24 +74,23 @@ def _replay_length(program, target, arch, seq_len: int | None) -> int:
 
 
 class _Session:
-    """One encoding and the questions asked of it."""
+    """One encoding and the questions asked of it (heads and cost levels chosen by assumptions)."""
 
     def __init__(self, target, arch, seq_len, timeout, law, anchors=True):
         self.enc = encoder.encode(target, arch, law, seq_len, anchors=anchors)
-        self.seq_len = seq_len
+        self.heads = arch.heads
         self.calls = 0
         if timeout is not None:
-            self.enc.solver.set("timeout", int(timeout * 1000))
+            self.enc.solver.set("timeout", max(1, int(timeout * 1000)))
         self.enc.solver.set("core.minimize", True)
         self.bounded = [i for i, lvl in enumerate(self.enc.levels) if cost.is_bounded(lvl)]
 
     def ask(self, allowed: list[int], extra=()):
         allowed_set = set(allowed)
-        assumptions = list(self.enc.tracked.values()) + list(extra)
+        assumptions = list(self.enc.tracked.values()) + self.enc.head_assumptions(self.heads) + list(extra)
         assumptions += [z3.Not(v) for i, v in enumerate(self.enc.level_vars) if i not in allowed_set]
         self.calls += 1
-        result = self.enc.solver.check(*assumptions)
-        return result
+        return self.enc.solver.check(*assumptions)
 
     def cheapest(self, allowed: list[int]):
         """The lowest level (in the encoding's order) at which a program exists, with its model.
@@ -117,13 +119,14 @@ class _Session:
 
     def tightest_gather(self, level: int, allowed: list[int], model):
         """At the cheapest ``level``, the smallest sets specific-position heads must gather (the levels
-        alone leave sizes that cost less than the next level free: ``encoder._add_levels``). Returns a
+        alone leave sizes that cost less than the next level free: ``encoder._Builder.costs``). Returns a
         model and the constraint that keeps the exponent exact in later questions."""
         cap = self.enc.gather_cap
         if cap is None:
             return model, []  # no bounded gathers, or a width that makes them all cost alike
-        # up to ``free`` a gather costs no more than the level (level -1: no operation with a level at all)
-        free = 0 if level < 0 else self.enc.gather_limits[level]
+        # up to ``free`` a gather costs no more than the level (level -1: no operation with a level at all,
+        # and a gather costs nothing up to the size whose decoding reaches 0)
+        free = self.enc.gather_floor if level < 0 else self.enc.gather_limits[level]
         if free is None:
             return model, []  # a level that grows with T: every bounded gather costs less
         sizes = [model.eval(g, model_completion=True).as_long() for acts, g, whole in self.enc.gathers
@@ -163,6 +166,9 @@ class _Session:
             elif result == z3.unknown:
                 break  # keep the witness we have: it is valid, only not the smallest
         return model
+
+    def program(self, model):
+        return encoder.extract(self.enc, model, self.heads)
 
     def core_names(self) -> set[str]:
         names = {str(lit): name for name, lit in self.enc.tracked.items()}
@@ -204,7 +210,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     if model is not None:
         allowed = [i for i in session.bounded if i <= level]
         model, exact = session.tightest_gather(level, allowed, model)
-        program = encoder.extract(enc, session.fewest_operations(allowed, model, exact))
+        program = session.program(session.fewest_operations(allowed, model, exact))
         exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
         return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(),
                        best_program=program, seq_len=seq_len)
@@ -224,7 +230,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
                        seq_len=seq_len)
     allowed = [i for i in every if i <= level]
     model, exact = session.tightest_gather(level, allowed, model)
-    program = encoder.extract(enc, session.fewest_operations(allowed, model, exact))
+    program = session.program(session.fewest_operations(allowed, model, exact))
     # the cheapest inefficient program is replayed too, on fewer inputs: it mostly aggregates everything
     exponent = _replayed_exponent(program, target, arch, seq_len, law, max(2, samples // 4))
     return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(),
@@ -283,9 +289,9 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True,
     target = as_target(target)
     _check_inputs(target, arch, None, None)
     enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None, portable=True)
-    script = z3.Solver()
+    script = z3.Solver(ctx=enc.ctx)
     script.add(enc.solver.assertions())
-    script.add(list(enc.tracked.values()))
+    script.add(list(enc.tracked.values()) + enc.head_assumptions(arch.heads))
     if efficient:
         script.add([z3.Not(v) for i, v in enumerate(enc.level_vars) if not cost.is_bounded(enc.levels[i])])
     path = Path(path)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InvalidSpecError, Problem
 from .evaluate import evaluate_expr
-from .expr import Expr
+from .expr import Expr, reads_tokens_as_numbers
 from .language import parse_target_expr, to_text
 from .realization import Realization
 
@@ -66,6 +67,18 @@ class Target:
         if problems:
             raise InvalidSpecError(problems, subject="input")
         return evaluate_expr(self.expr, X, self.realization)
+
+    @cached_property
+    def normal_form(self) -> Expr:
+        """The same function in its canonical spelling (``normal_form.normalize``): what the comparison
+        tree, the solver and the checker work on."""
+        from .normal_form import normalize
+        return normalize(self.expr)
+
+    @property
+    def reads_tokens_as_numbers(self) -> bool:
+        """Whether a selection compares tokens themselves (``max(x[t] for t in T)``): scalar tokens only."""
+        return reads_tokens_as_numbers(self.expr)
 
     # ---- measures, computed by trees (imported lazily: it needs sympy and networkx) ----------
     @property

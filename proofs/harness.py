@@ -142,12 +142,16 @@ def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim:
 
 
 def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sympy.Expr = T) -> sympy.Expr:
-    """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from width E costs T0*d/E - 1.
+    """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from width E costs T0*d/E - 1, and
+    never less than a constant (exponent 0).
 
     Written out here rather than taken from ``infoflow_smt.cost``, so the proofs check the solver against
     the paper's law, not against the code that implements it.
 
-    >>> aggregation_exponent(16, 2)
-    T/8 - 1
+    >>> aggregation_exponent(16, 2), aggregation_exponent(16, 2, tokens=3)
+    (T/8 - 1, 0)
     """
-    return sympy.simplify(sympy.sympify(tokens) * input_dim / sympy.sympify(embed_dim) - 1)
+    law = sympy.simplify(sympy.sympify(tokens) * input_dim / sympy.sympify(embed_dim) - 1)
+    if not law.has(T):
+        return sympy.Max(law, 0)
+    return law if sympy.limit(law, T, sympy.oo) > 0 else sympy.Integer(0)
