@@ -37,9 +37,17 @@ from . import expr as ex
 from .program import Action, Mode, Offset, Op, Program
 from .realization import Realization
 from .symbols import T
-from .trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, position_reads, useful_orders
+from .trees import (
+    GroupRef,
+    NodeRef,
+    comparison_tree,
+    needs_positional,
+    outermost,
+    position_reads,
+    useful_orders,
+    walk,
+)
 from .trees import free_variables as tree_free_variables
-from .trees import walk
 
 IN, OUT = "in", "out"
 SELECTOR, CANDIDATE, EITHER, BOTH = "selector", "candidate", "either", "both"

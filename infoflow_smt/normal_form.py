@@ -262,7 +262,7 @@ class _Normalizer:
         height = 1 + max(ex.height(m) for _, m in monomials if m is not None)
         names, ordered = self.label(group, monomials, height)
         leading = ordered[0][0]
-        factor, kind = leading, kind
+        factor = leading
         if leading < 0 and kind in _FLIP:
             kind = _FLIP[kind]
         elif leading < 0 and kind is ex.ReduceKind.KTH_LARGEST:  # the k-th smallest is not a k-th largest
