@@ -21,9 +21,13 @@ by whoever needs it, from knowing the selection; nothing else is required where 
 
 Heads are *counted*, not named: at most ``h_l`` operations per class and layer, one of each kind, except
 specific-position aggregation, whose heads split the sources into disjoint blocks in one canonical order.
-The number of heads of each layer is chosen by an assumption literal (``heads``), so one encoding serves
-every head count up to the one it was built for. Each operation carries a cost level; the solver asks
-with levels as assumptions, so that an unsat core names the tracked constraints that clash.
+The number of layers and of heads in each layer are chosen by assumption literals, so one encoding serves
+every architecture up to the one it was built for (a sweep asks one solver many questions). Each operation
+carries a cost level, also chosen by assumptions, so that an unsat core names the tracked constraints that
+clash.
+
+The constraints are written as SMT-LIB text and parsed by z3 in one call: building them with z3's Python
+objects costs a hundred times more than solving them.
 """
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ from .trees import free_variables as tree_free_variables
 
 IN, OUT = "in", "out"
 SELECTOR, CANDIDATE, EITHER, BOTH = "selector", "candidate", "either", "both"
+TRUE, FALSE = "true", "false"
 _FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
 
 
@@ -99,41 +104,55 @@ class NodeInfo:
 
 @dataclass
 class Encoding:
-    """The constraints of one question and the variables the solver reads back."""
+    """The constraints of one family of questions and the names the solver reads back.
+
+    Every variable is named by a string; ``var(name)`` is its z3 expression in this encoding's context."""
 
     target: object
-    arch: object
+    arch: object                 # the largest architecture the encoding serves
     ctx: z3.Context
     solver: z3.Solver
     nodes: dict[str, NodeInfo]
     outer: dict[str, dict[tuple[str, ...], str]]            # group -> order -> key of its outermost node
+    text: str = ""                                         # the SMT-LIB declarations and assertions
     classes: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
-    ops: dict[tuple[int, str, str], z3.BoolRef] = field(default_factory=dict)   # (layer, class, op) -> var
+    ops: dict[tuple[int, str, str], str] = field(default_factory=dict)   # (layer, class, op) -> name
     op_cost: dict[tuple[int, str, str], dict[int, sympy.Expr]] = field(default_factory=dict)  # by heads
-    order_vars: dict[str, dict[tuple[str, ...], z3.BoolRef]] = field(default_factory=dict)
+    order_vars: dict[str, dict[tuple[str, ...], str]] = field(default_factory=dict)
     # (layer, class, "POSITIONS#j") -> source -> chosen: the j-th specific-position head's sources
-    sources: dict[tuple[int, str, str], dict[object, z3.BoolRef]] = field(default_factory=dict)
-    # every specific-position head a class runs itself: (acts, size gathered, gathers a whole sequence)
-    gathers: list[tuple[z3.BoolRef, z3.ArithRef, z3.BoolRef]] = field(default_factory=list)
-    gather_cap: z3.ArithRef | None = None  # bounds every gathered size when the levels order sizes
+    sources: dict[tuple[int, str, str], dict[object, str]] = field(default_factory=dict)
+    # every specific-position head a class runs itself: (layer, acts, size gathered, whole sequence)
+    gathers: list[tuple[int, str, str, str]] = field(default_factory=list)
+    gather_cap: str | None = None          # bounds every gathered size when the levels order sizes
     gather_limits: list[int | None] = field(default_factory=list)  # per level: the largest size costing
                                                                    # no more (None: grows with T)
     gather_floor: int = 0  # the largest size whose decoding costs nothing (exponents are clamped at 0)
-    tracked: dict[str, z3.BoolRef] = field(default_factory=dict)  # constraint name -> assumption literal
-    heads: dict[tuple[int, int], z3.BoolRef] = field(default_factory=dict)  # (layer, h) -> "h heads"
-    max_heads: tuple[int, ...] = ()
+    tracked: dict[str, str] = field(default_factory=dict)  # constraint name -> assumption literal
+    heads: dict[tuple[int, int], str] = field(default_factory=dict)   # (layer, h) -> "h heads in layer"
+    depth: dict[int, str] = field(default_factory=dict)               # L -> "the program has L layers"
     levels: list[sympy.Expr] = field(default_factory=list)
-    level_vars: list[z3.BoolRef] = field(default_factory=list)
+    level_vars: list[str] = field(default_factory=list)
     fixed: tuple = ()
     offsets: tuple = ()
     anchors: dict[str, ex.FixedIndex] = field(default_factory=dict)   # class name -> its fixed position
-    kept: dict[tuple[int, str, str], z3.BoolRef] = field(default_factory=dict)  # anchor keeps an input op
-    state: dict[str, dict] = field(default_factory=dict)  # "all", "know", "xfix", "xoff" -> vars
+    kept: dict[tuple[int, str, str], str] = field(default_factory=dict)  # anchor keeps an input op
+    _vars: dict[str, z3.ExprRef] = field(default_factory=dict, repr=False)
+    _sorts: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def head_assumptions(self, heads: tuple[int, ...]) -> list[z3.BoolRef]:
-        """The literals that select ``heads[l]`` heads in each layer (each at most ``max_heads[l]``)."""
-        return [self.heads[(layer, h)] for layer, h in enumerate(heads, start=1)]
+    def var(self, name: str) -> z3.ExprRef:
+        """The z3 constant ``name`` (declared by the encoding)."""
+        found = self._vars.get(name)
+        if found is None:
+            found = self._vars[name] = (z3.Int if self._sorts[name] == "Int" else z3.Bool)(name, self.ctx)
+        return found
+
+    def assumptions(self, heads: tuple[int, ...], names: list[str] | None = None) -> list[z3.ExprRef]:
+        """The literals of a question about ``heads`` (one entry per layer): the tracked constraints, the
+        number of layers and each layer's head count."""
+        literals = list(self.tracked.values()) if names is None else names
+        literals += [self.depth[len(heads)]] + [self.heads[(l, h)] for l, h in enumerate(heads, start=1)]
+        return [self.var(n) for n in literals]
 
 
 # ---- reading what a score needs ---------------------------------------------------------------------
@@ -188,39 +207,66 @@ def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, 
     return infos, outer
 
 
-# Builders that stay inside standard SMT-LIB (no empty and/or, no pseudo-Boolean extensions) when the
-# encoding is exported; z3's native cardinality constraints are used otherwise, as they solve faster.
-def conj(items, ctx: z3.Context) -> z3.BoolRef:
-    items = list(items)
-    return z3.BoolVal(True, ctx) if not items else items[0] if len(items) == 1 else z3.And(items)
+# ---- SMT-LIB terms ----------------------------------------------------------------------------------------
+def conj(items) -> str:
+    items = [i for i in items if i != TRUE]
+    if FALSE in items:
+        return FALSE
+    return TRUE if not items else items[0] if len(items) == 1 else f"(and {' '.join(items)})"
 
 
-def disj(items, ctx: z3.Context) -> z3.BoolRef:
-    items = list(items)
-    return z3.BoolVal(False, ctx) if not items else items[0] if len(items) == 1 else z3.Or(items)
+def disj(items) -> str:
+    items = [i for i in items if i != FALSE]
+    if TRUE in items:
+        return TRUE
+    return FALSE if not items else items[0] if len(items) == 1 else f"(or {' '.join(items)})"
 
 
-def total(terms, ctx: z3.Context) -> z3.ArithRef:
+def neg(a: str) -> str:
+    return FALSE if a == TRUE else TRUE if a == FALSE else f"(not {a})"
+
+
+def implies(a: str, b: str) -> str:
+    if a == FALSE or b == TRUE:
+        return TRUE
+    return b if a == TRUE else f"(=> {a} {b})"
+
+
+def both(a: str, b: str) -> str:
+    return conj([a, b])
+
+
+def either(a: str, b: str) -> str:
+    return disj([a, b])
+
+
+def total(terms) -> str:
     terms = list(terms)
-    return z3.IntVal(0, ctx) if not terms else terms[0] if len(terms) == 1 else z3.Sum(terms)
+    return "0" if not terms else terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
 
 
-def at_most(literals, bound: int, portable: bool, ctx: z3.Context) -> z3.BoolRef:
-    literals = list(literals)
+def at_most(literals, bound: int, portable: bool) -> str:
+    """Standard SMT-LIB (a sum of 0/1 terms) when ``portable``; z3's cardinality constraint otherwise."""
+    literals = [x for x in literals if x != FALSE]
     if len(literals) <= bound:
-        return z3.BoolVal(True, ctx)
+        return TRUE
     if portable:
-        return z3.Sum([z3.If(b, z3.IntVal(1, ctx), z3.IntVal(0, ctx)) for b in literals]) <= bound
-    return z3.PbLe([(b, 1) for b in literals], bound)
+        return f"(<= {total(f'(ite {x} 1 0)' for x in literals)} {bound})"
+    return f"((_ at-most {bound}) {' '.join(literals)})"
 
 
-def exactly_one(literals, portable: bool, ctx: z3.Context) -> z3.BoolRef:
+def exactly_one(literals, portable: bool) -> str:
     literals = list(literals)
     if len(literals) == 1:
         return literals[0]
     if portable:
-        return z3.Sum([z3.If(b, z3.IntVal(1, ctx), z3.IntVal(0, ctx)) for b in literals]) == 1
-    return z3.PbEq([(b, 1) for b in literals], 1)
+        return f"(= {total(f'(ite {x} 1 0)' for x in literals)} 1)"
+    return f"((_ pbeq 1 {' '.join('1' for _ in literals)}) {' '.join(literals)})"
+
+
+def q(name: str) -> str:
+    """A declared name as an SMT-LIB symbol."""
+    return f"|{name}|"
 
 
 def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
@@ -234,50 +280,50 @@ def _ref_name(q) -> str:
 
 # ---- the encoding -----------------------------------------------------------------------------------
 def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int | None = None,
-           anchors: bool = True, portable: bool = False, max_heads: tuple[int, ...] | None = None) -> Encoding:
-    """Build the constraints for ``target`` on ``arch`` (heads up to ``max_heads``, default ``arch.heads``);
-    the solver adds the level and head assumptions.
+           anchors: bool = True, portable: bool = False) -> Encoding:
+    """Build the constraints for ``target`` on every architecture up to ``arch`` (as many layers, at most
+    as many heads in each; the width, input dimension and positional encoding of ``arch``). Ask with
+    ``Encoding.assumptions(heads)`` and the level literals.
 
     ``anchors=False`` leaves out the fixed positions that may override heads: a smaller encoding whose
     programs are programs of the full one (the solver tries it first and falls back when it says no)."""
-    return _Builder(target, arch, law, seq_len, anchors, portable, max_heads or arch.heads).build()
+    return _Builder(target, arch, law, seq_len, anchors, portable).build()
 
 
 class _Builder:
-    """One encoding, built by named constraint families in ``build``."""
+    """One encoding, written by named constraint families in ``build``."""
 
-    def __init__(self, target, arch, law, seq_len, anchors, portable, max_heads):
+    def __init__(self, target, arch, law, seq_len, anchors, portable):
         infos, outer = _node_infos(target)
         self.ctx = z3.Context()
-        self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer,
-                            max_heads=tuple(max_heads))
+        self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer)
         self.law, self.seq_len, self.portable = law, seq_len, portable
         self.use_anchors = anchors
         self.pe = arch.positional
+        self.lines: list[str] = []
         self.positional_ok = self.bool("allow:positional")
+        self.candidate_classes: dict[str, list[str]] = {}
 
-    # ---- z3 in this encoding's context ----------------------------------------------------------------
-    def bool(self, name: str) -> z3.BoolRef:
-        return z3.Bool(name, self.ctx)
+    # ---- names and assertions ---------------------------------------------------------------------------
+    def declare(self, name: str, sort: str) -> str:
+        if name not in self.enc._sorts:
+            self.enc._sorts[name] = sort
+            self.lines.append(f"(declare-const |{name}| {sort})")
+        return q(name)
 
-    def true(self) -> z3.BoolRef:
-        return z3.BoolVal(True, self.ctx)
+    def bool(self, name: str) -> str:
+        return self.declare(name, "Bool")
 
-    def false(self) -> z3.BoolRef:
-        return z3.BoolVal(False, self.ctx)
+    def int(self, name: str) -> str:
+        return self.declare(name, "Int")
 
-    def conj(self, items) -> z3.BoolRef:
-        return conj(items, self.ctx)
+    def add(self, formula: str) -> None:
+        if formula != TRUE:
+            self.lines.append(f"(assert {formula})")
 
-    def disj(self, items) -> z3.BoolRef:
-        return disj(items, self.ctx)
-
-    def add(self, formula) -> None:
-        self.enc.solver.add(formula)
-
-    def track(self, name: str, formula) -> None:
-        lit = self.enc.tracked.setdefault(name, self.bool(f"track:{name}"))
-        self.add(z3.Implies(lit, formula))
+    def track(self, name: str, formula: str) -> None:
+        lit = self.enc.tracked.setdefault(name, self.bool(f"track:{name}")[1:-1])
+        self.add(implies(q(lit), formula))
 
     # ---- the families, in order -------------------------------------------------------------------------
     def build(self) -> Encoding:
@@ -292,14 +338,16 @@ class _Builder:
             self.sizes()
         self.goal()
         self.costs()
+        self.enc.text = "\n".join(self.lines)
+        self.enc.solver.from_string(self.enc.text)
         return self.enc
 
     def orders(self) -> None:
         """Exactly one variable order (one elimination tree) per group."""
         enc = self.enc
         for gid, per_order in enc.outer.items():
-            enc.order_vars[gid] = {o: self.bool(f"ord:{gid}:{','.join(o)}") for o in per_order}
-            self.add(exactly_one(enc.order_vars[gid].values(), self.portable, self.ctx))
+            enc.order_vars[gid] = {o: self.bool(f"ord:{gid}:{','.join(o)}")[1:-1] for o in per_order}
+            self.add(exactly_one([q(v) for v in enc.order_vars[gid].values()], self.portable))
 
     def position_classes(self) -> None:
         """``in``, the anchors 1..K (positional encoding, two layers or more; K = the groups with a
@@ -316,28 +364,29 @@ class _Builder:
         self.source_class = {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in self.fixed_sources}
 
     def state_variables(self) -> None:
-        enc, L = self.enc, self.enc.arch.layers
-        layers = range(L + 1)
-        enc.state["all"] = {(c, l): self.bool(f"all:{c}:{l}") for c in enc.classes for l in layers}
-        enc.state["know"] = {(c, l, n): self.bool(f"know:{c}:{l}:{n}")
-                             for c in enc.classes for l in layers for n in enc.nodes}
-        enc.state["xfix"] = {(c, l, q): self.bool(f"xfix:{c}:{l}:{q}")
-                             for c in enc.classes for l in layers for q in enc.fixed}
-        enc.state["xoff"] = {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}")
-                             for c in enc.inputs for l in layers for k in enc.offsets}
+        enc, layers = self.enc, range(self.enc.arch.layers + 1)
+        self.all = {(c, l): self.bool(f"all:{c}:{l}") for c in enc.classes for l in layers}
+        self.know = {(c, l, n): self.bool(f"know:{c}:{l}:{n}") for c in enc.classes for l in layers
+                     for n in enc.nodes}
+        self.xfix = {(c, l, q): self.bool(f"xfix:{c}:{l}:{q}") for c in enc.classes for l in layers
+                     for q in enc.fixed}
+        self.xoff = {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}") for c in enc.inputs for l in layers
+                     for k in enc.offsets}
 
     def initial_state(self) -> None:
         """Layer 0: an input position holds its own token (an anchor is its fixed position), the output
         token nothing; a node whose score reads nothing (a count, a choice among ties) is known to all."""
-        enc, s = self.enc, self.enc.state
-        initial = [z3.Not(s["all"][(c, 0)]) for c in enc.classes]
-        initial += [v == (self.admissible(enc.nodes[n], c) and enc.nodes[n].constant)
-                    for (c, l, n), v in s["know"].items() if l == 0]
-        initial += [v == (c in enc.anchors and enc.anchors[c] == q) for (c, l, q), v in s["xfix"].items() if l == 0]
-        initial += [z3.Not(v) for (c, l, k), v in s["xoff"].items() if l == 0]
-        self.track("initial", self.conj(initial))
+        enc = self.enc
+        initial = [neg(self.all[(c, 0)]) for c in enc.classes]
+        initial += [v if self.admissible(enc.nodes[n], c) and enc.nodes[n].constant else neg(v)
+                    for (c, l, n), v in self.know.items() if l == 0]
+        initial += [v if c in enc.anchors and enc.anchors[c] == q else neg(v)
+                    for (c, l, q), v in self.xfix.items() if l == 0]
+        initial += [neg(v) for (c, l, k), v in self.xoff.items() if l == 0]
+        self.track("initial", conj(initial))
         if not self.pe:  # an assumption, so that an unsat core can say when positions were the obstacle
-            self.enc.tracked["positional"] = z3.Not(self.positional_ok)
+            self.enc.tracked["positional"] = self.bool("deny:positional")[1:-1]
+            self.add(implies(self.bool("deny:positional"), neg(self.positional_ok)))
 
     # ---- what a class holds ---------------------------------------------------------------------------
     def admissible(self, info: NodeInfo, c: str) -> bool:
@@ -345,48 +394,46 @@ class _Builder:
         variable, an input position one."""
         return len(info.bound) <= (0 if c == OUT else 1)
 
-    def holds(self, c: str, l: int, need: Need) -> z3.BoolRef:
-        s = self.enc.state
+    def holds(self, c: str, l: int, need: Need) -> str:
         if need.kind == "fixed":
-            return s["xfix"][(c, l, need.what)]
+            return self.xfix[(c, l, need.what)]
         if need.kind == "offset":
-            return s["xoff"][(c, l, need.what)] if c != OUT else self.false()
+            return self.xoff[(c, l, need.what)] if c != OUT else FALSE
         if need.kind == "node":
-            return s["know"][(c, l, need.what)]
-        return self.disj([z3.And(v, s["know"][(c, l, self.enc.outer[need.what][o])])
-                          for o, v in self.enc.order_vars[need.what].items()])
+            return self.know[(c, l, need.what)]
+        return disj([both(q(v), self.know[(c, l, self.enc.outer[need.what][o])])
+                     for o, v in self.enc.order_vars[need.what].items()])
 
     def candidates(self, info: NodeInfo) -> list[str]:
         """The input classes among a node's candidates (an anchor outside a subset is not one)."""
-        return [IN] + [a for a, q in self.enc.anchors.items() if _in_domain(q, info.domain)]
+        key = repr(info.domain)
+        if key not in self.candidate_classes:
+            self.candidate_classes[key] = [IN] + [a for a, q in self.enc.anchors.items() if _in_domain(q, info.domain)]
+        return self.candidate_classes[key]
 
-    def every_candidate(self, info: NodeInfo, l: int, needs, both: bool = False) -> z3.BoolRef:
+    def every_candidate(self, info: NodeInfo, l: int, needs, both_sides: bool = False) -> str:
         """Every candidate class holds ``needs`` after layer ``l`` (or holds every position)."""
-        s = self.enc.state
-        return self.conj([z3.Or(s["all"][(k, l)], self.false() if both else
-                                self.conj([self.holds(k, l, nd) for nd in needs]))
-                          for k in self.candidates(info)])
+        return conj([either(self.all[(k, l)], FALSE if both_sides else conj([self.holds(k, l, nd) for nd in needs]))
+                     for k in self.candidates(info)])
 
-    def ready(self, info: NodeInfo, c: str, l: int) -> z3.BoolRef:
+    def ready(self, info: NodeInfo, c: str, l: int) -> str:
         """Can class ``c`` make selection ``info`` with a retrieval head in layer ``l``?"""
-        s, r, before = self.enc.state, info.reads, l - 1
-        selector = z3.Or(s["all"][(c, before)], self.conj([self.holds(c, before, nd) for nd in r.selector]))
-        either = self.conj([z3.Or(self.holds(c, before, nd), self.every_candidate(info, before, [nd]))
-                            for nd in r.either])
-        gate = self.positional_ok if info.restricted else self.true()
-        return self.conj([selector, self.every_candidate(info, before, r.candidate, r.both), either, gate])
+        r, before = info.reads, l - 1
+        selector = either(self.all[(c, before)], conj([self.holds(c, before, nd) for nd in r.selector]))
+        sides = [either(self.holds(c, before, nd), self.every_candidate(info, before, [nd])) for nd in r.either]
+        gate = self.positional_ok if info.restricted else TRUE
+        return conj([selector, self.every_candidate(info, before, r.candidate, r.both), *sides, gate])
 
-    def averaged(self, info: NodeInfo, l: int) -> z3.BoolRef:
+    def averaged(self, info: NodeInfo, l: int) -> str:
         """Can an averaging head in layer ``l`` learn aggregate ``info``: every position computes its
         per-token value from what it holds?"""
         r = info.reads
-        gate = self.positional_ok if info.restricted else self.true()
-        return z3.And(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
+        gate = self.positional_ok if info.restricted else TRUE
+        return both(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
 
-    def common(self, info_or_none, l: int, fact) -> z3.BoolRef:
+    def common(self, info: NodeInfo, l: int, fact) -> str:
         """A fact every candidate has: what a retrieval gains whoever wins."""
-        classes = self.enc.inputs if info_or_none is None else self.candidates(info_or_none)
-        return self.conj([fact(k, l) for k in classes])
+        return conj([fact(k, l) for k in self.candidates(info)])
 
     # ---- the operations of one layer ------------------------------------------------------------------
     def references(self, c: str) -> list:
@@ -398,49 +445,48 @@ class _Builder:
         """The operation variables of layer ``l`` at every class: retrievals of the nodes it can make, one
         global aggregation, one global averaging, specific-position slots; at most ``h`` heads each."""
         enc = self.enc
-        self.effective: dict[tuple[str, str], z3.BoolRef] = {}  # (class, op) -> the op acts there
-        H = enc.max_heads[l - 1]
+        self.effective: dict[tuple[str, str], str] = {}  # (class, op) -> the op acts there
+        H = enc.arch.heads[l - 1]
         for h in range(1, H + 1):
-            enc.heads.setdefault((l, h), self.bool(f"heads:{l}:{h}"))
+            enc.heads[(l, h)] = self.bool(f"heads:{l}:{h}")[1:-1]
+        averages = any(i.kind == "aggregate" and not i.bound and not i.constant for i in enc.nodes.values())
         for c in [IN, OUT] + enc.inputs[1:]:
             names = [(f"{'KTH' if i.kind == 'kth' else 'RETRIEVE'}:{key}", i)
                      for key, i in enc.nodes.items() if i.kind in ("top1", "kth") and self.admissible(i, c)]
-            names += [("AGGREGATE", None)]
-            if any(i.kind == "aggregate" and not i.bound and not i.constant for i in enc.nodes.values()):
-                names += [("AVERAGE", None)]
+            names += [("AGGREGATE", None)] + ([("AVERAGE", None)] if averages else [])
             refs = self.references(c)
-            slots = [f"POSITIONS#{j}" for j in range(1, min(H, len(refs)) + 1)]
-            used = [self.operation(l, c, name, info) for name, info in names + [(s, None) for s in slots]]
-            used += [self.enc.kept[(l, c, n)] for n, _ in names + [(s, None) for s in slots]
-                     if (l, c, n) in self.enc.kept]
-            self.slots(l, c, slots, refs)
+            names += [(f"POSITIONS#{j}", None) for j in range(1, min(H, len(refs)) + 1)]
+            used = [self.operation(l, c, name, info) for name, info in names]
+            used += [enc.kept[(l, c, n)] for n, _ in names if (l, c, n) in enc.kept]
+            self.slots(l, c, [n for n, _ in names if n.startswith("POSITIONS")], refs)
             for h in range(1, H + 1):
-                self.track(f"budget:{l}:{c}", z3.Implies(enc.heads[(l, h)], at_most(used, h, self.portable, self.ctx)))
+                self.track(f"budget:{l}:{c}", implies(q(enc.heads[(l, h)]),
+                                                      at_most([q(u) for u in used], h, self.portable)))
 
-    def operation(self, l: int, c: str, name: str, info: NodeInfo | None) -> z3.BoolRef:
+    def operation(self, l: int, c: str, name: str, info: NodeInfo | None) -> str:
         """One operation variable, its preconditions and cost, and (at an anchor) the inputs' head it keeps."""
         enc = self.enc
         var = self.bool(f"op:{l}:{c}:{name}")
-        enc.ops[(l, c, name)] = var
+        enc.ops[(l, c, name)] = var[1:-1]
         enc.op_cost[(l, c, name)] = self.cost_of(l, name, info)
         if info is not None:
-            self.add(z3.Implies(var, z3.And(enc.order_vars[info.group][info.order], self.ready(info, c, l))))
+            self.add(implies(var, both(q(enc.order_vars[info.group][info.order]), self.ready(info, c, l))))
         if name.startswith("POSITIONS"):
-            enc.sources[(l, c, name)] = {q: self.bool(f"src:{l}:{c}:{name[10:]}:{_ref_name(q)}")
-                                         for q in self.references(c)}
+            enc.sources[(l, c, name)] = {ref: self.bool(f"src:{l}:{c}:{name[10:]}:{_ref_name(ref)}")[1:-1]
+                                         for ref in self.references(c)}
         acts = var
         if c in enc.anchors and (l, IN, name) in enc.ops:
             keep = self.bool(f"keep:{l}:{c}:{name}")  # an anchor keeps the inputs' op unless it overrides
-            enc.kept[(l, c, name)] = keep
-            self.add(z3.Implies(keep, enc.ops[(l, IN, name)]))
-            acts = z3.Or(var, keep)
+            enc.kept[(l, c, name)] = keep[1:-1]
+            self.add(implies(keep, q(enc.ops[(l, IN, name)])))
+            acts = either(var, keep)
         self.effective[(c, name)] = acts
-        return var
+        return enc.ops[(l, c, name)]
 
     def cost_of(self, l: int, name: str, info: NodeInfo | None) -> dict[int, sympy.Expr]:
         """The operation's cost exponent for each head count of layer ``l`` (only k-th retrieval depends
         on it, through the per-head width ``n = E / h``)."""
-        arch, heads = self.enc.arch, range(1, self.enc.max_heads[l - 1] + 1)
+        arch, heads = self.enc.arch, range(1, self.enc.arch.heads[l - 1] + 1)
         if name.startswith("KTH"):
             return {h: cost.kth_retrieval(info.k, arch.width / h) for h in heads}
         if name.startswith(("RETRIEVE", "AVERAGE")):
@@ -454,21 +500,23 @@ class _Builder:
         enc = self.enc
         for j, name in enumerate(slots):
             srcs = enc.sources[(l, c, name)]
-            self.add(enc.ops[(l, c, name)] == self.disj(srcs.values()))
-            self.add(z3.Implies(enc.ops[(l, c, name)], self.positional_ok))
+            op = q(enc.ops[(l, c, name)])
+            self.add(f"(= {op} {disj([q(v) for v in srcs.values()])})")
+            self.add(implies(op, self.positional_ok))
             if j:  # one canonical partition: each block starts after the previous block's first source
                 before = enc.sources[(l, c, slots[j - 1])]
-                for i, q in enumerate(refs):
-                    self.add(z3.Implies(srcs[q], self.disj([before[p] for p in refs[:i]])))
-        for q in refs:  # a source in one block at most: a second copy gathers nothing new
-            self.add(at_most([enc.sources[(l, c, name)][q] for name in slots], 1, self.portable, self.ctx))
+                for i, ref in enumerate(refs):
+                    self.add(implies(q(srcs[ref]), disj([q(before[p]) for p in refs[:i]])))
+        for ref in refs:  # a source in one block at most: a second copy gathers nothing new
+            self.add(at_most([q(enc.sources[(l, c, name)][ref]) for name in slots], 1, self.portable))
 
     def member_sets(self, l: int, c: str) -> list[tuple[str | None, dict]]:
         """The specific-position heads acting at ``c`` in layer ``l``, each with its sources: the class's
         own (with the head's name), and at an anchor the inputs' heads it keeps (``None``)."""
         enc = self.enc
-        own = [(name, srcs) for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == c]
-        kept = [(None, {q: z3.And(enc.kept[(l, c, name)], v) for q, v in srcs.items()})
+        own = [(name, {ref: q(v) for ref, v in srcs.items()})
+               for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == c]
+        kept = [(None, {ref: both(q(enc.kept[(l, c, name)]), q(v)) for ref, v in srcs.items()})
                 for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == IN and (l, c, name) in enc.kept]
         return own + kept
 
@@ -478,104 +526,103 @@ class _Builder:
         for c in self.enc.classes:
             acting = {name: v for (cc, name), v in self.effective.items() if cc == c}
             gathered = self.member_sets(l, c)
-            chosen = {q: self.disj([m[q] for _, m in gathered]) for q in self.references(c)}
-            self.update_all(c, l, acting, chosen)
+            chosen = {q: disj([m[q] for _, m in gathered]) for q in self.references(c)}
+            winners = [(v, self.enc.nodes[name.split(":", 1)[1]]) for name, v in acting.items()
+                       if name.startswith(("RETRIEVE", "KTH"))]
+            self.update_all(c, l, acting, chosen, winners)
             for key, info in self.enc.nodes.items():
-                self.update_know(c, l, key, info, acting, chosen)
-            self.update_positions(c, l, acting, chosen)
+                self.update_know(c, l, key, info, acting, chosen, winners)
+            self.update_positions(c, l, chosen, winners)
 
-    def winners(self, acting: dict) -> list[tuple[z3.BoolRef, NodeInfo]]:
-        """The retrievals acting at a class, each with its node (whose candidates may win)."""
-        return [(v, self.enc.nodes[name.split(":", 1)[1]]) for name, v in acting.items()
-                if name.startswith(("RETRIEVE", "KTH"))]
+    def update_all(self, c: str, l: int, acting: dict, chosen: dict, winners: list) -> None:
+        gains = [self.all[(c, l - 1)], acting["AGGREGATE"]]
+        gains += [both(v, self.common(i, l - 1, lambda k, ll: self.all[(k, ll)])) for v, i in winners]
+        gains += [both(v, self.all[(self.source_class[q], l - 1)]) for q, v in chosen.items() if not isinstance(q, Offset)]
+        gains += [both(v, self.all[(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
+        self.add(f"(= {self.all[(c, l)]} {disj(gains)})")
 
-    def update_all(self, c: str, l: int, acting: dict, chosen: dict) -> None:
-        s = self.enc.state
-        gains = [s["all"][(c, l - 1)], acting["AGGREGATE"]]
-        gains += [z3.And(v, self.common(i, l - 1, lambda k, ll: s["all"][(k, ll)])) for v, i in self.winners(acting)]
-        gains += [z3.And(v, s["all"][(self.source_class[q], l - 1)]) for q, v in chosen.items()
-                  if not isinstance(q, Offset)]
-        gains += [z3.And(v, s["all"][(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
-        self.add(s["all"][(c, l)] == self.disj(gains))
-
-    def update_know(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict) -> None:
-        s = self.enc.state
+    def update_know(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict, winners: list) -> None:
+        know = self.know
         if not self.admissible(info, c):
-            self.add(z3.Not(s["know"][(c, l, key)]))
+            self.add(neg(know[(c, l, key)]))
             return
-        gains = [s["know"][(c, l - 1, key)], s["all"][(c, l)]]
+        gains = [know[(c, l - 1, key)], self.all[(c, l)]]
         if info.kind == "aggregate":
             if not info.bound and "AVERAGE" in acting:
-                gains.append(z3.And(acting["AVERAGE"], self.averaged(info, l)))
+                gains.append(both(acting["AVERAGE"], self.averaged(info, l)))
         else:
-            op = acting.get(f"{'KTH' if info.kind == 'kth' else 'RETRIEVE'}:{key}")
-            gains += [op] if op is not None else []
+            gains.append(acting.get(f"{'KTH' if info.kind == 'kth' else 'RETRIEVE'}:{key}", FALSE))
         if not info.bound:  # binding-free knowledge travels with any copy of a position's holdings
-            gains += [z3.And(v, self.common(i, l - 1, lambda k, ll: s["know"][(k, ll, key)]))
-                      for v, i in self.winners(acting)]
-            gains += [z3.And(v, s["know"][(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
+            gains += [both(v, self.common(i, l - 1, lambda k, ll: know[(k, ll, key)])) for v, i in winners]
+            gains += [both(v, know[(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
                       if not isinstance(q, Offset)]
-            gains += [z3.And(v, s["know"][(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
-        self.add(s["know"][(c, l, key)] == self.disj(gains))
+            gains += [both(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
+        self.add(f"(= {know[(c, l, key)]} {disj(gains)})")
 
-    def update_positions(self, c: str, l: int, acting: dict, chosen: dict) -> None:
-        s = self.enc.state
+    def update_positions(self, c: str, l: int, chosen: dict, winners: list) -> None:
         for q in self.enc.fixed:
-            gains = [s["xfix"][(c, l - 1, q)], s["all"][(c, l)], chosen.get(q, self.false())]
-            gains += [z3.And(v, self.common(i, l - 1, lambda k, ll, q=q: s["xfix"][(k, ll, q)]))
-                      for v, i in self.winners(acting)]
-            gains += [z3.And(v, s["xfix"][(self.source_class[p], l - 1, q)]) for p, v in chosen.items()
+            gains = [self.xfix[(c, l - 1, q)], self.all[(c, l)], chosen.get(q, FALSE)]
+            gains += [both(v, self.common(i, l - 1, lambda k, ll, q=q: self.xfix[(k, ll, q)])) for v, i in winners]
+            gains += [both(v, self.xfix[(self.source_class[p], l - 1, q)]) for p, v in chosen.items()
                       if not isinstance(p, Offset)]
-            self.add(s["xfix"][(c, l, q)] == self.disj(gains))
+            self.add(f"(= {self.xfix[(c, l, q)]} {disj(gains)})")
         if c != OUT:
             for k in self.enc.offsets:
-                self.add(s["xoff"][(c, l, k)] == z3.Or(s["xoff"][(c, l - 1, k)], s["all"][(c, l)], chosen[Offset(k)]))
+                gains = [self.xoff[(c, l - 1, k)], self.all[(c, l)], chosen[Offset(k)]]
+                self.add(f"(= {self.xoff[(c, l, k)]} {disj(gains)})")
 
     # ---- sizes, the goal, the costs -------------------------------------------------------------------
     def sizes(self) -> None:
         """``size[c,l]``: ``|I(c, l)|`` as ``program.set_sizes`` counts it (an upper bound: each gain in full,
         a retrieval gaining the largest input class), and ``whole[c,l]``: that count is ``T``. Only encodings
         with specific-position heads need them, whose cost is the decoding of what they gather."""
-        enc, ctx = self.enc, self.ctx
-        size = {(c, 0): z3.IntVal(0 if c == OUT else 1, ctx) for c in enc.classes}
-        whole = {(c, 0): self.false() for c in enc.classes}
+        enc = self.enc
+        size = {(c, 0): "0" if c == OUT else "1" for c in enc.classes}
+        whole = {(c, 0): FALSE for c in enc.classes}
         for l in range(1, enc.arch.layers + 1):
             widest = size[(enc.inputs[0], l - 1)]
             for k in enc.inputs[1:]:
-                widest = z3.If(size[(k, l - 1)] > widest, size[(k, l - 1)], widest)
-            any_whole = self.disj([whole[(k, l - 1)] for k in enc.inputs])
+                widest = f"(ite (> {size[(k, l - 1)]} {widest}) {size[(k, l - 1)]} {widest})"
+            any_whole = disj([whole[(k, l - 1)] for k in enc.inputs])
             for c in enc.classes:
                 gains, wholes = [], [self.acts(l, c, "AGGREGATE")]
                 for name in sorted({n for (ll, cc, n) in [*enc.ops, *enc.kept] if ll == l and cc == c}):
                     if name.startswith(("RETRIEVE", "KTH")):
-                        gains.append(z3.If(self.acts(l, c, name), widest, z3.IntVal(0, ctx)))
-                        wholes.append(z3.And(self.acts(l, c, name), any_whole))
+                        gains.append(f"(ite {self.acts(l, c, name)} {widest} 0)")
+                        wholes.append(both(self.acts(l, c, name), any_whole))
                 for name, members in self.member_sets(l, c):
-                    gathered = total((z3.If(m, size[(self.source_class.get(q, IN), l - 1)], z3.IntVal(0, ctx))
-                                      for q, m in members.items()), ctx)
-                    everything = self.disj([z3.And(m, whole[(self.source_class.get(q, IN), l - 1)])
-                                            for q, m in members.items()])
+                    gathered = total(f"(ite {m} {size[(self.source_class.get(q, IN), l - 1)]} 0)"
+                                     for q, m in members.items())
+                    everything = disj([both(m, whole[(self.source_class.get(q, IN), l - 1)]) for q, m in members.items()])
                     gains.append(gathered)
                     wholes.append(everything)
                     if name is not None:  # charged where the head is the class's own (a kept head: at the inputs)
-                        enc.gathers.append((enc.ops[(l, c, name)], gathered, everything))
-                size[(c, l)], whole[(c, l)] = z3.Int(f"size:{c}:{l}", ctx), self.bool(f"whole:{c}:{l}")
-                self.add(size[(c, l)] == total([size[(c, l - 1)]] + gains, ctx))
-                self.add(whole[(c, l)] == self.disj([whole[(c, l - 1)]] + wholes))
+                        n = len(enc.gathers)
+                        g, w = self.int(f"gathered:{n}"), self.bool(f"gathers_all:{n}")
+                        self.add(f"(= {g} {gathered})")
+                        self.add(f"(= {w} {everything})")
+                        enc.gathers.append((l, enc.ops[(l, c, name)], g[1:-1], w[1:-1]))
+                size[(c, l)], whole[(c, l)] = self.int(f"size:{c}:{l}"), self.bool(f"whole:{c}:{l}")
+                self.add(f"(= {size[(c, l)]} {total([size[(c, l - 1)]] + gains)})")
+                self.add(f"(= {whole[(c, l)]} {disj([whole[(c, l - 1)]] + wholes)})")
 
-    def acts(self, l: int, c: str, name: str) -> z3.BoolRef:
+    def acts(self, l: int, c: str, name: str) -> str:
         own, kept = self.enc.ops.get((l, c, name)), self.enc.kept.get((l, c, name))
-        return self.disj([v for v in (own, kept) if v is not None])
+        return disj([q(v) for v in (own, kept) if v is not None])
 
     def goal(self) -> None:
-        """After the last layer the output token computes the target from what it holds."""
-        enc, L, s = self.enc, self.enc.arch.layers, self.enc.state
+        """After the last layer the output token computes the target from what it holds; the number of
+        layers is an assumption (``depth``), so the goal is written for every depth."""
+        enc = self.enc
         tree = comparison_tree(enc.target)
         reads = _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n)
-        reachable = z3.Or(s["all"][(OUT, L)], self.conj([self.holds(OUT, L, nd) for nd in reads.either]))
-        if needs_positional(enc.target):  # without positions even a token holding everything cannot tell them apart
-            reachable = z3.And(reachable, self.positional_ok)
-        self.track("goal", reachable)
+        goals = []
+        for L in range(1, enc.arch.layers + 1):
+            enc.depth[L] = self.bool(f"layers:{L}")[1:-1]
+            reachable = either(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in reads.either]))
+            goals.append(implies(q(enc.depth[L]), reachable))
+        positions = self.positional_ok if needs_positional(enc.target) else TRUE  # else no program at any cost
+        self.track("goal", conj(goals + [positions]))
 
     def costs(self) -> None:
         """Cost levels: every operation implies that its level (at the layer's head count) is allowed.
@@ -595,23 +642,25 @@ class _Builder:
             candidates |= {everything} | (set() if by_size else {bounded_gather})
         key = (lambda e: cost.asymptotic_key(e)) if seq_len is None else (lambda e: (float(cost.at(e, seq_len)), 0.0))
         enc.levels = sorted(candidates, key=key)
-        enc.level_vars = [self.bool(f"level:{i}") for i in range(len(enc.levels))]
-        level_of = {e: i for i, e in enumerate(enc.levels)}
+        enc.level_vars = [self.bool(f"level:{i}")[1:-1] for i in range(len(enc.levels))]
+        level_of = {e: q(enc.level_vars[i]) for i, e in enumerate(enc.levels)}
         for op, by_heads in enc.op_cost.items():
             for h, e in by_heads.items():
-                self.add(z3.Implies(z3.And(enc.ops[op], enc.heads[(op[0], h)]), enc.level_vars[level_of[e]]))
-        for acts, gathered, whole in enc.gathers:
-            self.add(z3.Implies(z3.And(acts, whole), enc.level_vars[level_of[everything]]))
+                self.add(implies(both(q(enc.ops[op]), q(enc.heads[(op[0], h)])), level_of[e]))
+        for _, acts, gathered, whole in enc.gathers:
+            self.add(implies(both(q(acts), q(whole)), level_of[everything]))
             if not by_size:
-                self.add(z3.Implies(z3.And(acts, z3.Not(whole)), enc.level_vars[level_of[bounded_gather]]))
+                self.add(implies(both(q(acts), neg(q(whole))), level_of[bounded_gather]))
         if enc.gathers and by_size:
-            self.gather_levels(enc, width, level_of)
+            self.gather_levels(width)
 
-    def gather_levels(self, enc: Encoding, width, level_of) -> None:
+    def gather_levels(self, width) -> None:
         """Tie the gathered sizes to the levels through one cap (``costs``)."""
-        cap = enc.gather_cap = z3.Int("gather:cap", self.ctx)
-        for acts, gathered, whole in enc.gathers:
-            self.add(z3.Implies(z3.And(acts, z3.Not(whole)), gathered <= cap))
+        enc = self.enc
+        cap = self.int("gather:cap")
+        enc.gather_cap = cap[1:-1]
+        for _, acts, gathered, whole in enc.gathers:
+            self.add(implies(both(q(acts), neg(q(whole))), f"(<= {q(gathered)} {cap})"))
 
         def limit(value) -> sympy.Expr:  # decode(n) <= value  <=>  n <= limit(value), for value >= 0
             return (value + 1 if cost.DecodeLaw(self.law) is cost.DecodeLaw.SEED else value) * width / enc.arch.input_dim
@@ -623,18 +672,17 @@ class _Builder:
                 enc.gather_limits.append(None)
                 continue
             enc.gather_limits.append(int(sympy.floor(limit(value))))
-            self.add(z3.Implies(z3.Not(var), cap < int(sympy.ceiling(limit(value)))))
+            self.add(implies(neg(q(var)), f"(< {cap} {int(sympy.ceiling(limit(value)))})"))
 
 
 # ---- reading a program back ---------------------------------------------------------------------------
-def _op(enc: Encoding, model, l: int, c: str, name: str) -> Op:
+def _op(enc: Encoding, true, l: int, c: str, name: str) -> Op:
     if name == "AGGREGATE":
         return Op(Mode.AGGREGATE)
     if name == "AVERAGE":
         return Op(Mode.AVERAGE)
     if name.startswith("POSITIONS"):
-        chosen = tuple(q for q, v in enc.sources[(l, c, name)].items()
-                       if z3.is_true(model.eval(v, model_completion=True)))
+        chosen = tuple(ref for ref, v in enc.sources[(l, c, name)].items() if true(v))
         return Op(Mode.POSITIONS, positions=chosen)
     mode_name, key = name.split(":", 1)
     return Op(Mode[mode_name], node=enc.nodes[key].node)
@@ -644,18 +692,18 @@ def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Progra
     """The witness program of a model asked with ``heads`` heads per layer: head numbers assigned in a fixed
     order within each class; an anchor overrides the heads whose input operation it does not keep (with its
     own operation, or idle)."""
-    def true(var) -> bool:
-        return z3.is_true(model.eval(var, model_completion=True))
+    def true(name: str) -> bool:
+        return z3.is_true(model.eval(enc.var(name), model_completion=True))
 
     def used(l: int, c: str) -> list[str]:
         return sorted(name for (ll, cc, name), var in enc.ops.items() if ll == l and cc == c and true(var))
 
     actions = []
-    for l in range(1, enc.arch.layers + 1):
+    for l in range(1, len(heads) + 1):
         heads_of_input = {}
         for c, where in ((IN, "input"), (OUT, "output")):
             for head, name in enumerate(used(l, c), start=1):
-                actions.append(Action(l, head, where, _op(enc, model, l, c, name)))
+                actions.append(Action(l, head, where, _op(enc, true, l, c, name)))
                 if c == IN:
                     heads_of_input[name] = head
         for c, position in enc.anchors.items():
@@ -664,13 +712,10 @@ def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Progra
             free += list(range(len(heads_of_input) + 1, heads[l - 1] + 1))
             own = used(l, c)
             for head, name in zip(free, own):
-                actions.append(Action(l, head, position, _op(enc, model, l, c, name)))
+                actions.append(Action(l, head, position, _op(enc, true, l, c, name)))
             for head in free[len(own):]:
                 if head <= len(heads_of_input):  # a dropped input operation: this position stays idle
                     actions.append(Action(l, head, position, Op(Mode.IDLE)))
-    order = []
-    for gid, per_order in enc.order_vars.items():
-        for o, v in per_order.items():
-            if true(v) and len(o) > 1:
-                order.append((gid, o))
-    return Program(tuple(actions), tuple(order), enc.arch.layers)
+    order = tuple((gid, o) for gid, per_order in enc.order_vars.items() for o, v in per_order.items()
+                  if true(v) and len(o) > 1)
+    return Program(tuple(actions), order, len(heads))

@@ -43,7 +43,17 @@ from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
 from .errors import InfoflowError, InvalidSpecError
-from .interpreter import _Layer, _Poisoned, _Replay, _step, _View, check, computes_exactly, replays
+from .interpreter import (
+    EVERYTHING,
+    _Layer,
+    _Poisoned,
+    _Replay,
+    _step,
+    _View,
+    check,
+    computes_exactly,
+    replays,
+)
 from .program import Action, Mode, Offset, Op, Program, program_cost
 from .symbols import T as T_SYMBOL
 from .trees import all_orders, comparison_tree, needs_positional, position_reads
@@ -223,7 +233,8 @@ class _Search(_Vocabulary):
     def computes(self, state) -> bool:
         """Whether the output token computes the target exactly on every sample."""
         try:
-            values = [r.value(self.tree.graph["output"], {}, _View(self.T + 1, None, s, {}))
+            values = [EVERYTHING if s.held[self.T].all() else r.value(self.tree.graph["output"], {},
+                                                                       _View(self.T + 1, None, s, {}))
                       for r, s in zip(self.replays, state)]
         except _Poisoned:
             return False

@@ -34,6 +34,7 @@ from .realization import Realization
 from .trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
 
 AVERAGED = -1          # in ``known``: the node is an aggregate whose value the position learnt by averaging
+EVERYTHING = object()  # the output of a run whose output token holds every token: it computes the target
 SELECTOR, CANDIDATE = "selector", "candidate"
 
 
@@ -462,6 +463,8 @@ def run(program: Program, tree, X: np.ndarray, realization: Realization, positio
         for layer_no in range(1, program.layers + 1):
             layer = _step(replay, program, layer_no, layer, positional)
         reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        if len(reached) == T:  # the output token holds every token: it computes any function of them
+            return EVERYTHING, reached
         value = replay.value(tree.graph["output"], {}, _View(T + 1, None, layer, {}))
     except _Poisoned as err:
         err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
@@ -500,8 +503,9 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
 
 
 def computes_exactly(value, expected) -> bool:
-    """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0)."""
-    return bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
+    """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0).
+    An output token that holds every token computes any function of them (``EVERYTHING``)."""
+    return value is EVERYTHING or bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
 
 
 def replays(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:

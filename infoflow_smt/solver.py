@@ -3,12 +3,20 @@
     encode (encoder.py) -> ask z3 for an efficient program -> minimize its exponent -> replay the witness
     (interpreter.py) -> or explain the unsat core (explain.py) and find the cheapest inefficient program.
 
-z3 is imported here and in the encoder only. A z3 ``unknown`` (timeout, resource limit) becomes UNKNOWN
-with z3's reason, never INFEASIBLE.
+A ``Questions`` object holds the encodings of one target at one width and answers many architectures
+from them (the number of layers and each layer's heads are assumptions of one encoding); ``decide``
+makes a fresh one, a sweep, ``minimize`` or ``decide_all`` share one. Nothing is shared between two
+``Questions``: each encoding owns its z3 context, so calls from several threads do not meet.
+
+z3 is imported here and in the encoder only. One deadline bounds the whole answer; a z3 ``unknown``
+(timeout, resource limit) or a passed deadline gives UNKNOWN with the reason, never INFEASIBLE.
 """
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sympy
@@ -18,6 +26,7 @@ from . import cost, encoder, explain
 from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
+from .deadline import Deadline, OutOfTime
 from .errors import InvalidSpecError, WitnessCheckError
 from .evaluate import scalar_tokens_problem
 from .interpreter import check
@@ -27,14 +36,14 @@ from .trees import comparison_tree, walk
 from .verdict import Stats, Status, Verdict
 
 
-def _check_inputs(target, arch, seq_len, timeout) -> None:
+def _check_inputs(target, arch, seq_len, samples) -> None:
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
     if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2):
         problems.append(f"seq_len must be an integer >= 2 or None, got {seq_len!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        problems.append(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        problems.append(f"samples must be an integer >= 1 (every witness is replayed), got {samples!r}")
     if problems:
         raise InvalidSpecError(problems, "decision")
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
@@ -73,46 +82,52 @@ def _replay_length(program, target, arch, seq_len: int | None) -> int:
     return length if seq_len is None else max(min(seq_len, length), _min_length(target))
 
 
+# ---- one encoding, many questions --------------------------------------------------------------------------
 class _Session:
-    """One encoding and the questions asked of it (heads and cost levels chosen by assumptions)."""
+    """Questions about one architecture, asked of a (possibly larger) encoding by assumptions."""
 
-    def __init__(self, target, arch, seq_len, timeout, law, anchors=True):
-        self.enc = encoder.encode(target, arch, law, seq_len, anchors=anchors)
-        self.heads = arch.heads
+    def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline):
+        self.enc, self.heads, self.deadline = enc, heads, deadline
         self.calls = 0
-        if timeout is not None:
-            self.enc.solver.set("timeout", max(1, int(timeout * 1000)))
-        self.enc.solver.set("core.minimize", True)
-        self.bounded = [i for i, lvl in enumerate(self.enc.levels) if cost.is_bounded(lvl)]
+        self.bounded = [i for i, lvl in enumerate(enc.levels) if cost.is_bounded(lvl)]
+        self.layers = len(heads)
 
     def ask(self, allowed: list[int], extra=()):
+        self.deadline.check("solving")
         allowed_set = set(allowed)
-        assumptions = list(self.enc.tracked.values()) + self.enc.head_assumptions(self.heads) + list(extra)
-        assumptions += [z3.Not(v) for i, v in enumerate(self.enc.level_vars) if i not in allowed_set]
+        assumptions = self.enc.assumptions(self.heads) + list(extra)
+        assumptions += [z3.Not(self.enc.var(v)) for i, v in enumerate(self.enc.level_vars) if i not in allowed_set]
+        self.enc.solver.set("timeout", self.deadline.milliseconds())
         self.calls += 1
-        return self.enc.solver.check(*assumptions)
+        result = self.enc.solver.check(*assumptions)
+        if result == z3.unknown and self.deadline.passed:
+            raise OutOfTime("solving")
+        return result
+
+    def unknown(self) -> str:
+        return self.enc.solver.reason_unknown()
+
+    def model(self):
+        return self.enc.solver.model()
 
     def cheapest(self, allowed: list[int]):
         """The lowest level (in the encoding's order) at which a program exists, with its model.
 
         A binary search over prefixes of ``allowed``: a program within a prefix is within every longer one.
         """
-        if not allowed:  # a target that needs no operation at all
-            result = self.ask([])
-            if result == z3.sat:
-                return -1, self.enc.solver.model(), None
-            return None, None, (self.enc.solver.reason_unknown() if result == z3.unknown else None)
         result = self.ask(allowed)
         if result != z3.sat:
-            return None, None, (self.enc.solver.reason_unknown() if result == z3.unknown else None)
-        model, lo, hi = self.enc.solver.model(), 0, len(allowed) - 1  # invariant: a program within [:hi+1]
+            return None, None, (self.unknown() if result == z3.unknown else None)
+        if not allowed:  # a target that needs no operation with a cost at all
+            return -1, self.model(), None
+        model, lo, hi = self.model(), 0, len(allowed) - 1  # invariant: a program within [:hi+1]
         while lo < hi:
             mid = (lo + hi) // 2
             result = self.ask(allowed[: mid + 1])
             if result == z3.sat:
-                model, hi = self.enc.solver.model(), mid
+                model, hi = self.model(), mid
             elif result == z3.unknown:
-                return None, None, self.enc.solver.reason_unknown()
+                return None, None, self.unknown()
             else:
                 lo = mid + 1
         return allowed[hi], model, None
@@ -121,22 +136,24 @@ class _Session:
         """At the cheapest ``level``, the smallest sets specific-position heads must gather (the levels
         alone leave sizes that cost less than the next level free: ``encoder._Builder.costs``). Returns a
         model and the constraint that keeps the exponent exact in later questions."""
-        cap = self.enc.gather_cap
-        if cap is None:
+        enc = self.enc
+        if enc.gather_cap is None:
             return model, []  # no bounded gathers, or a width that makes them all cost alike
         # up to ``free`` a gather costs no more than the level (level -1: no operation with a level at all,
         # and a gather costs nothing up to the size whose decoding reaches 0)
-        free = self.enc.gather_floor if level < 0 else self.enc.gather_limits[level]
+        free = enc.gather_floor if level < 0 else enc.gather_limits[level]
         if free is None:
             return model, []  # a level that grows with T: every bounded gather costs less
-        sizes = [model.eval(g, model_completion=True).as_long() for acts, g, whole in self.enc.gathers
-                 if z3.is_true(model.eval(z3.And(acts, z3.Not(whole)), model_completion=True))]
+        cap = enc.var(enc.gather_cap)
+        sizes = [model.eval(enc.var(g), model_completion=True).as_long()
+                 for layer, acts, g, whole in enc.gathers if layer <= self.layers and z3.is_true(
+                     model.eval(z3.And(enc.var(acts), z3.Not(enc.var(whole))), model_completion=True))]
         lo, hi = free, max(sizes, default=0)
         while lo < hi:  # invariant: a program gathering at most hi exists (model)
             mid = (lo + hi) // 2
             result = self.ask(allowed, [cap <= mid])
             if result == z3.sat:
-                model, hi = self.enc.solver.model(), mid
+                model, hi = self.model(), mid
             elif result == z3.unknown:
                 break  # keep the witness we have: it is valid, its exponent an upper bound
             else:
@@ -145,8 +162,9 @@ class _Session:
 
     def fewest_operations(self, allowed: list[int], model, extra=()):
         """A model at the same levels with as few operations as possible (a witness without idle work):
-        a binary search on the number of operations."""
-        ops = [(v, 1) for v in self.enc.ops.values()] + [(v, 1) for v in self.enc.kept.values()]
+        a binary search on the number of operations of the architecture's layers."""
+        enc = self.enc
+        ops = [(enc.var(v), 1) for (layer, _, _), v in [*enc.ops.items(), *enc.kept.items()] if layer <= self.layers]
 
         def count(m) -> int:
             return sum(z3.is_true(m.eval(v, model_completion=True)) for v, _ in ops)
@@ -154,13 +172,15 @@ class _Session:
         lo, hi = 0, count(model)  # invariant: a program with hi operations exists (model)
         while lo < hi:
             mid = (lo + hi) // 2
-            self.enc.solver.push()
-            self.enc.solver.add(z3.PbLe(ops, mid))
-            result = self.ask(allowed, extra)
-            if result == z3.sat:
-                model = self.enc.solver.model()
-                hi = count(model)
-            self.enc.solver.pop()
+            enc.solver.push()
+            enc.solver.add(z3.PbLe(ops, mid))
+            try:
+                result = self.ask(allowed, extra)
+                if result == z3.sat:
+                    model = self.model()
+                    hi = count(model)
+            finally:
+                enc.solver.pop()
             if result == z3.unsat:
                 lo = mid + 1
             elif result == z3.unknown:
@@ -171,13 +191,126 @@ class _Session:
         return encoder.extract(self.enc, model, self.heads)
 
     def core_names(self) -> set[str]:
-        names = {str(lit): name for name, lit in self.enc.tracked.items()}
+        names = {v: name for name, v in self.enc.tracked.items()}
         return {names.get(str(c), "level") for c in self.enc.solver.unsat_core()}
+
+
+@dataclass
+class Questions:
+    """The encodings of one target (at one width, input dimension, decoding law and length), shared by the
+    questions asked of it; each encoding grows to the largest architecture asked so far."""
+
+    target: object
+    law: cost.DecodeLaw = cost.DecodeLaw.SEED
+    seq_len: int | None = None
+    samples: int = 12
+    encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
+    replays: dict = field(default_factory=dict)         # (program, length, samples, d, pe) -> exponent
+
+    def encoding(self, arch: Architecture, anchors: bool, deadline: Deadline) -> encoder.Encoding:
+        key = (str(arch.embed_dim), arch.input_dim, arch.positional, anchors)
+        found = self.encodings.get(key)
+        if found is not None and found.arch.layers >= arch.layers and all(
+                H >= h for H, h in zip(found.arch.heads, arch.heads)):
+            return found
+        if found is not None:  # grow: as many layers and heads as either asked
+            layers = max(found.arch.layers, arch.layers)
+            heads = tuple(max(found.arch.heads[l] if l < found.arch.layers else 0,
+                              arch.heads[l] if l < arch.layers else 0) for l in range(layers))
+            arch = arch.with_heads(heads)
+        deadline.check("encoding")
+        self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors)
+        return self.encodings[key]
+
+    def reserve(self, arch: Architecture) -> None:
+        """Build, now, an encoding large enough for every architecture up to ``arch`` (a sweep's bound)."""
+        for anchors in (False, True) if arch.positional and arch.layers >= 2 else (False,):
+            self.encoding(arch, anchors, Deadline(None))
+
+    def decide(self, arch: Architecture, deadline: Deadline) -> Verdict:
+        """The checked verdict for ``arch`` (see ``decide``)."""
+        started = time.perf_counter()
+        calls = [0]
+
+        def stats(extra=None):
+            return Stats(seconds=time.perf_counter() - started, solver_calls=calls[0], extra=extra or {})
+
+        try:
+            return self._decide(arch, deadline, stats, calls)
+        except OutOfTime as late:
+            return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=stats(), seq_len=self.seq_len,
+                           reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
+
+    def _decide(self, arch, deadline, stats, calls) -> Verdict:
+        target, seq_len = self.target, self.seq_len
+        # first without anchors (a smaller encoding whose programs are programs of the full one), then with
+        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline)
+        level, model, unknown = session.cheapest(session.bounded)
+        if model is None and unknown is None and arch.positional and arch.layers >= 2:
+            calls[0] += session.calls
+            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline)
+            level, model, unknown = session.cheapest(session.bounded)
+        if unknown is not None:
+            calls[0] += session.calls
+            return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=stats(), seq_len=seq_len,
+                           reason_unknown=unknown)
+        if model is not None:
+            program, exponent, note = self._cheapest_program(session, level, session.bounded, model, arch)
+            calls[0] += session.calls
+            return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(note),
+                           best_program=program, seq_len=seq_len)
+        # no efficient program: say why, then look for the cheapest program at any cost
+        session.ask(session.bounded)
+        core = session.core_names()
+        has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
+        reasons = explain.explain(target, arch, core, explain.growing_costs(arch, self.law, has_kth))
+        every = list(range(len(session.enc.levels)))
+        level, model, unknown = session.cheapest(every)
+        if unknown is not None or model is None:
+            calls[0] += session.calls
+            note = f"best exponent not found: {unknown}" if unknown else None
+            return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
+                           seq_len=seq_len, reason_unknown=note)
+        program, exponent, note = self._cheapest_program(session, level, every, model, arch)
+        calls[0] += session.calls
+        return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(note),
+                       best_program=program, seq_len=seq_len)
+
+    def _cheapest_program(self, session: _Session, level: int, levels: list[int], model, arch):
+        """The program at ``level`` with the smallest gathers and the fewest operations, replayed; when the
+        deadline cuts the minimization short, the program found so far (its exponent an upper bound)."""
+        allowed = [i for i in levels if i <= level]
+        note = {}
+        try:
+            model, exact = session.tightest_gather(level, allowed, model)
+            model = session.fewest_operations(allowed, model, exact)
+        except OutOfTime:
+            note = {"minimized": False, "note": "the deadline cut the minimization short: the exponent is an "
+                                                "upper bound and the witness may hold idle operations"}
+        program = session.program(model)
+        return program, self.replayed_exponent(program, arch, session.deadline), note
+
+    def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:
+        """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
+        length = _replay_length(program, self.target, arch, self.seq_len)
+        key = (program, length, self.samples, arch.input_dim, arch.positional)
+        if key not in self.replays:
+            deadline.check("the witness replay")
+            report = check(program, self.target, arch, seq_len=length, samples=self.samples, seed=0)
+            if not report.ok:
+                raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
+                                        f"{program}\n{report}", report)
+            self.replays[key] = True
+        exponent, _ = program_cost(program, comparison_tree(self.target, program.order_map), arch, self.law)
+        return cost.at(exponent, self.seq_len)
 
 
 def decide(target, arch: Architecture, seq_len: int | None = None, timeout: float | None = None, *,
            decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = 12) -> Verdict:
     """Decide whether ``arch`` computes ``target`` efficiently (a cost exponent bounded in ``T``).
+
+    ``timeout`` (seconds, positive and finite; default ``limits.DEFAULT_TIMEOUT``) bounds the whole answer;
+    what is unfinished then is UNKNOWN, never INFEASIBLE. ``samples`` random inputs replay the witness.
 
     >>> import infoflow_smt as ifs
     >>> tgt = ifs.catalogue.get("min_pairwise_dot")
@@ -186,77 +319,24 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     >>> ifs.decide(tgt, ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)).exponent
     T/8 - 1
     """
-    started = time.perf_counter()
+    deadline = Deadline(timeout)
     target = as_target(target)
-    _check_inputs(target, arch, seq_len, timeout)
-    law = cost.DecodeLaw(decode_law)
-    # first without anchors (a smaller encoding whose programs are programs of the full one), then with
-    session = _Session(target, arch, seq_len, timeout, law, anchors=False)
-    level, model, unknown = session.cheapest(session.bounded)
-    if model is None and unknown is None and arch.positional and arch.layers >= 2:
-        calls = session.calls
-        session = _Session(target, arch, seq_len, timeout, law, anchors=True)
-        session.calls += calls
-        level, model, unknown = session.cheapest(session.bounded)
-    enc = session.enc
-    extra = {"levels": len(enc.levels), "z3_constraints": len(enc.solver.assertions())}
-
-    def stats():
-        return Stats(seconds=time.perf_counter() - started, solver_calls=session.calls, extra=extra)
-
-    if unknown is not None:
-        return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=stats(), seq_len=seq_len,
-                       reason_unknown=unknown)
-    if model is not None:
-        allowed = [i for i in session.bounded if i <= level]
-        model, exact = session.tightest_gather(level, allowed, model)
-        program = session.program(session.fewest_operations(allowed, model, exact))
-        exponent = _replayed_exponent(program, target, arch, seq_len, law, samples)
-        return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(),
-                       best_program=program, seq_len=seq_len)
-    # no efficient program: say why, then look for the cheapest program at any cost
-    session.ask(session.bounded)
-    core = session.core_names()
-    has_kth = any(n.kind == "kth" for n in enc.nodes.values())
-    excluded = explain.growing_costs(arch, law, has_kth)
-    reasons = explain.explain(target, arch, core, excluded)
-    every = list(range(len(enc.levels)))
-    level, model, unknown = session.cheapest(every)
-    if unknown is not None:
-        return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
-                       seq_len=seq_len, reason_unknown=f"best exponent not found: {unknown}")
-    if model is None:
-        return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
-                       seq_len=seq_len)
-    allowed = [i for i in every if i <= level]
-    model, exact = session.tightest_gather(level, allowed, model)
-    program = session.program(session.fewest_operations(allowed, model, exact))
-    # the cheapest inefficient program is replayed too, on fewer inputs: it mostly aggregates everything
-    exponent = _replayed_exponent(program, target, arch, seq_len, law, max(2, samples // 4))
-    return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(),
-                   best_program=program, seq_len=seq_len)
-
-
-def _replayed_exponent(program, target, arch, seq_len, law, samples) -> sympy.Expr:
-    """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
-    length = _replay_length(program, target, arch, seq_len)
-    report = check(program, target, arch, seq_len=length, samples=samples, seed=0)
-    if not report.ok:
-        raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
-                                f"{program}\n{report}", report)
-    tree = comparison_tree(target, program.order_map)
-    exponent, _ = program_cost(program, tree, arch, law)
-    return cost.at(exponent, seq_len)
+    _check_inputs(target, arch, seq_len, samples)
+    questions = Questions(target, cost.DecodeLaw(decode_law), seq_len, samples)
+    return questions.decide(arch, deadline)
 
 
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
-             positional: bool | None = None, seq_len: int | None = None) -> tuple[Verdict, ...]:
+             positional: bool | None = None, seq_len: int | None = None,
+             timeout: float | None = None) -> tuple[Verdict, ...]:
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
 
     Architectures have the same number of heads in every layer. A point is kept when no other feasible
     point has at most as many layers, at most as many heads and an exponent no larger. Every architecture
-    is decided: more heads can lower the exponent (heads that split specific positions each decode less).
+    is decided (one encoding serves them all): more heads can lower the exponent (heads that split specific
+    positions each decode less). ``timeout`` bounds the whole search.
     """
+    deadline = Deadline(timeout)
     target = as_target(target)
     if positional is None:
         positional = bool(target.needs_positional)
@@ -265,12 +345,14 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1]
     if problems:
         raise InvalidSpecError(problems, "minimize")
+    largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
+                           positional=positional)
+    _check_inputs(target, largest, seq_len, 12)
+    questions = Questions(target, seq_len=seq_len)
     feasible: list[Verdict] = []
     for layers in range(1, max_layers + 1):
         for heads in range(1, max_heads + 1):
-            arch = Architecture(heads=(heads,) * layers, embed_dim=embed_dim, input_dim=input_dim,
-                                positional=positional)
-            verdict = decide(target, arch, seq_len=seq_len)
+            verdict = questions.decide(largest.with_heads((heads,) * layers), deadline)
             if verdict.status is Status.FEASIBLE:
                 feasible.append(verdict)
     key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
@@ -283,18 +365,31 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     return tuple(v for v in feasible if not dominated(v))
 
 
-def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True,
+def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,
                   decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Path:
-    """Write the decision as an SMT-LIB 2 script: satisfiable iff an (efficient) program exists."""
+    """Write the decision as a standard SMT-LIB 2 script: satisfiable iff an (efficient) program exists.
+
+    Refuses an existing file unless ``overwrite``, never writes through a symbolic link, and writes
+    atomically (a temporary file beside the destination, then renamed)."""
     target = as_target(target)
-    _check_inputs(target, arch, None, None)
-    enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None, portable=True)
-    script = z3.Solver(ctx=enc.ctx)
-    script.add(enc.solver.assertions())
-    script.add(list(enc.tracked.values()) + enc.head_assumptions(arch.heads))
-    if efficient:
-        script.add([z3.Not(v) for i, v in enumerate(enc.level_vars) if not cost.is_bounded(enc.levels[i])])
+    _check_inputs(target, arch, None, 12)
     path = Path(path)
-    text = script.to_smt2()
-    path.write_text(text if "(check-sat)" in text else text + "(check-sat)\n")
+    if path.is_symlink():
+        raise InvalidSpecError(f"{path} is a symbolic link; export_smtlib writes only to a plain path", "export")
+    if path.exists() and not overwrite:
+        raise InvalidSpecError(f"{path} exists; pass overwrite=True to replace it", "export")
+    enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None, portable=True)
+    facts = [*enc.tracked.values(), enc.depth[arch.layers], *(enc.heads[(l, h)] for l, h in enumerate(arch.heads, 1))]
+    facts = [f"|{n}|" for n in facts]
+    if efficient:
+        facts += [f"(not |{v}|)" for i, v in enumerate(enc.level_vars) if not cost.is_bounded(enc.levels[i])]
+    text = "(set-logic QF_LIA)\n" + enc.text + "\n" + "".join(f"(assert {f})\n" for f in facts) + "(check-sat)\n"
+    handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     return path
