@@ -139,6 +139,8 @@ class Encoding:
     kept: dict[tuple[int, str, str], str] = field(default_factory=dict)  # anchor keeps an input op
     _vars: dict[str, z3.ExprRef] = field(default_factory=dict, repr=False)
     _sorts: dict[str, str] = field(default_factory=dict, repr=False)
+    _acting: dict[int, tuple] = field(default_factory=dict, repr=False)
+    _weights: dict[tuple, z3.ArithRef] = field(default_factory=dict, repr=False)
 
     def var(self, name: str) -> z3.ExprRef:
         """The z3 constant ``name`` (declared by the encoding)."""
@@ -146,6 +148,32 @@ class Encoding:
         if found is None:
             found = self._vars[name] = (z3.Int if self._sorts[name] == "Int" else z3.Bool)(name, self.ctx)
         return found
+
+    def at_most_operations(self, layers: int, bound: int) -> z3.BoolRef:
+        """At most ``bound`` heads act in layers ``1..layers`` (built through z3's C API: this is asked
+        again and again while a witness is minimized)."""
+        if layers not in self._acting:
+            names = [n for (layer, _, _), n in [*self.ops.items(), *self.kept.items()] if layer <= layers]
+            literals = [self.var(n) for n in names]
+            array = (z3.Ast * len(literals))(*(x.as_ast() for x in literals))
+            self._acting[layers] = (literals, array)
+        literals, array = self._acting[layers]
+        return z3.BoolRef(z3.Z3_mk_atmost(self.ctx.ref(), len(literals), array, bound), self.ctx)
+
+    def acting(self, model, layers: int) -> int:
+        """How many heads act in layers ``1..layers`` in ``model``."""
+        names = tuple(n for (layer, _, _), n in [*self.ops.items(), *self.kept.items()] if layer <= layers)
+        return sum(self.values(model, names).values())
+
+    def values(self, model, names: tuple[str, ...]) -> dict[str, bool]:
+        """The truth of many Boolean constants in ``model``, read with one evaluation: their sum weighted
+        by powers of two (one call into z3 instead of one per constant)."""
+        if names not in self._weights:
+            one, zero = z3.IntVal(1, self.ctx), z3.IntVal(0, self.ctx)
+            self._weights[names] = z3.Sum([z3.If(self.var(n), one, zero) * (1 << i) for i, n in enumerate(names)]) \
+                if names else zero
+        bits = model.eval(self._weights[names], model_completion=True).as_long()
+        return {n: bool(bits >> i & 1) for i, n in enumerate(names)}
 
     def assumptions(self, heads: tuple[int, ...], names: list[str] | None = None) -> list[z3.ExprRef]:
         """The literals of a question about ``heads`` (one entry per layer): the tracked constraints, the
@@ -187,24 +215,46 @@ def _key(group: str, order: tuple[str, ...], var: str) -> str:
 
 
 def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, ...], str]]]:
+    """The nodes of every useful order of every group; of orders whose trees read alike (the same nodes,
+    reads and bindings up to the names of the variables), one is kept: they are the same question."""
     infos: dict[str, NodeInfo] = {}
     outer: dict[str, dict[tuple[str, ...], str]] = {}
     for gid, orders in useful_orders(target).items():
-        outer[gid] = {}
+        outer[gid], seen = {}, set()
         for order in orders:
             tree = comparison_tree(target, {gid: order})
-            for i, var in enumerate(order):
+            here: dict[str, NodeInfo] = {}
+            for var in order:
                 data = tree.nodes[f"{gid}.{var}"]
                 players = {var: CANDIDATE} | {b: SELECTOR for b in data["bound"]}
                 reads = _reads(tree, data["terms"], players,
                                lambda n, gid=gid, order=order: _key(gid, order, n.split(".", 1)[1]))
                 score_free = tree_free_variables(data["score"], tree.graph["groups"])
                 key = _key(gid, order, var)
-                infos[key] = NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
-                                      data["domain"], reads, constant=reads.empty and not score_free)
-                if i == 0:
-                    outer[gid][order] = key
+                here[key] = NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
+                                     data["domain"], reads, constant=reads.empty and not score_free)
+            top = _key(gid, order, order[0])
+            signature = _signature(here, top)
+            if signature in seen:
+                continue
+            seen.add(signature)
+            infos.update(here)
+            outer[gid][order] = top
     return infos, outer
+
+
+def _signature(infos: dict[str, NodeInfo], key: str) -> tuple:
+    """A node's shape with the names of variables and nodes left out: kind, rank, domain, how many
+    variables it binds, and what it reads (the nodes it reads by their own shapes)."""
+    info = infos[key]
+
+    def needs(found: tuple[Need, ...]) -> tuple:
+        return tuple(sorted((_signature(infos, n.what) if n.kind == "node" else (n.kind, repr(n.what))
+                             for n in found), key=repr))
+
+    r = info.reads
+    return (info.kind, info.k, repr(info.domain), len(info.bound), info.constant,
+            needs(r.selector), needs(r.candidate), needs(r.either), r.both)
 
 
 # ---- SMT-LIB terms ----------------------------------------------------------------------------------------
@@ -692,8 +742,13 @@ def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Progra
     """The witness program of a model asked with ``heads`` heads per layer: head numbers assigned in a fixed
     order within each class; an anchor overrides the heads whose input operation it does not keep (with its
     own operation, or idle)."""
+    names = [n for (layer, _, _), n in [*enc.ops.items(), *enc.kept.items()] if layer <= len(heads)]
+    names += [v for (layer, _, _), srcs in enc.sources.items() if layer <= len(heads) for v in srcs.values()]
+    names += [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
+    truth = enc.values(model, tuple(names))
+
     def true(name: str) -> bool:
-        return z3.is_true(model.eval(enc.var(name), model_completion=True))
+        return truth.get(name, False)
 
     def used(l: int, c: str) -> list[str]:
         return sorted(name for (ll, cc, name), var in enc.ops.items() if ll == l and cc == c and true(var))
@@ -716,6 +771,9 @@ def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Progra
             for head in free[len(own):]:
                 if head <= len(heads_of_input):  # a dropped input operation: this position stays idle
                     actions.append(Action(l, head, position, Op(Mode.IDLE)))
-    order = tuple((gid, o) for gid, per_order in enc.order_vars.items() for o, v in per_order.items()
-                  if true(v) and len(o) > 1)
-    return Program(tuple(actions), order, len(heads))
+    order = []
+    for gid, per_order in enc.order_vars.items():
+        chosen = next((o for o, v in per_order.items() if true(v)), next(iter(per_order)))
+        if len(chosen) > 1:
+            order.append((gid, chosen))
+    return Program(tuple(actions), tuple(order), len(heads))

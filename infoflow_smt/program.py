@@ -113,11 +113,43 @@ class Program:
                 return a
         return None
 
+    def to_json(self) -> dict:
+        """A JSON-ready record of the program (``Program.from_json`` reads it back)."""
+        return {"layers": self.layers, "order": {g: list(v) for g, v in self.order},
+                "actions": [{"layer": a.layer, "head": a.head, "where": _where_json(a.where),
+                             "mode": a.op.mode.name, "node": a.op.node,
+                             "positions": [_position_json(q) for q in a.op.positions]} for a in self.actions]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Program:
+        actions = tuple(Action(a["layer"], a["head"], _where_from(a["where"]),
+                               Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"])))
+                        for a in data["actions"])
+        return cls(actions, tuple((g, tuple(v)) for g, v in data["order"].items()), data["layers"])
+
     def __str__(self) -> str:
         lines = [str(a) for a in sorted(self.actions, key=_action_key)]
         if self.order:
             lines.append("variable orders: " + ", ".join(f"{g}: {' > '.join(v)}" for g, v in self.order))
         return "\n".join(lines) if lines else "(no head does anything)"
+
+
+def _where_json(where: Where):
+    return where if isinstance(where, str) else {"position": where.position, "from_end": where.from_end}
+
+
+def _where_from(data) -> Where:
+    return data if isinstance(data, str) else FixedIndex(data["position"], data["from_end"])
+
+
+def _position_json(ref: PositionRef) -> dict:
+    if isinstance(ref, Offset):
+        return {"offset": ref.offset}
+    return {"position": ref.position, "from_end": ref.from_end}
+
+
+def _position_from(data: dict) -> PositionRef:
+    return Offset(data["offset"]) if "offset" in data else FixedIndex(data["position"], data["from_end"])
 
 
 def _action_key(a: Action):

@@ -121,6 +121,13 @@ class _Session:
         if not allowed:  # a target that needs no operation with a cost at all
             return -1, self.model(), None
         model, lo, hi = self.model(), 0, len(allowed) - 1  # invariant: a program within [:hi+1]
+        if hi > 0:  # most answers lie at the cheapest level: ask it first
+            result = self.ask(allowed[:1])
+            if result == z3.sat:
+                return allowed[0], self.model(), None
+            if result == z3.unknown:
+                return None, None, self.unknown()
+            lo = 1
         while lo < hi:
             mid = (lo + hi) // 2
             result = self.ask(allowed[: mid + 1])
@@ -164,26 +171,16 @@ class _Session:
         """A model at the same levels with as few operations as possible (a witness without idle work):
         a binary search on the number of operations of the architecture's layers."""
         enc = self.enc
-        ops = [(enc.var(v), 1) for (layer, _, _), v in [*enc.ops.items(), *enc.kept.items()] if layer <= self.layers]
-
-        def count(m) -> int:
-            return sum(z3.is_true(m.eval(v, model_completion=True)) for v, _ in ops)
-
-        lo, hi = 0, count(model)  # invariant: a program with hi operations exists (model)
+        lo, hi = 0, enc.acting(model, self.layers)  # invariant: a program with hi operations exists (model)
         while lo < hi:
             mid = (lo + hi) // 2
-            enc.solver.push()
-            enc.solver.add(z3.PbLe(ops, mid))
-            try:
-                result = self.ask(allowed, extra)
-                if result == z3.sat:
-                    model = self.model()
-                    hi = count(model)
-            finally:
-                enc.solver.pop()
-            if result == z3.unsat:
+            result = self.ask(allowed, [*extra, enc.at_most_operations(self.layers, mid)])
+            if result == z3.sat:
+                model = self.model()
+                hi = enc.acting(model, self.layers)
+            elif result == z3.unsat:
                 lo = mid + 1
-            elif result == z3.unknown:
+            else:
                 break  # keep the witness we have: it is valid, only not the smallest
         return model
 
