@@ -33,6 +33,11 @@ _LAZY = {
     "decide": "solver",
     "minimize": "solver",
     "export_smtlib": "solver",
+    "decide_all": "frontier",
+    "Frontier": "frontier",
+    "sweep": "sweep",
+    "Sweep": "sweep",
+    "Cell": "sweep",
     "enumerate_programs": "enumerator",
     "brute_force_decide": "enumerator",
 }

@@ -86,6 +86,21 @@ class Architecture:
         value = self.width.subs(T, seq_len)
         return int(value) if value.is_Integer else float(value)
 
+    def covers(self, other: Architecture) -> bool:
+        """Whether this architecture has every resource of ``other``: the same width, input dimension and
+        positional encoding, at least as many layers, and at least as many heads in each of ``other``'s
+        layers aligned with this one's last layers (the first extra layers stay idle). Then it computes,
+        at no higher cost, everything ``other`` computes (docs/model.md, section 2).
+
+        >>> Architecture(heads=(1, 2, 2)).covers(Architecture(heads=(2, 1)))
+        True
+        """
+        if (str(self.embed_dim), self.input_dim, self.positional) != (str(other.embed_dim), other.input_dim,
+                                                                      other.positional):
+            return False
+        shift = self.layers - other.layers
+        return shift >= 0 and all(self.heads[i + shift] >= h for i, h in enumerate(other.heads))
+
     def with_heads(self, heads: tuple[int, ...]) -> Architecture:
         return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
                             positional=self.positional)

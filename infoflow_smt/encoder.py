@@ -131,6 +131,8 @@ class Encoding:
     tracked: dict[str, str] = field(default_factory=dict)  # constraint name -> assumption literal
     heads: dict[tuple[int, int], str] = field(default_factory=dict)   # (layer, h) -> "h heads in layer"
     depth: dict[int, str] = field(default_factory=dict)               # L -> "the program has L layers"
+    facts: dict[int, list[str]] = field(default_factory=dict)         # layer -> every fact after it
+    widest: int = 0   # the most distinct operations one class can run in one layer: more heads add nothing
     levels: list[sympy.Expr] = field(default_factory=list)
     level_vars: list[str] = field(default_factory=list)
     fixed: tuple = ()
@@ -141,6 +143,7 @@ class Encoding:
     _sorts: dict[str, str] = field(default_factory=dict, repr=False)
     _acting: dict[int, tuple] = field(default_factory=dict, repr=False)
     _weights: dict[tuple, z3.ArithRef] = field(default_factory=dict, repr=False)
+    _excluded: list | None = field(default=None, repr=False)
 
     def var(self, name: str) -> z3.ExprRef:
         """The z3 constant ``name`` (declared by the encoding)."""
@@ -160,6 +163,12 @@ class Encoding:
         literals, array = self._acting[layers]
         return z3.BoolRef(z3.Z3_mk_atmost(self.ctx.ref(), len(literals), array, bound), self.ctx)
 
+    def excluded_levels(self) -> list[z3.BoolRef]:
+        """Per level, the assumption that excludes it."""
+        if self._excluded is None:
+            self._excluded = [z3.Not(self.var(v)) for v in self.level_vars]
+        return self._excluded
+
     def acting(self, model, layers: int) -> int:
         """How many heads act in layers ``1..layers`` in ``model``."""
         names = tuple(n for (layer, _, _), n in [*self.ops.items(), *self.kept.items()] if layer <= layers)
@@ -168,17 +177,19 @@ class Encoding:
     def values(self, model, names: tuple[str, ...]) -> dict[str, bool]:
         """The truth of many Boolean constants in ``model``, read with one evaluation: their sum weighted
         by powers of two (one call into z3 instead of one per constant)."""
-        if names not in self._weights:
-            one, zero = z3.IntVal(1, self.ctx), z3.IntVal(0, self.ctx)
-            self._weights[names] = z3.Sum([z3.If(self.var(n), one, zero) * (1 << i) for i, n in enumerate(names)]) \
-                if names else zero
+        if names not in self._weights:  # parsed, not built: z3's Python objects cost a call per term
+            terms = " ".join(f"(ite |{n}| {1 << i} 0)" for i, n in enumerate(names))
+            declared = "".join(f"(declare-const |{n}| Bool)" for n in names)
+            parsed = z3.parse_smt2_string(f"{declared}(declare-const |weights| Int)"
+                                          f"(assert (= |weights| (+ 0 {terms})))", ctx=self.ctx)
+            self._weights[names] = parsed[0].arg(1)
         bits = model.eval(self._weights[names], model_completion=True).as_long()
         return {n: bool(bits >> i & 1) for i, n in enumerate(names)}
 
     def assumptions(self, heads: tuple[int, ...], names: list[str] | None = None) -> list[z3.ExprRef]:
         """The literals of a question about ``heads`` (one entry per layer): the tracked constraints, the
         number of layers and each layer's head count."""
-        literals = list(self.tracked.values()) if names is None else names
+        literals = list(self.tracked.values()) if names is None else list(names)
         literals += [self.depth[len(heads)]] + [self.heads[(l, h)] for l, h in enumerate(heads, start=1)]
         return [self.var(n) for n in literals]
 
@@ -422,6 +433,9 @@ class _Builder:
                      for q in enc.fixed}
         self.xoff = {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}") for c in enc.inputs for l in layers
                      for k in enc.offsets}
+        for table in (self.all, self.know, self.xfix, self.xoff):
+            for key, name in table.items():
+                enc.facts.setdefault(key[1], []).append(name[1:-1])
 
     def initial_state(self) -> None:
         """Layer 0: an input position holds its own token (an anchor is its fixed position), the output
@@ -505,6 +519,7 @@ class _Builder:
                      for key, i in enc.nodes.items() if i.kind in ("top1", "kth") and self.admissible(i, c)]
             names += [("AGGREGATE", None)] + ([("AVERAGE", None)] if averages else [])
             refs = self.references(c)
+            enc.widest = max(enc.widest, len(names) + len(refs))  # distinct operations a layer offers here
             names += [(f"POSITIONS#{j}", None) for j in range(1, min(H, len(refs)) + 1)]
             used = [self.operation(l, c, name, info) for name, info in names]
             used += [enc.kept[(l, c, n)] for n, _ in names if (l, c, n) in enc.kept]

@@ -381,7 +381,7 @@ def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, 
     None when a truth table would exceed the memory budget (replay with the scalar interpreter)."""
     try:
         truth = truth or Truth(tree, X, target.realization)
-    except TooLarge:
+    except (TooLarge, MemoryError):
         return None
     truth.expected = np.asarray(expected, dtype=float).reshape(len(X), -1)
     with np.errstate(all="ignore"):

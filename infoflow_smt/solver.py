@@ -19,10 +19,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import sympy
 import z3
 
-from . import cost, encoder, explain
+from . import cost, encoder, explain, replay
 from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
@@ -30,8 +31,7 @@ from .deadline import Deadline, OutOfTime
 from .errors import InvalidSpecError, WitnessCheckError
 from .evaluate import scalar_tokens_problem
 from .interpreter import check
-from .program import program_cost, set_sizes
-from .symbols import T
+from .program import Mode, program_cost, set_counts, validate
 from .trees import comparison_tree, walk
 from .verdict import Stats, Status, Verdict
 
@@ -76,8 +76,7 @@ MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
 
 
 def _replay_length(program, target, arch, seq_len: int | None) -> int:
-    sizes = [size for size in set_sizes(program, arch).values() if not size.has(T)]
-    gathered = int(max(sizes, default=1))
+    gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
     length = max(MIN_REPLAY_LENGTH, _min_length(target) + 2, min(gathered + 2, MAX_REPLAY_LENGTH))
     return length if seq_len is None else max(min(seq_len, length), _min_length(target))
 
@@ -86,17 +85,21 @@ def _replay_length(program, target, arch, seq_len: int | None) -> int:
 class _Session:
     """Questions about one architecture, asked of a (possibly larger) encoding by assumptions."""
 
-    def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline):
+    def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline, hint: int | None = None):
         self.enc, self.heads, self.deadline = enc, heads, deadline
         self.calls = 0
         self.bounded = [i for i, lvl in enumerate(enc.levels) if cost.is_bounded(lvl)]
         self.layers = len(heads)
+        self.base = enc.assumptions(heads)
+        self.excluded = enc.excluded_levels()
+        self.hint = hint       # the fewest operations of a neighbouring question: probed first
+        self.core: set[str] | None = None
 
     def ask(self, allowed: list[int], extra=()):
         self.deadline.check("solving")
         allowed_set = set(allowed)
-        assumptions = self.enc.assumptions(self.heads) + list(extra)
-        assumptions += [z3.Not(self.enc.var(v)) for i, v in enumerate(self.enc.level_vars) if i not in allowed_set]
+        assumptions = self.base + list(extra)
+        assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
         self.enc.solver.set("timeout", self.deadline.milliseconds())
         self.calls += 1
         result = self.enc.solver.check(*assumptions)
@@ -116,6 +119,8 @@ class _Session:
         A binary search over prefixes of ``allowed``: a program within a prefix is within every longer one.
         """
         result = self.ask(allowed)
+        if result == z3.unsat:
+            self.core = self.core_names()
         if result != z3.sat:
             return None, None, (self.unknown() if result == z3.unknown else None)
         if not allowed:  # a target that needs no operation with a cost at all
@@ -172,8 +177,11 @@ class _Session:
         a binary search on the number of operations of the architecture's layers."""
         enc = self.enc
         lo, hi = 0, enc.acting(model, self.layers)  # invariant: a program with hi operations exists (model)
+        probes = [self.hint, self.hint - 1] if self.hint is not None else []
         while lo < hi:
-            mid = (lo + hi) // 2
+            mid = probes.pop(0) if probes else (lo + hi) // 2
+            if not lo <= mid < hi:
+                continue
             result = self.ask(allowed, [*extra, enc.at_most_operations(self.layers, mid)])
             if result == z3.sat:
                 model = self.model()
@@ -203,6 +211,10 @@ class Questions:
     samples: int = 12
     encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
     replays: dict = field(default_factory=dict)         # (program, length, samples, d, pe) -> exponent
+    inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
+    truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
+    fewest: int | None = None                           # the fewest operations of the last witness
+    optimal: list = field(default_factory=list)         # (architecture, witness) of fully minimized answers
 
     def encoding(self, arch: Architecture, anchors: bool, deadline: Deadline) -> encoder.Encoding:
         key = (str(arch.embed_dim), arch.input_dim, arch.positional, anchors)
@@ -238,14 +250,30 @@ class Questions:
             return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=stats(), seq_len=self.seq_len,
                            reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
 
+    def reuse(self, arch: Architecture, deadline: Deadline) -> Verdict | None:
+        """The verdict ``arch`` gets from an optimal witness found for an architecture that covers it, when
+        that witness fits ``arch``: every program of ``arch`` is one of the larger architecture, so its best
+        exponent and fewest operations are no better there, and the witness reaches both (a witness with a
+        k-th retrieval is not reused: fewer heads widen it and change its cost)."""
+        for bigger, program in self.optimal:
+            if (bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch)
+                    and not any(a.op.mode is Mode.KTH for a in program.actions)):
+                exponent = self.replayed_exponent(program, arch, deadline)
+                return Verdict(Status.FEASIBLE, self.target, arch, exponent, witness=program, best_program=program,
+                               seq_len=self.seq_len, stats=Stats(extra={"reused_from": bigger.heads}))
+        return None
+
     def _decide(self, arch, deadline, stats, calls) -> Verdict:
         target, seq_len = self.target, self.seq_len
+        reused = self.reuse(arch, deadline)
+        if reused is not None:
+            return reused
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
-        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline)
+        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, self.fewest)
         level, model, unknown = session.cheapest(session.bounded)
         if model is None and unknown is None and arch.positional and arch.layers >= 2:
             calls[0] += session.calls
-            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline)
+            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, self.fewest)
             level, model, unknown = session.cheapest(session.bounded)
         if unknown is not None:
             calls[0] += session.calls
@@ -254,15 +282,17 @@ class Questions:
         if model is not None:
             program, exponent, note = self._cheapest_program(session, level, session.bounded, model, arch)
             calls[0] += session.calls
+            if not note:  # fully minimized: the answer of every smaller architecture the witness fits
+                self.optimal.append((arch, program))
             return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(note),
                            best_program=program, seq_len=seq_len)
-        # no efficient program: say why, then look for the cheapest program at any cost
-        session.ask(session.bounded)
-        core = session.core_names()
+        # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
+        # program at any cost (above the bounded levels, which have none)
+        core = session.core or set()
         has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
         reasons = explain.explain(target, arch, core, explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
-        level, model, unknown = session.cheapest(every)
+        level, model, unknown = session.cheapest([i for i in every if i not in session.bounded])
         if unknown is not None or model is None:
             calls[0] += session.calls
             note = f"best exponent not found: {unknown}" if unknown else None
@@ -285,21 +315,46 @@ class Questions:
             note = {"minimized": False, "note": "the deadline cut the minimization short: the exponent is an "
                                                 "upper bound and the witness may hold idle operations"}
         program = session.program(model)
+        self.fewest = program.operations
         return program, self.replayed_exponent(program, arch, session.deadline), note
 
     def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:
         """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
         length = _replay_length(program, self.target, arch, self.seq_len)
-        key = (program, length, self.samples, arch.input_dim, arch.positional)
+        key = (program, length, arch.input_dim, arch.positional)
         if key not in self.replays:
             deadline.check("the witness replay")
-            report = check(program, self.target, arch, seq_len=length, samples=self.samples, seed=0)
-            if not report.ok:
-                raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
-                                        f"{program}\n{report}", report)
+            tree = comparison_tree(self.target, program.order_map)
+            inputs, expected = self.samples_of(length, arch.input_dim)
+            truth = self.truth_of(program.order, tree, inputs)
+            passed = replay.passes(program, tree, self.target, inputs, expected, arch.positional, truth)
+            if passed is None or not passed.all():  # the reference replay decides, and reports
+                report = check(program, self.target, arch, inputs=inputs)
+                if not report.ok:
+                    raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
+                                            f"{program}\n{report}", report)
             self.replays[key] = True
         exponent, _ = program_cost(program, comparison_tree(self.target, program.order_map), arch, self.law)
         return cost.at(exponent, self.seq_len)
+
+    def truth_of(self, order, tree, inputs: np.ndarray):
+        """The true choices of every node on ``inputs`` (None when too large: the scalar replay decides)."""
+        key = (order, inputs.shape)
+        if key not in self.truths:
+            try:
+                self.truths[key] = replay.Truth(tree, inputs, self.target.realization)
+            except replay.TooLarge:
+                self.truths[key] = None
+        return self.truths[key]
+
+    def samples_of(self, length: int, input_dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """The replay's inputs (``samples`` sequences x ~ N(0, I), seed 0) and the target's values on them."""
+        key = (length, input_dim)
+        if key not in self.inputs:
+            inputs = np.random.default_rng(0).standard_normal((self.samples, length, input_dim))
+            with np.errstate(all="ignore"):
+                self.inputs[key] = inputs, np.asarray(self.target.evaluate(inputs), dtype=float)
+        return self.inputs[key]
 
 
 def decide(target, arch: Architecture, seq_len: int | None = None, timeout: float | None = None, *,

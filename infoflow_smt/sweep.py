@@ -98,8 +98,9 @@ class Sweep:
                 "cache": str(self.cache_path) if self.cache_path else None}
 
     def __str__(self) -> str:
-        lines = [f"{len(self.cells)} cells: {self.decided} decided, {self.inferred} inferred by monotonicity, "
-                 f"{self.cached} from the cache ({self.seconds:.2f} s)"]
+        head = (f"{len(self.cells)} cells: {self.decided} decided, {self.inferred} inferred by monotonicity, "
+                f"{self.cached} from the cache ({self.seconds:.2f} s)")
+        lines = [head]
         for c in self.cells:
             how = f"inferred from heads={c.inferred_from}" if c.inferred else ("cached" if c.cached else "decided")
             bound = "" if c.bound == "exact" else f" ({c.bound})"
@@ -114,17 +115,6 @@ class Sweep:
 
 
 # ---- which cell follows from which -------------------------------------------------------------------------
-def covers(big: Architecture, small: Architecture) -> bool:
-    """Whether ``big`` has every resource of ``small``: the same width, input dimension and positional
-    encoding, at least as many layers, and at least as many heads in each of ``small``'s layers aligned
-    with ``big``'s last ones (``big``'s first extra layers stay idle)."""
-    if (str(big.embed_dim), big.input_dim, big.positional) != (str(small.embed_dim), small.input_dim,
-                                                                small.positional):
-        return False
-    shift = big.layers - small.layers
-    return shift >= 0 and all(big.heads[i + shift] >= h for i, h in enumerate(small.heads))
-
-
 def _frontier_order(archs: list[Architecture]) -> Callable:
     """The next architecture to decide given what is known: on a grid of uniform heads, the staircase
     walk (fewest layers first, most heads first within a row); elsewhere the smallest undecided one."""
@@ -152,6 +142,13 @@ def _key(target, arch: Architecture, settings: dict) -> str:
     return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
 
 
+def _by_width(archs: list[Architecture]) -> list[list[Architecture]]:
+    groups: dict[tuple, list[Architecture]] = {}
+    for a in archs:
+        groups.setdefault((str(a.embed_dim), a.input_dim, a.positional), []).append(a)
+    return list(groups.values())
+
+
 def _has_kth(target) -> bool:
     return any(d["kind"] == "kth" for _, d in target.tree().nodes(data=True))
 
@@ -161,6 +158,10 @@ def _run_job(job: _Job) -> list[Cell]:
     target = job.target
     law = cost.DecodeLaw(job.settings["decode_law"])
     questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"])
+    for group in _by_width(job.archs):  # one encoding serves every cell of a width
+        layers = max(a.layers for a in group)
+        questions.reserve(group[0].with_heads(tuple(max(a.heads[l] for a in group if l < a.layers)
+                                                    for l in range(layers))))
     pending, results = list(job.archs), {}
     kth = _has_kth(target)
     choose = _frontier_order(job.archs)
@@ -190,12 +191,12 @@ def _run_job(job: _Job) -> list[Cell]:
 def _inferred(cell: Cell, other: Architecture, kth: bool) -> Cell | None:
     """What ``other`` must get, knowing ``cell`` (None when monotonicity says nothing)."""
     arch = cell.architecture
-    if cell.status is Status.FEASIBLE and covers(other, arch):
+    if cell.status is Status.FEASIBLE and other.covers(arch):
         uses_kth = cell.witness is not None and any(a.op.mode is Mode.KTH for a in cell.witness.actions)
         sound = not uses_kth and not (kth and cell.witness is None)
         return Cell(cell.target, other, Status.FEASIBLE, cell.exponent if sound else "",
                     "at most" if sound else "unknown", inferred_from=arch.heads)
-    if cell.status is Status.INFEASIBLE and covers(arch, other):
+    if cell.status is Status.INFEASIBLE and arch.covers(other):
         return Cell(cell.target, other, Status.INFEASIBLE, "" if kth else cell.exponent,
                     "unknown" if kth else "at least", inferred_from=arch.heads)
     return None
