@@ -105,9 +105,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     heads, facts, fixpoint = _saturation(target, probe, law, deadline)
     layers = max(facts, 1)
     columns = {h: Questions(target, law) for h in range(1, heads + 1)} if head_dim else {}
-    shared = Questions(target, law)
-    if not head_dim:
-        shared.reserve(probe.with_heads((heads,) * layers))
+    shared = Questions(target, law)  # its encoding grows with the walk: a question on many idle layers is slow
     grid, decided, verdicts = {}, 0, {}
     h = heads
     for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count
@@ -193,11 +191,11 @@ def _shape(layers: int, heads: int) -> str:
 
 
 def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_width) -> tuple[str, ...]:
-    lines = [f"Heads: one class of positions can run at most {heads} distinct operations in a layer, so "
-             f"with h >= {heads} the head budget never binds: every h > {heads} gets the verdict of h = {heads}.",
-             f"Layers: efficient programs can make at most {facts} facts true (reached after {fixpoint} "
+    lines = [(f"Heads: one class of positions can run at most {heads} distinct operations in a layer, so "
+             f"with h >= {heads} the head budget never binds: every h > {heads} gets the verdict of h = {heads}."),
+             (f"Layers: efficient programs can make at most {facts} facts true (reached after {fixpoint} "
              f"layer{'s' * (fixpoint != 1)} with every operation at once); a layer that adds no fact can be "
-             f"removed, so every L > {layers} gets the verdict of L = {layers}."]
+             f"removed, so every L > {layers} gets the verdict of L = {layers}.")]
     if fixed_width:
         lines.append(f"Width: at a constant width the efficient operations are the same for every E, so the "
                      f"answer at {rule} holds at every constant width.")

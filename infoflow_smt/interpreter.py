@@ -354,8 +354,7 @@ def _reads_selections(terms) -> bool:
 def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positional: bool) -> _Layer:
     """Every position applies its heads' operations to what every position held after the layer before."""
     T = replay.T
-    held = prev.held.copy()
-    known = [dict(k) for k in prev.known]
+    held, known = _carried(prev)
     for p in range(1, T + 2):
         where = "output" if p == T + 1 else "input"
         acts = {a.head: a for a in program.at(layer_no, where)}
@@ -373,6 +372,11 @@ def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positi
                 for key, value in prev.known[s - 1].items():
                     known[p - 1].setdefault(key, value)
     return _Layer(held, known)
+
+
+def _carried(prev: _Layer) -> tuple[np.ndarray, list[dict]]:
+    """What every position keeps from the layer before: everything (the residual connection)."""
+    return prev.held.copy(), [dict(k) for k in prev.known]
 
 
 def _idle(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:

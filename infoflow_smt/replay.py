@@ -191,6 +191,11 @@ class _State:
         return _State(self.held.copy(), {n: k.copy() for n, k in self.knows.items()})
 
 
+def carried(prev: _State) -> _State:
+    """What every position keeps from the layer before: everything (the residual connection)."""
+    return prev.copy()
+
+
 class Replay:
     """One program on a batch of inputs: ``passes()`` says, per sample, whether it computes the target."""
 
@@ -243,7 +248,7 @@ class Replay:
         return found
 
     def step(self, layer: int, prev: _State, failed: np.ndarray) -> tuple[_State, np.ndarray]:
-        new = prev.copy()
+        new = carried(prev)
         for rows, op in self.actions(layer):
             if op.mode is Mode.IDLE or not len(rows):
                 continue

@@ -81,6 +81,9 @@ def _replay_length(program, target, arch, seq_len: int | None) -> int:
     return length if seq_len is None else max(min(seq_len, length), _min_length(target))
 
 
+MINIMIZE_SECONDS = 2.0   # the longest one question of a witness's minimization may take (it is optional)
+
+
 # ---- one encoding, many questions --------------------------------------------------------------------------
 class _Session:
     """Questions about one architecture, asked of a (possibly larger) encoding by assumptions."""
@@ -94,13 +97,15 @@ class _Session:
         self.excluded = enc.excluded_levels()
         self.hint = hint       # the fewest operations of a neighbouring question: probed first
         self.core: set[str] | None = None
+        self.minimal = True    # every minimization question was answered
 
-    def ask(self, allowed: list[int], extra=()):
+    def ask(self, allowed: list[int], extra=(), at_most: float | None = None):
         self.deadline.check("solving")
         allowed_set = set(allowed)
         assumptions = self.base + list(extra)
         assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
-        self.enc.solver.set("timeout", self.deadline.milliseconds())
+        budget = self.deadline.milliseconds()
+        self.enc.solver.set("timeout", budget if at_most is None else min(budget, int(at_most * 1000)))
         self.calls += 1
         result = self.enc.solver.check(*assumptions)
         if result == z3.unknown and self.deadline.passed:
@@ -174,23 +179,42 @@ class _Session:
 
     def fewest_operations(self, allowed: list[int], model, extra=()):
         """A model at the same levels with as few operations as possible (a witness without idle work):
-        a binary search on the number of operations of the architecture's layers."""
+        a binary search on the number of operations of the architecture's layers, from a lower bound (every
+        selection needs a retrieval somewhere, unless a global aggregation is allowed). The proofs of
+        optimality are combinatorial and can be hard: each question gets at most ``MINIMIZE_SECONDS``, and a
+        witness that could not be shown minimal is kept as it is (it is valid)."""
         enc = self.enc
-        lo, hi = 0, enc.acting(model, self.layers)  # invariant: a program with hi operations exists (model)
+        lo, hi = self.fewest_possible(allowed, model), enc.acting(model, self.layers)
         probes = [self.hint, self.hint - 1] if self.hint is not None else []
         while lo < hi:
             mid = probes.pop(0) if probes else (lo + hi) // 2
             if not lo <= mid < hi:
                 continue
-            result = self.ask(allowed, [*extra, enc.at_most_operations(self.layers, mid)])
+            result = self.ask(allowed, [*extra, enc.at_most_operations(self.layers, mid)], MINIMIZE_SECONDS)
             if result == z3.sat:
                 model = self.model()
                 hi = enc.acting(model, self.layers)
             elif result == z3.unsat:
                 lo = mid + 1
             else:
-                break  # keep the witness we have: it is valid, only not the smallest
+                self.minimal = False  # keep the witness we have: it is valid, only not shown to be the smallest
+                break
         return model
+
+    def fewest_possible(self, allowed: list[int], model) -> int:
+        """A lower bound on the operations of any program at these levels: without a global aggregation
+        every selection of the chosen trees (but one whose score reads nothing) is made by some head."""
+        enc = self.enc
+        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name == "AGGREGATE"
+                       for e in by_heads.values()}
+        if any(enc.levels[i] in aggregation for i in allowed):
+            return 0
+        chosen = {}
+        for gid, per_order in enc.order_vars.items():
+            values = enc.values(model, tuple(per_order.values()))
+            chosen[gid] = next((o for o, v in per_order.items() if values[v]), next(iter(per_order)))
+        return sum(1 for info in enc.nodes.values() if info.kind in ("top1", "kth") and not info.constant
+                   and chosen[info.group] == info.order)
 
     def program(self, model):
         return encoder.extract(self.enc, model, self.heads)
@@ -314,6 +338,9 @@ class Questions:
         except OutOfTime:
             note = {"minimized": False, "note": "the deadline cut the minimization short: the exponent is an "
                                                 "upper bound and the witness may hold idle operations"}
+        if not note and not session.minimal:
+            note = {"minimized": False, "note": "the witness was not shown to have the fewest operations (a "
+                                                "minimization question ran out of its time); its exponent is exact"}
         program = session.program(model)
         self.fewest = program.operations
         return program, self.replayed_exponent(program, arch, session.deadline), note

@@ -24,7 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .harness import T, aggregation_exponent, architecture, exactly, infinite, linear, observe, run_proof
+from .harness import (
+    FrontierCheck,
+    T,
+    aggregation_exponent,
+    architecture,
+    exactly,
+    general_claim,
+    infinite,
+    linear,
+    observe,
+    run_proof,
+)
 from .result import Evidence, ProofResult
 
 NAME = "decoding_cost"
@@ -96,6 +107,21 @@ def _evidence() -> Iterator[Evidence]:
         yield observe(spec, arch, "feasible", exactly(aggregation_exponent(arch.embed_dim, d)))
 
 
+GENERAL = ("Over every architecture at a constant width: x[1] + x[2] + x[3] is efficient from one layer of one head "
+           "on with positional encoding and on no architecture without it, a sum over every pair of positions is "
+           "efficient on none, and a mean of per-token values on every one.")
+
+
+def _general():
+    return general_claim(GENERAL, [
+        FrontierCheck("specific_positions", {"embed_dim": 4, "input_dim": 2, "positional": True}, ((1, 1),)),
+        FrontierCheck("specific_positions", {"embed_dim": 4, "input_dim": 2, "positional": False}, ()),
+        FrontierCheck(PAIRS, {"embed_dim": 16, "input_dim": 2}, ()),
+        FrontierCheck("mean(f1(x[t]) for t in T)", {"embed_dim": 8, "input_dim": 4}, ((1, 1),)),
+    ])
+
+
 def prove_decoding_cost() -> ProofResult:
-    """Theorem 3 of paper 1 and its consequences (see ``STATEMENT``)."""
-    return run_proof(NAME, STATEMENT, _evidence)
+    """Theorem 3 of paper 1 and its consequences, on instances and over every architecture (see
+    ``STATEMENT`` and ``GENERAL``)."""
+    return run_proof(NAME, STATEMENT, _evidence, _general)

@@ -22,7 +22,7 @@ import sympy
 
 import infoflow_smt as ifs
 
-from .result import Evidence, ProofResult
+from .result import Evidence, GeneralClaim, ProofResult
 
 T = ifs.T
 
@@ -127,12 +127,45 @@ def raised(spec: str, arch: str, status: str, claim: Claim, err: Exception, star
                     detail=f"{type(err).__name__}: {err}", seconds=time.perf_counter() - started)
 
 
-def run_proof(name: str, statement: str, gather: Callable[[], Iterable[Evidence]]) -> ProofResult:
-    """Collect the evidence of one proof and time it; it holds iff every evidence matches."""
+def run_proof(name: str, statement: str, gather: Callable[[], Iterable[Evidence]],
+              general: Callable[[], GeneralClaim] | None = None) -> ProofResult:
+    """Collect the evidence of one proof and its general claim, and time them; it holds iff every evidence
+    matches and the general claim holds."""
     started = time.perf_counter()
     evidence = tuple(gather())
-    holds = bool(evidence) and all(e.matches for e in evidence)  # no evidence proves nothing
-    return ProofResult(name, statement, holds, evidence, time.perf_counter() - started)
+    claim = general() if general is not None else None
+    holds = bool(evidence) and all(e.matches for e in evidence) and (claim is None or claim.holds)
+    return ProofResult(name, statement, holds, evidence, time.perf_counter() - started, claim)
+
+
+@dataclass(frozen=True)
+class FrontierCheck:
+    """One question of a general claim: ``decide_all(spec, **options)`` must give the frontier ``shapes``
+    (``(layers, heads)`` pairs; empty: inefficient on every architecture), or satisfy ``test``."""
+
+    spec: str
+    options: dict
+    shapes: tuple[tuple[int, int], ...] | None = None
+    test: Callable | None = None
+    expected: str = ""
+
+
+def general_claim(statement: str, checks: Iterable[FrontierCheck]) -> GeneralClaim:
+    """Ask every frontier; the claim holds iff each is as expected. Nothing raised escapes."""
+    frontiers, problems = [], []
+    for check in checks:
+        try:
+            frontier = ifs.decide_all(check.spec, **check.options)
+        except Exception as err:  # noqa: BLE001 -- a solver error is a failed claim, reported
+            problems.append(f"{check.spec} {check.options}: {type(err).__name__}: {err}")
+            continue
+        record = frontier.to_json() | {"spec": check.spec, "options": {k: str(v) for k, v in check.options.items()}}
+        frontiers.append(record)
+        if check.shapes is not None and frontier.shapes != check.shapes:
+            problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.shapes}")
+        if check.test is not None and not check.test(frontier):
+            problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.expected}")
+    return GeneralClaim(statement, not problems, tuple(frontiers), "; ".join(problems))
 
 
 def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim: int,

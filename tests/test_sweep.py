@@ -3,7 +3,6 @@ the cache makes a rerun decide nothing, and decide_all's frontiers and bounds.""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
