@@ -20,6 +20,16 @@ class DecodeLaw(enum.Enum):
     SUMMARY = "summary"  # O(eps^(-T0 d / E)):    exponent T0*d/E     (the machine-written summaries)
 
 
+def as_law(value) -> DecodeLaw:
+    """A ``DecodeLaw`` from itself or its name; anything else is an ``InvalidSpecError`` naming the choices."""
+    try:
+        return DecodeLaw(value)
+    except ValueError:
+        from .errors import InvalidSpecError
+        choices = ", ".join(repr(law.value) for law in DecodeLaw)
+        raise InvalidSpecError(f"decode_law must be one of {choices}, got {value!r}", "decision") from None
+
+
 # Theorem 1 of paper 1: a max-position retrieval head is built with O(eps^-1) parameters.
 RETRIEVAL_EXPONENT = sympy.Integer(1)
 

@@ -101,7 +101,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
     probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
     _check_inputs(target, probe, None, 12)
-    law = cost.DecodeLaw(decode_law)
+    law = cost.as_law(decode_law)
     heads, facts, fixpoint = _saturation(target, probe, law, deadline)
     layers = max(facts, 1)
     columns = {h: Questions(target, law) for h in range(1, heads + 1)} if head_dim else {}

@@ -130,6 +130,7 @@ class _Replay:
         self.groups = tree.graph["groups"]
         self.trace: set[int] | None = None  # positions read along the chain (for R_F)
         self.scanning = 0
+        self.made: dict[tuple, int] = {}    # selections made by positions holding every token
 
     # ---- reading contents -----------------------------------------------------------------------
     def content(self, q, side: str | None, view: _View) -> np.ndarray:
@@ -302,12 +303,19 @@ class _Replay:
 
     def select(self, node: str, env: dict, who: int, layer: _Layer) -> int:
         """The position ``node`` selects at ``env`` as known to (or made by) position ``who``."""
-        known = layer.known[who - 1].get(self.binding(node, env))
+        key = self.binding(node, env)
+        known = layer.known[who - 1].get(key)
         if known is not None:
             return known
+        omniscient = layer.held[who - 1].all()
+        if omniscient and key in self.made:  # a position holding every token makes it as any other one would
+            return self.made[key]
         view = _View(who, None, layer, {})  # ``who`` holds every candidate: it makes the selection itself
         candidates, scores = self.rank(node, env, view, None)
-        return self.pick(node, candidates, scores)
+        chosen = self.pick(node, candidates, scores)
+        if omniscient:
+            self.made[key] = chosen
+        return chosen
 
     def rank(self, node: str, env: dict, view: _View, candidate_side: str | None) -> tuple[np.ndarray, np.ndarray]:
         """Candidates and their scores; ``candidate_side`` CANDIDATE when each candidate reads its own
@@ -477,9 +485,43 @@ def run(program: Program, tree, X: np.ndarray, realization: Realization, positio
     return value, reached
 
 
+MAX_CHECK_LENGTH, MAX_CHECK_SAMPLES = 4096, 100_000  # a replay holds samples x length x length Booleans
+
+
+def _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures) -> list[str]:
+    from .architecture import Architecture
+
+    problems = []
+    if not isinstance(program, Program):
+        problems.append(f"program must be an ifs.Program, got {type(program).__name__}")
+    if not isinstance(arch, Architecture):
+        problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
+    for name, value, low, high in (("seq_len", seq_len, 2, MAX_CHECK_LENGTH),
+                                   ("samples", samples, 1, MAX_CHECK_SAMPLES),
+                                   ("max_failures", max_failures, 1, None)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or \
+                (high is not None and value > high):
+            bound = f"between {low} and {high}" if high else f">= {low}"
+            problems.append(f"{name} must be an integer {bound} (every witness is replayed), got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        problems.append(f"seed must be an integer, got {seed!r}")
+    if inputs is not None:
+        d = getattr(arch, "input_dim", None)
+        ok = isinstance(inputs, np.ndarray) and inputs.ndim == 3 and len(inputs) >= 1 and inputs.shape[2] == d
+        ok = ok and 2 <= inputs.shape[1] <= MAX_CHECK_LENGTH and np.issubdtype(inputs.dtype, np.number)
+        if not ok or not np.isfinite(inputs).all():
+            shape = getattr(inputs, "shape", type(inputs).__name__)
+            problems.append(f"inputs must be a finite array of shape (samples, T, {d}) with 2 <= T <= "
+                            f"{MAX_CHECK_LENGTH}, got {shape}")
+    return problems
+
+
 def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200, seed: int = 0,
-          inputs: np.ndarray | None = None, max_failures: int = 5) -> CheckReport:
+          inputs: np.ndarray | None = None, max_failures: int = 5, deadline=None) -> CheckReport:
     """Replay ``program`` on ``samples`` random inputs ``x ~ N(0, I_d)`` of length ``seq_len``.
+
+    Bad arguments (not a program, ``samples < 1``, inputs of the wrong shape) raise ``InvalidSpecError``
+    naming them; a replay is never skipped. ``deadline`` (a ``Deadline``) stops a long scalar replay.
 
     >>> import infoflow_smt as ifs
     >>> from infoflow_smt.program import Action, Op, Mode, Program
@@ -488,6 +530,14 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     >>> ifs.check(prog, tgt, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), seq_len=6, samples=5).ok
     True
     """
+    from .catalogue import as_target
+
+    target = as_target(target)
+    problems = _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures)
+    if problems:
+        raise InvalidSpecError(problems, "check")
+    if inputs is not None:
+        seq_len = inputs.shape[1]
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
         from .evaluate import scalar_tokens_problem
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
@@ -508,7 +558,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         passed = replay.passes(program, tree, target, inputs, expected, arch.positional)
         if passed is not None and passed.all():  # the batched replay: every sample computed
             return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))
-        return _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures)
+        return _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
 
 
 def computes_exactly(value, expected) -> bool:
@@ -531,10 +581,12 @@ def replays(program: Program, tree, target, arch, inputs: np.ndarray, expected: 
     return True
 
 
-def _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures) -> CheckReport:
+def _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline=None) -> CheckReport:
     """The scalar replay of every sample: the reference answer, with a report of each failure."""
     failures: list[Failure] = []
     for i, X in enumerate(inputs):
+        if deadline is not None:
+            deadline.check("the witness replay")
         try:
             value, reached = run(program, tree, X, target.realization, arch.positional)
         except _Poisoned as err:

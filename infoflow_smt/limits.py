@@ -13,6 +13,8 @@ MAX_RANK = 64             # k of kth_largest
 MAX_OFFSET = 64           # |k| of an offset x[t-k]
 MAX_NESTING = 12          # reductions nested inside one another (dependent selections in a chain)
 MAX_JOINT = 8             # variables of one joint reduction (its variable orders are searched)
+MAX_EVALUATION = 10**8    # index tuples one evaluation of a target may visit per input (Target.evaluate)
+MAX_REPLAY_WORK = 8**6     # the same, for the replay of a solver's answer (many per decision, at T >= 8)
 MAX_INPUT_DIM = 1024      # d: a replay holds samples x T x d numbers, a bilinear form d x d
 MAX_LAYERS = 32           # layers of an architecture (the encoding grows linearly with them)
 MAX_HEADS = 256           # heads in one layer

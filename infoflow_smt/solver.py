@@ -29,8 +29,9 @@ from .architecture import Architecture
 from .catalogue import as_target
 from .deadline import Deadline, OutOfTime
 from .errors import InvalidSpecError, WitnessCheckError
-from .evaluate import scalar_tokens_problem
+from .evaluate import nested, scalar_tokens_problem, work
 from .interpreter import check
+from .limits import MAX_REPLAY_WORK
 from .program import Mode, program_cost, set_counts, validate
 from .trees import comparison_tree, walk
 from .verdict import Stats, Status, Verdict
@@ -48,6 +49,12 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
         raise InvalidSpecError(problems, "decision")
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
+    length, expr = max(MIN_REPLAY_LENGTH, _min_length(target) + 2), nested(target.expr)
+    if work(expr, length) > MAX_REPLAY_WORK:  # every answer is replayed: a target too costly to evaluate is refused
+        raise InvalidSpecError(f"checking an answer evaluates the target at T={length}, about "
+                               f"{work(expr, length):.2g} index tuples per input, over the limit of "
+                               f"{MAX_REPLAY_WORK:.0g} (infoflow_smt.limits.MAX_REPLAY_WORK): it reads too many variables at once",
+                               "target")
     if seq_len is not None:
         need = _min_length(target)
         if seq_len < need:
@@ -77,7 +84,11 @@ MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
 
 def _replay_length(program, target, arch, seq_len: int | None) -> int:
     gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
-    length = max(MIN_REPLAY_LENGTH, _min_length(target) + 2, min(gathered + 2, MAX_REPLAY_LENGTH))
+    shortest = max(MIN_REPLAY_LENGTH, _min_length(target) + 2)
+    length = max(shortest, min(gathered + 2, MAX_REPLAY_LENGTH))
+    expr = nested(target.expr)
+    while length > shortest and work(expr, length) > MAX_REPLAY_WORK:  # a costly target: the longest length it allows
+        length -= 1
     return length if seq_len is None else max(min(seq_len, length), _min_length(target))
 
 
@@ -356,7 +367,7 @@ class Questions:
             truth = self.truth_of(program.order, tree, inputs)
             passed = replay.passes(program, tree, self.target, inputs, expected, arch.positional, truth)
             if passed is None or not passed.all():  # the reference replay decides, and reports
-                report = check(program, self.target, arch, inputs=inputs)
+                report = check(program, self.target, arch, inputs=inputs, deadline=deadline)
                 if not report.ok:
                     raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
                                             f"{program}\n{report}", report)
@@ -401,7 +412,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     deadline = Deadline(timeout)
     target = as_target(target)
     _check_inputs(target, arch, seq_len, samples)
-    questions = Questions(target, cost.DecodeLaw(decode_law), seq_len, samples)
+    questions = Questions(target, cost.as_law(decode_law), seq_len, samples)
     return questions.decide(arch, deadline)
 
 
@@ -453,11 +464,15 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     target = as_target(target)
     _check_inputs(target, arch, None, 12)
     path = Path(path)
+    if not path.parent.is_dir():
+        raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "export")
+    if path.is_dir():
+        raise InvalidSpecError(f"{path} is a folder; give a file path", "export")
     if path.is_symlink():
         raise InvalidSpecError(f"{path} is a symbolic link; export_smtlib writes only to a plain path", "export")
     if path.exists() and not overwrite:
         raise InvalidSpecError(f"{path} exists; pass overwrite=True to replace it", "export")
-    enc = encoder.encode(target, arch, cost.DecodeLaw(decode_law), None, portable=True)
+    enc = encoder.encode(target, arch, cost.as_law(decode_law), None, portable=True)
     facts = [*enc.tracked.values(), enc.depth[arch.layers], *(enc.heads[(l, h)] for l, h in enumerate(arch.heads, 1))]
     facts = [f"|{n}|" for n in facts]
     if efficient:

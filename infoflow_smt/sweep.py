@@ -22,11 +22,10 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from .architecture import Architecture
 from .catalogue import as_target
 from .deadline import Deadline, seconds
 from .errors import InvalidSpecError, Problem
+from .processes import worker_pool
 from .program import Mode, Program
 from .solver import Questions, _check_inputs
 from .verdict import Status
@@ -267,7 +267,7 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     started = time.time()
     budget = seconds(timeout)
     specs, archs = _validated(targets, archs, workers, backend, samples)
-    settings = {"decode_law": cost.DecodeLaw(decode_law).value, "seq_len": seq_len, "samples": samples}
+    settings = {"decode_law": cost.as_law(decode_law).value, "seq_len": seq_len, "samples": samples}
     cache_path = None if cache is False else Path(cache) if cache not in (None, True) else default_cache()
     if cache_path is not None:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -324,9 +324,8 @@ def _run_local(jobs: list[_Job], workers: int | None, progress) -> list[list[Cel
             if progress:
                 progress(i, len(jobs))
         return results
-    context = multiprocessing.get_context("spawn")  # no z3 state crosses a fork
     results: list = [None] * len(jobs)
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with worker_pool(workers) as pool:  # spawned (no z3 state crosses a fork), dying with this process
         futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
         for done, future in enumerate(as_completed(futures), start=1):
             results[futures[future]] = future.result()

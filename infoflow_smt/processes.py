@@ -1,0 +1,44 @@
+"""Worker processes that die with their parent.
+
+A pool's workers are spawned (no z3 or torch state crosses a fork) and ask the kernel to kill them when the
+process that started them dies (Linux ``prctl(PR_SET_PDEATHSIG)``), with a watchdog thread where that call
+is missing. So a sweep killed with SIGKILL or SIGTERM leaves no worker behind, and with the workers gone
+multiprocessing's resource tracker sees its pipe close and exits too.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Called first in every worker: end this process when ``parent`` ends."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0 and os.getppid() == parent:
+            return
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent is already gone
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` spawned processes that die with this one."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent, initargs=(os.getpid(),))
