@@ -22,11 +22,11 @@ TEXTS = [
     ("position-10**100", "'x[10**100]'"), ("position-257", "'x[257]'"), ("position-T-300", "'x[T-300]'"),
     ("offset-65", "'max(f1(x[t-65]) for t in range(70, T+1))'"), ("rank-65", "'kth_largest(65, f1(x[t]) for t in T)'"),
     ("rank-huge", "'kth_largest(10**30, f1(x[t]) for t in T)'"), ("range-300", "'max(f1(x[t]) for t in range(1, 300))'"),
-    ("joint-9", "'min(f1(x[a],x[b],x[c],x[d],x[e],x[f],x[g],x[h],x[i]) for a in T for b in T for c in T for d in T "
-                "for e in T for f in T for g in T for h in T for i in T)'"),
+    ("joint-9", ("'min(f1(x[a],x[b],x[c],x[d],x[e],x[f],x[g],x[h],x[i]) for a in T for b in T for c in T for d in T "
+                "for e in T for f in T for g in T for h in T for i in T)'")),
     ("nesting-13", "'min(' * 13 + 'f1(x[v0])' + ''.join(f' for v{i} in T)' for i in range(13))"),
-    ("nesting-20-dependent", "''.join(f'min(dot(x[v{i}], x[v{i+1}]) + ' for i in range(20)) + 'f1(x[v20])' + "
-                             "''.join(f' for v{20-i} in T)' for i in range(21))"),
+    ("nesting-20-dependent", ("''.join(f'min(dot(x[v{i}], x[v{i+1}]) + ' for i in range(20)) + 'f1(x[v20])' + "
+                             "''.join(f' for v{20-i} in T)' for i in range(21))")),
     ("number-1e999", "'1e999'"), ("import", "\"__import__('os').system('true')\""),
     ("dunder", "'().__class__'"), ("lambda", "'lambda: 1'"), ("eval-call", "\"eval('1')\""),
     ("open-call-name", "\"open('/etc/passwd')\""), ("getattr", "\"getattr(x, 'y')\""),
@@ -72,25 +72,25 @@ DECIDE = [
     ("target-int", f"ifs.decide(42, {A})"), ("target-object", f"ifs.decide(object(), {A})"), ("arch-none", "ifs.decide('max_retrieval', None)"),
     ("arch-tuple", "ifs.decide('max_retrieval', (1, 1))"), ("unknown-catalogue", f"ifs.decide('no_such_target', {A})"),
     ("scalar-tokens-with-vectors", f"ifs.decide('max(x[t] for t in T)', {A})"),
-    ("too-costly-to-check", f"ifs.decide('min(dot(x[a],x[b])*dot(x[c],x[d])*dot(x[e],x[f])*dot(x[g],x[h]) for a in T for b in T "
-                            f"for c in T for d in T for e in T for f in T for g in T for h in T)', {A})"),
-    ("nesting-12-chain-too-costly", f"ifs.decide(''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' for i in range(11)) + "
-                                    f"'f1(x[v11])' + ''.join(f' for v{{11-i}} in T)' for i in range(12)), {A}, timeout=20)"),
+    ("too-costly-to-check", (f"ifs.decide('min(dot(x[a],x[b])*dot(x[c],x[d])*dot(x[e],x[f])*dot(x[g],x[h]) for a in T for b in T "
+                            f"for c in T for d in T for e in T for f in T for g in T for h in T)', {A})")),
+    ("nesting-12-chain-too-costly", (f"ifs.decide(''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' for i in range(11)) + "
+                                    f"'f1(x[v11])' + ''.join(f' for v{{11-i}} in T)' for i in range(12)), {A}, timeout=20)")),
 ]
 BOUNDED = [  # each returns within its deadline (UNKNOWN is fine, a wrong or unbounded answer is not)
-    ("joint-8-chain", f"ifs.decide('min(dot(x[a],x[b])+dot(x[b],x[c])+dot(x[c],x[d])+dot(x[d],x[e])+dot(x[e],x[f])+"
+    ("joint-8-chain", (f"ifs.decide('min(dot(x[a],x[b])+dot(x[b],x[c])+dot(x[c],x[d])+dot(x[d],x[e])+dot(x[e],x[f])+"
                       f"dot(x[f],x[g])+dot(x[g],x[h]) for a in T for b in T for c in T for d in T for e in T for f in T "
-                      f"for g in T for h in T)', {A}, timeout=20)"),
+                      f"for g in T for h in T)', {A}, timeout=20)")),
     ("timeout-nanosecond", f"ifs.decide('intrinsic_dimension:D=3', {A}, timeout=1e-9)"),
     ("timeout-sub-millisecond", "ifs.decide('intrinsic_dimension:D=8', ifs.Architecture(heads=(7, 8), input_dim=4), timeout=0.0005)"),
-    ("joint-7-chain", f"ifs.decide('min(dot(x[a],x[b])+dot(x[b],x[c])+dot(x[c],x[d])+dot(x[d],x[e])+dot(x[e],x[f])+"
+    ("joint-7-chain", (f"ifs.decide('min(dot(x[a],x[b])+dot(x[b],x[c])+dot(x[c],x[d])+dot(x[d],x[e])+dot(x[e],x[f])+"
                       f"dot(x[f],x[g]) for a in T for b in T for c in T for d in T for e in T for f in T "
-                      f"for g in T)', {A}, timeout=20)"),
+                      f"for g in T)', {A}, timeout=20)")),
     ("intrinsic-8-at-8x8", "ifs.decide('intrinsic_dimension:D=8', ifs.Architecture(heads=(8,) * 8, input_dim=4), timeout=20)"),
     ("position-256-positional", f"ifs.decide('x[256]', {APE}, timeout=20)"),
-    ("nesting-12-distributed", f"ifs.decide('min(f1(x[v0]) + ' + ''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' "
+    ("nesting-12-distributed", (f"ifs.decide('min(f1(x[v0]) + ' + ''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' "
                                f"for i in range(10)) + 'f1(x[v10])' + ''.join(f' for v{{10-i}} in T)' for i in range(10)) + "
-                               f"' for v0 in T)', {A}, timeout=20)"),
+                               f"' for v0 in T)', {A}, timeout=20)")),
     ("minimize-bounded", "ifs.minimize('intrinsic_dimension:D=6', max_layers=6, max_heads=8, input_dim=2, timeout=20)"),
     ("sweep-bounded", f"ifs.sweep(['triangle_center'], [{A}], cache=False, workers=1, timeout=20)"),
 ]
