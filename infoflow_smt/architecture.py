@@ -121,6 +121,11 @@ class Architecture:
         shift = self.layers - other.layers
         return shift >= 0 and all(self.heads[i + shift] >= h for i, h in enumerate(other.heads))
 
+    @property
+    def shape(self) -> str:
+        """In words: ``"2 layers of 1 head"``, ``"2 layers with 3 and 2 heads"``."""
+        return shape_text(self.heads)
+
     def with_heads(self, heads: tuple[int, ...]) -> Architecture:
         return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
                             positional=self.positional)
@@ -128,3 +133,12 @@ class Architecture:
     def __str__(self) -> str:
         pe = ", positional" if self.positional else ""
         return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}"
+
+
+def shape_text(heads: tuple[int, ...]) -> str:
+    """``(1, 1)`` -> ``"2 layers of 1 head"``; ``(3, 2)`` -> ``"2 layers with 3 and 2 heads"``."""
+    layers = f"{len(heads)} layer{'s' * (len(heads) != 1)}"
+    if len(set(heads)) == 1:
+        return f"{layers} of {heads[0]} head{'s' * (heads[0] != 1)}"
+    counts = [str(h) for h in heads]
+    return f"{layers} with {', '.join(counts[:-1])} and {counts[-1]} heads"

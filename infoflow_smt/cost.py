@@ -86,10 +86,18 @@ def decode(set_size, input_dim: int, width, law: DecodeLaw = DecodeLaw.SEED) -> 
     >>> decode(1, 2, 32)
     0
     """
-    exponent = sympy.sympify(set_size) * input_dim / sympy.sympify(width)
-    if DecodeLaw(law) is DecodeLaw.SEED:
-        exponent = exponent - 1
-    return clamp(exponent)
+    return clamp(decode_law(set_size, input_dim, width, law))
+
+
+def decode_law(set_size, input_dim: int, width, law: DecodeLaw = DecodeLaw.SEED) -> sympy.Expr:
+    """Theorem 3's law itself, before the clamp at 0: ``T0*d/E - 1`` (or ``T0*d/E``); ``set_size`` None is T.
+
+    >>> decode_law(1, 2, 32)
+    -15/16
+    """
+    size = T if set_size is None else sympy.sympify(set_size)
+    exponent = size * input_dim / sympy.sympify(width)
+    return exponent - 1 if DecodeLaw(law) is DecodeLaw.SEED else exponent
 
 
 def clamp(exponent) -> sympy.Expr:

@@ -186,6 +186,24 @@ class Encoding:
         bits = model.eval(self._weights[names], model_completion=True).as_long()
         return {n: bool(bits >> i & 1) for i, n in enumerate(names)}
 
+    def maximal_facts(self, layers: int, heads: int, deadline) -> set[str]:
+        """The facts some efficient program with ``heads`` heads in each of ``layers`` layers makes true
+        after its last layer. All of them hold at once (every operation can run beside the others), so one
+        model is grown until no further fact can join it."""
+        base = self.assumptions((heads,) * layers, [n for k, n in self.tracked.items() if k != "goal"])
+        base += [x for i, x in enumerate(self.excluded_levels()) if not cost.is_bounded(self.levels[i])]
+        names = tuple(self.facts[layers])
+        held: set[str] = set()
+        while True:
+            deadline.check("finding the saturation bound")
+            others = [self.var(n) for n in names if n not in held]
+            if not others:
+                return held
+            self.solver.set("timeout", deadline.milliseconds())
+            if self.solver.check(*base, *(self.var(n) for n in held), z3.Or(others)) != z3.sat:
+                return held
+            held = {n for n, v in self.values(self.solver.model(), names).items() if v}
+
     def assumptions(self, heads: tuple[int, ...], names: list[str] | None = None) -> list[z3.ExprRef]:
         """The literals of a question about ``heads`` (one entry per layer): the tracked constraints, the
         number of layers and each layer's head count."""

@@ -26,10 +26,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import z3
-
 from . import cost
-from .architecture import Architecture
+from .architecture import Architecture, shape_text
 from .catalogue import as_target
 from .deadline import Deadline
 from .errors import InvalidSpecError, Problem
@@ -158,27 +156,8 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[i
 
 def _maximal_facts(enc, L: int, heads: int, deadline: Deadline) -> set[str]:
     """The facts some efficient program with ``heads`` heads in each of ``L`` layers makes true after layer
-    ``L``: all of them hold at once (every operation can run together), so one model is grown until no
-    further fact can join it. Facts are named without their layer."""
-    solver = enc.solver
-    base = enc.assumptions((heads,) * L, [n for k, n in enc.tracked.items() if k != "goal"])
-    excluded = enc.excluded_levels()
-    base += [x for i, x in enumerate(excluded) if not cost.is_bounded(enc.levels[i])]
-    names = enc.facts[L]
-    values = {}
-    held: set[str] = set()
-    while True:
-        deadline.check("finding the saturation bound")
-        others = [enc.var(n) for n in names if n not in held]
-        if not others:
-            break
-        solver.set("timeout", deadline.milliseconds())
-        result = solver.check(*base, *(enc.var(n) for n in held), z3.Or(others))
-        if result != z3.sat:
-            break
-        values = enc.values(solver.model(), tuple(names))
-        held = {n for n, v in values.items() if v}
-    return {_unlayered(n) for n in held}
+    ``L``, named without their layer."""
+    return {_unlayered(n) for n in enc.maximal_facts(L, heads, deadline)}
 
 
 def _unlayered(name: str) -> str:
@@ -187,7 +166,7 @@ def _unlayered(name: str) -> str:
 
 
 def _shape(layers: int, heads: int) -> str:
-    return f"{layers} layer{'s' * (layers != 1)} of {heads} head{'s' * (heads != 1)}"
+    return shape_text((heads,) * layers)
 
 
 def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_width) -> tuple[str, ...]:
@@ -205,7 +184,7 @@ def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_wid
     else:
         for v in points:
             L, h = v.architecture.layers, v.architecture.heads[0]
-            smaller = [_shape(L - 1, h)] * (L > 1) + [_shape(L, h - 1)] * (h > 1)
+            smaller = ([_shape(L - 1, h)] if L > 1 else []) + ([_shape(L, h - 1)] if h > 1 else [])
             below = f"while {' and '.join(smaller)} {'are' if len(smaller) > 1 else 'is'} not" if smaller else \
                 "and no architecture is smaller"
             lines.append(f"{_shape(L, h)} is efficient (exponent {v.exponent}, witness replayed), {below}: "

@@ -3,10 +3,13 @@
 A pool's workers are spawned (no z3 or torch state crosses a fork) and ask the kernel to kill them when the
 process that started them dies (Linux ``prctl(PR_SET_PDEATHSIG)``), with a watchdog thread where that call
 is missing. So a sweep killed with SIGKILL or SIGTERM leaves no worker behind, and with the workers gone
-multiprocessing's resource tracker sees its pipe close and exits too.
+multiprocessing's resource tracker sees its pipe close and exits too. Workers ignore Ctrl-C (the terminal
+sends it to the whole process group): the parent alone decides, and a pool left by an exception, an
+interrupt included, kills its workers instead of waiting for their jobs.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import multiprocessing
@@ -20,7 +23,8 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent(parent: int) -> None:
-    """Called first in every worker: end this process when ``parent`` ends."""
+    """Called first in every worker: end this process when ``parent`` ends; leave Ctrl-C to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0 and os.getppid() == parent:
@@ -38,7 +42,18 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def worker_pool(workers: int) -> ProcessPoolExecutor:
-    """A pool of ``workers`` spawned processes that die with this one."""
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+@contextlib.contextmanager
+def worker_pool(workers: int):
+    """A pool of ``workers`` spawned processes that die with this one (a context manager)."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=die_with_parent, initargs=(os.getpid(),))
+    try:
+        yield pool
+    except BaseException:
+        # shutdown() would wait for the running jobs (minutes); the executor keeps its processes in a private
+        # attribute, the only handle on them
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)  # quick with the workers gone; frees the pool's queues
+        raise
+    pool.shutdown(wait=True)

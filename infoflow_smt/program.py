@@ -219,6 +219,18 @@ def _gathered(op: Op, layer: int, size, classes) -> int:
     return _WHOLE if _WHOLE in sizes else sum(sizes)
 
 
+def decoded_sizes(program: Program) -> dict[Action, int | None]:
+    """Every action charged a decoding cost, and how many tokens it decodes (None: the whole sequence)."""
+    sizes, found = set_counts(program), {}
+    for a in program.actions:
+        if a.op.mode is Mode.AGGREGATE:
+            found[a] = None
+        elif a.op.mode is Mode.POSITIONS:
+            n = _gathered(a.op, a.layer, sizes, {w for (_, w) in sizes})
+            found[a] = None if n == _WHOLE else n
+    return found
+
+
 def action_cost(action: Action, tree, arch, sizes, law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> sympy.Expr:
     """The cost exponent charged for one action (model.md section 2); ``sizes`` the program's set sizes
     in integers (``_counts``)."""

@@ -266,11 +266,6 @@ class Questions:
         self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors)
         return self.encodings[key]
 
-    def reserve(self, arch: Architecture) -> None:
-        """Build, now, an encoding large enough for every architecture up to ``arch`` (a sweep's bound)."""
-        for anchors in (False, True) if arch.positional and arch.layers >= 2 else (False,):
-            self.encoding(arch, anchors, Deadline(None))
-
     def decide(self, arch: Architecture, deadline: Deadline) -> Verdict:
         """The checked verdict for ``arch`` (see ``decide``)."""
         started = time.perf_counter()
@@ -294,8 +289,10 @@ class Questions:
             if (bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch)
                     and not any(a.op.mode is Mode.KTH for a in program.actions)):
                 exponent = self.replayed_exponent(program, arch, deadline)
+                notes = tuple(r for r in [explain.clamped(program, arch, self.law)] if r)
                 return Verdict(Status.FEASIBLE, self.target, arch, exponent, witness=program, best_program=program,
-                               seq_len=self.seq_len, stats=Stats(extra={"reused_from": bigger.heads}))
+                               seq_len=self.seq_len, stats=Stats(extra={"reused_from": str(bigger.heads)}),
+                               explanation=notes)
         return None
 
     def _decide(self, arch, deadline, stats, calls) -> Verdict:
@@ -319,8 +316,9 @@ class Questions:
             calls[0] += session.calls
             if not note:  # fully minimized: the answer of every smaller architecture the witness fits
                 self.optimal.append((arch, program))
+            notes = tuple(r for r in [explain.clamped(program, arch, self.law)] if r)
             return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(note),
-                           best_program=program, seq_len=seq_len)
+                           best_program=program, seq_len=seq_len, explanation=notes)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
         # program at any cost (above the bounded levels, which have none)
         core = session.core or set()
@@ -335,6 +333,7 @@ class Questions:
                            seq_len=seq_len, reason_unknown=note)
         program, exponent, note = self._cheapest_program(session, level, every, model, arch)
         calls[0] += session.calls
+        reasons += tuple(r for r in [explain.clamped(program, arch, self.law)] if r)
         return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(note),
                        best_program=program, seq_len=seq_len)
 
@@ -416,15 +415,58 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     return questions.decide(arch, deadline)
 
 
+@dataclass(frozen=True)
+class Front:
+    """The answer of ``minimize``: the Pareto-minimal architectures (each a ``Verdict`` with its witness), and
+    when there is none, why (the explanation of the largest architecture tried). Iterates like a tuple."""
+
+    points: tuple[Verdict, ...]
+    largest: Verdict | None = None      # the largest architecture tried (its verdict says why, when none)
+    tried: int = 0
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, i):
+        return self.points[i]
+
+    def __bool__(self) -> bool:
+        return bool(self.points)
+
+    def __str__(self) -> str:
+        from .explain import plural
+
+        if not self.points:
+            head = f"no efficient architecture among the {plural(self.tried, 'architecture')} tried"
+            why = [f"  - {r}" for r in self.largest.explanation] if self.largest else []
+            if why:
+                head += f"; at the largest, {self.largest.architecture.shape}:"
+            return "\n".join([head] + why)
+        rows = [("layers", "heads per layer", "exponent", "operations")]
+        rows += [(str(v.architecture.layers), str(v.architecture.heads[0]), str(v.exponent),
+                  str(v.witness.operations if v.witness else "-")) for v in self.points]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        return "\n".join([lines[0], "  ".join("-" * w for w in widths)] + lines[1:])
+
+    def to_json(self) -> dict:
+        return {"points": [v.to_json() for v in self.points], "tried": self.tried,
+                "why_none": [r.sentence for r in self.largest.explanation] if (self.largest and not self.points) else []}
+
+
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
              positional: bool | None = None, seq_len: int | None = None,
-             timeout: float | None = None) -> tuple[Verdict, ...]:
+             timeout: float | None = None) -> Front:
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
 
     Architectures have the same number of heads in every layer. A point is kept when no other feasible
     point has at most as many layers, at most as many heads and an exponent no larger. Every architecture
     is decided (one encoding serves them all): more heads can lower the exponent (heads that split specific
-    positions each decode less). ``timeout`` bounds the whole search.
+    positions each decode less). ``timeout`` bounds the whole search. When nothing is feasible the result
+    says why: the explanation of the largest architecture tried.
     """
     deadline = Deadline(timeout)
     target = as_target(target)
@@ -440,11 +482,12 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     _check_inputs(target, largest, seq_len, 12)
     questions = Questions(target, seq_len=seq_len)
     feasible: list[Verdict] = []
+    last = None
     for layers in range(1, max_layers + 1):
         for heads in range(1, max_heads + 1):
-            verdict = questions.decide(largest.with_heads((heads,) * layers), deadline)
-            if verdict.status is Status.FEASIBLE:
-                feasible.append(verdict)
+            last = questions.decide(largest.with_heads((heads,) * layers), deadline)
+            if last.status is Status.FEASIBLE:
+                feasible.append(last)
     key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
 
     def dominated(v: Verdict) -> bool:
@@ -452,7 +495,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                    and w.architecture.heads[0] <= v.architecture.heads[0] and key(w) <= key(v)
                    for w in feasible)
 
-    return tuple(v for v in feasible if not dominated(v))
+    return Front(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
 
 
 def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,

@@ -30,7 +30,7 @@ STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 1: min_{s,t} <x_s, x_t
              "one-layer transformer with h = 1..8 heads (best exponent T*d/E - 1, linear in T) and efficient, "
              "with exponent 1, for two layers of one head each.")
 TARGET = "min_pairwise_dot"
-CHAIN = "chain of 2 dependent selection(s)"  # the reason one layer fails: two selections, one after the other
+CHAIN = "chain of 2 dependent selections"  # the reason one layer fails: two selections, one after the other
 
 # (E, d) pairs with different slopes d/E, so the one-layer exponent is checked as a law, not a constant
 ONE_LAYER_WIDTHS = ((16, 2), (64, 4), (12, 3))

@@ -23,7 +23,7 @@ def test_demo_prints_both_verdicts():
     result = subprocess.run([sys.executable, "-m", "infoflow_smt"], check=False, capture_output=True, text=True, cwd=ROOT,
                             timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "infeasible:" in result.stdout and "feasible:" in result.stdout
+    assert "INFEASIBLE:" in result.stdout and "FEASIBLE:" in result.stdout
     assert "replay: ok" in result.stdout
 
 

@@ -57,13 +57,14 @@ def test_concrete_length_gives_a_number():
 def test_explanations_read_as_sentences():
     v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(2, 3), embed_dim=32, input_dim=2))
     text = " ".join(map(str, v.explanation))
-    assert "Layer 1 gives each input position 2 head(s)" in text and "3 selection(s)" in text
+    assert "Layer 1 gives each input position 2 heads" in text and "3 selections" in text
     v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(3, 2), embed_dim=32, input_dim=2))
     text = " ".join(map(str, v.explanation))
-    assert "Layer 2 gives the output token 2 head(s)" in text
+    assert "Layer 2 gives the output token 2 heads" in text
     v = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2))
     text = " ".join(map(str, v.explanation))
-    assert "chain of 2 dependent selection(s)" in text and "1 layer(s)" in text
+    assert "chain of 2 dependent selections" in text and "has 1 layer." in text
+    assert "(s)" not in text and "R_F" not in text
     assert all(r.constraint for r in v.explanation)
 
 

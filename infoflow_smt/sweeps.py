@@ -142,26 +142,18 @@ def _key(target, arch: Architecture, settings: dict) -> str:
     return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
 
 
-def _by_width(archs: list[Architecture]) -> list[list[Architecture]]:
-    groups: dict[tuple, list[Architecture]] = {}
-    for a in archs:
-        groups.setdefault((str(a.embed_dim), a.input_dim, a.positional), []).append(a)
-    return list(groups.values())
-
-
 def _has_kth(target) -> bool:
     return any(d["kind"] == "kth" for _, d in target.tree().nodes(data=True))
 
 
-def _run_job(job: _Job) -> list[Cell]:
-    """Decide one target's cells along the frontier; append each new decision to the cache at once."""
+def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[Cell]:
+    """Decide one target's cells along the frontier; append each new decision to the cache at once.
+    ``on_cells(n)`` is told as every ``n`` cells are settled (decided, read from the cache, or inferred)."""
     target = job.target
     law = cost.DecodeLaw(job.settings["decode_law"])
+    # the encodings grow with the walk (fewest layers first): a small question asked of an encoding sized for
+    # the whole grid can be far harder (many idle layers and heads for the solver to rule out)
     questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"])
-    for group in _by_width(job.archs):  # one encoding serves every cell of a width
-        layers = max(a.layers for a in group)
-        questions.reserve(group[0].with_heads(tuple(max(a.heads[l] for a in group if l < a.layers)
-                                                    for l in range(layers))))
     pending, results = list(job.archs), {}
     kth = _has_kth(target)
     choose = _frontier_order(job.archs)
@@ -179,12 +171,16 @@ def _run_job(job: _Job) -> list[Cell]:
             if verdict.status is not Status.UNKNOWN and job.cache_path:
                 _append(job.cache_path, key, cell)
         results[arch] = cell
+        settled = 1
         if job.infer and cell.status is not Status.UNKNOWN:
             for other in list(pending):
                 inferred = _inferred(cell, other, kth)
                 if inferred is not None:
                     pending.remove(other)
                     results[other] = inferred
+                    settled += 1
+        if on_cells:
+            on_cells(settled)
     return [results[a] for a in job.archs]
 
 
@@ -256,7 +252,8 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     ``cache``: a JSON-lines file (None: ``default_cache()``; False: none). ``workers``: processes (None: all
     cores). ``backend="ray"`` sends the targets to a Ray cluster (``address``; a local one when None).
     ``infer``: mark cells that monotonicity decides (module docstring). ``timeout`` bounds the whole sweep:
-    what is undecided then is UNKNOWN and not cached. ``progress(done, total)`` is called as targets finish.
+    what is undecided then is UNKNOWN and not cached. ``progress(done, total)`` counts cells: it is called as
+    each cell is settled in this process, or as each target's cells come back from a worker.
 
     >>> import infoflow_smt as ifs
     >>> grid = [ifs.Architecture(heads=(h,) * L, input_dim=2) for L in (1, 2) for h in (1, 2)]
@@ -317,20 +314,22 @@ def _validated(targets, archs, workers, backend, samples):
 
 def _run_local(jobs: list[_Job], workers: int | None, progress) -> list[list[Cell]]:
     workers = min(workers or os.cpu_count() or 1, len(jobs))
+    total, done = sum(len(job.archs) for job in jobs), 0
+
+    def settled(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
     if workers <= 1:
-        results = []
-        for i, job in enumerate(jobs, start=1):
-            results.append(_run_job(job))
-            if progress:
-                progress(i, len(jobs))
-        return results
+        return [_run_job(job, settled) for job in jobs]
     results: list = [None] * len(jobs)
     with worker_pool(workers) as pool:  # spawned (no z3 state crosses a fork), dying with this process
         futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
-        for done, future in enumerate(as_completed(futures), start=1):
+        for future in as_completed(futures):
             results[futures[future]] = future.result()
-            if progress:
-                progress(done, len(jobs))
+            settled(len(jobs[futures[future]].archs))
     return results
 
 
@@ -345,11 +344,12 @@ def _run_ray(jobs: list[_Job], address: str | None, progress) -> list[list[Cell]
     try:
         remote = ray.remote(_run_job)
         refs = [remote.remote(job) for job in jobs]
-        results = []
-        for i, ref in enumerate(refs, start=1):
+        results, done, total = [], 0, sum(len(job.archs) for job in jobs)
+        for job, ref in zip(jobs, refs):
             results.append(ray.get(ref))
+            done += len(job.archs)
             if progress:
-                progress(i, len(jobs))
+                progress(done, total)
         return results
     finally:
         if started_here:
