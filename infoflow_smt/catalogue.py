@@ -16,6 +16,8 @@ True
 from __future__ import annotations
 
 import difflib
+import functools
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -242,6 +244,14 @@ def parse_spec(spec: str, seed: int = 0) -> Target:
     if not isinstance(spec, str):
         raise InvalidSpecError([Problem(f"target spec must be a str, got {type(spec).__name__}")],
                                "catalogue spec")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise InvalidSpecError([Problem(f"seed must be an integer, got {seed!r}")], "catalogue spec")
+    return _parsed(spec, int(seed))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(spec: str, seed: int) -> Target:
+    """Targets are immutable: one object per text, whose normal form and trees are computed once."""
     match = _SPEC.fullmatch(spec.strip())
     if match is None:
         return parse_target(spec, seed=seed)

@@ -93,8 +93,9 @@ def describe_action(action, tree) -> str:
     """One head's work in words."""
     op, where = action.op, _where(action.where)
     if op.mode in (Mode.RETRIEVE, Mode.KTH):
-        how = "retrieves the position that wins" if op.mode is Mode.RETRIEVE else "retrieves the k-th position of"
-        return f"layer {action.layer}, head {action.head}, at {where}: {how} {describe_node(tree, op.node)}"
+        how = "max-position retrieval" if op.mode is Mode.RETRIEVE else "k-th largest retrieval"
+        return (f"layer {action.layer}, head {action.head}, at {where}: retrieves the position that wins "
+                f"{describe_node(tree, op.node)} ({how})")
     if op.mode is Mode.POSITIONS:
         places = ", ".join(_position(q) for q in op.positions)
         return f"layer {action.layer}, head {action.head}, at {where}: gathers {places}"

@@ -42,18 +42,25 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+_POOLS: dict[int, ProcessPoolExecutor] = {}   # kept between calls: a spawned worker takes a second to start
+
+
 @contextlib.contextmanager
 def worker_pool(workers: int):
-    """A pool of ``workers`` spawned processes that die with this one (a context manager)."""
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=die_with_parent, initargs=(os.getpid(),))
+    """A pool of ``workers`` spawned processes that die with this one (a context manager). The pool is kept
+    for the next call in this process (idle workers cost memory, not time); a pool left by an exception, an
+    interrupt included, is killed and forgotten."""
+    pool = _POOLS.get(workers)
+    if pool is None or getattr(pool, "_broken", False):
+        pool = _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                                     initializer=die_with_parent, initargs=(os.getpid(),))
     try:
         yield pool
     except BaseException:
+        _POOLS.pop(workers, None)
         # shutdown() would wait for the running jobs (minutes); the executor keeps its processes in a private
         # attribute, the only handle on them
         for process in list((getattr(pool, "_processes", None) or {}).values()):
             process.kill()
         pool.shutdown(wait=True, cancel_futures=True)  # quick with the workers gone; frees the pool's queues
         raise
-    pool.shutdown(wait=True)

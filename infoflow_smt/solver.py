@@ -13,9 +13,12 @@ z3 is imported here and in the encoder only. One deadline bounds the whole answe
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,16 +27,15 @@ import sympy
 import z3
 
 from . import cost, encoder, explain, replay
-from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
 from .deadline import Deadline, OutOfTime
 from .errors import InvalidSpecError, WitnessCheckError
-from .evaluate import nested, scalar_tokens_problem, work
+from .evaluate import scalar_tokens_problem
 from .interpreter import check
 from .limits import MAX_REPLAY_WORK
 from .program import Mode, program_cost, set_counts, validate
-from .trees import comparison_tree, walk
+from .trees import comparison_tree
 from .verdict import Stats, Status, Verdict
 
 
@@ -49,32 +51,17 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
         raise InvalidSpecError(problems, "decision")
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
-    length, expr = max(MIN_REPLAY_LENGTH, _min_length(target) + 2), nested(target.expr)
-    if work(expr, length) > MAX_REPLAY_WORK:  # every answer is replayed: a target too costly to evaluate is refused
+    length = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
+    if target.work(length) > MAX_REPLAY_WORK:  # every answer is replayed: a target too costly to evaluate is refused
         raise InvalidSpecError(f"checking an answer evaluates the target at T={length}, about "
-                               f"{work(expr, length):.2g} index tuples per input, over the limit of "
+                               f"{target.work(length):.2g} index tuples per input, over the limit of "
                                f"{MAX_REPLAY_WORK:.0g} (infoflow_smt.limits.MAX_REPLAY_WORK): it reads too many variables at once",
                                "target")
     if seq_len is not None:
-        need = _min_length(target)
+        need = target.shortest_length
         if seq_len < need:
             raise InvalidSpecError(f"seq_len={seq_len} is too short for this target: it names positions or "
                                    f"ranks up to {need}", "decision")
-
-
-def _min_length(target) -> int:
-    tree = comparison_tree(target)
-    need = 2
-    for _, d in tree.nodes(data=True):
-        if d["kind"] == "fixed":
-            need = max(need, d["position"].position + 1)
-        if d["kind"] == "kth":
-            need = max(need, d["k"] + 1)
-    for g in tree.graph["groups"].values():
-        for leaf in walk(g.body):
-            if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex):
-                need = max(need, abs(leaf.index.offset) + 2)
-    return need
 
 
 # replays run on sequences long enough that no position holds every candidate by accident: longer than
@@ -84,12 +71,11 @@ MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
 
 def _replay_length(program, target, arch, seq_len: int | None) -> int:
     gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
-    shortest = max(MIN_REPLAY_LENGTH, _min_length(target) + 2)
+    shortest = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
     length = max(shortest, min(gathered + 2, MAX_REPLAY_LENGTH))
-    expr = nested(target.expr)
-    while length > shortest and work(expr, length) > MAX_REPLAY_WORK:  # a costly target: the longest length it allows
+    while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
         length -= 1
-    return length if seq_len is None else max(min(seq_len, length), _min_length(target))
+    return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
 
 
 MINIMIZE_SECONDS = 2.0   # the longest one question of a witness's minimization may take (it is optional)
@@ -238,12 +224,18 @@ class _Session:
 @dataclass
 class Questions:
     """The encodings of one target (at one width, input dimension, decoding law and length), shared by the
-    questions asked of it; each encoding grows to the largest architecture asked so far."""
+    questions asked of it; each encoding grows to the largest architecture asked so far.
+
+    ``fewest_heads=False`` keeps each witness as the solver finds it, without reducing it to the fewest acting
+    heads (a sweep's cells need a checked answer and an exact exponent, not the smallest program): the
+    witness is replayed and its exponent is exact either way."""
 
     target: object
     law: cost.DecodeLaw = cost.DecodeLaw.SEED
     seq_len: int | None = None
     samples: int = 12
+    fewest_heads: bool = True
+    busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
     replays: dict = field(default_factory=dict)         # (program, length, samples, d, pe) -> exponent
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
@@ -344,7 +336,8 @@ class Questions:
         note = {}
         try:
             model, exact = session.tightest_gather(level, allowed, model)
-            model = session.fewest_operations(allowed, model, exact)
+            if self.fewest_heads:
+                model = session.fewest_operations(allowed, model, exact)
         except OutOfTime:
             note = {"minimized": False, "note": "the deadline cut the minimization short: the exponent is an "
                                                 "upper bound and the witness may hold idle operations"}
@@ -411,8 +404,33 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     deadline = Deadline(timeout)
     target = as_target(target)
     _check_inputs(target, arch, seq_len, samples)
-    questions = Questions(target, cost.as_law(decode_law), seq_len, samples)
-    return questions.decide(arch, deadline)
+    with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
+        return questions.decide(arch, deadline)
+
+
+RECENT_TARGETS = 16   # targets whose encodings, replays and witnesses ``decide`` keeps for the next question
+_recent_questions: OrderedDict[tuple, Questions] = OrderedDict()
+_recent_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
+    """The ``Questions`` of a recently asked target (a researcher asks one target about many architectures:
+    its encoding is built once), held by one caller at a time; a caller that finds it busy (another thread)
+    gets fresh ones. The answers are the same either way: the shared state is caches."""
+    key = (target.text, target.seed, target.name, law, seq_len, samples)
+    with _recent_lock:
+        questions = _recent_questions.pop(key, None) or Questions(target, law, seq_len, samples)
+        _recent_questions[key] = questions
+        while len(_recent_questions) > RECENT_TARGETS:
+            _recent_questions.popitem(last=False)
+    if not questions.busy.acquire(blocking=False):
+        yield Questions(target, law, seq_len, samples)
+        return
+    try:
+        yield questions
+    finally:
+        questions.busy.release()
 
 
 @dataclass(frozen=True)
@@ -480,14 +498,14 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
                            positional=positional)
     _check_inputs(target, largest, seq_len, 12)
-    questions = Questions(target, seq_len=seq_len)
     feasible: list[Verdict] = []
     last = None
-    for layers in range(1, max_layers + 1):
-        for heads in range(1, max_heads + 1):
-            last = questions.decide(largest.with_heads((heads,) * layers), deadline)
-            if last.status is Status.FEASIBLE:
-                feasible.append(last)
+    with _recent(target, cost.DecodeLaw.SEED, seq_len, 12) as questions:
+        for layers in range(1, max_layers + 1):
+            for heads in range(1, max_heads + 1):
+                last = questions.decide(largest.with_heads((heads,) * layers), deadline)
+                if last.status is Status.FEASIBLE:
+                    feasible.append(last)
     key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
 
     def dominated(v: Verdict) -> bool:

@@ -153,7 +153,7 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
     law = cost.DecodeLaw(job.settings["decode_law"])
     # the encodings grow with the walk (fewest layers first): a small question asked of an encoding sized for
     # the whole grid can be far harder (many idle layers and heads for the solver to rule out)
-    questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"])
+    questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"], fewest_heads=False)
     pending, results = list(job.archs), {}
     kth = _has_kth(target)
     choose = _frontier_order(job.archs)
@@ -252,7 +252,8 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     ``cache``: a JSON-lines file (None: ``default_cache()``; False: none). ``workers``: processes (None: all
     cores). ``backend="ray"`` sends the targets to a Ray cluster (``address``; a local one when None).
     ``infer``: mark cells that monotonicity decides (module docstring). ``timeout`` bounds the whole sweep:
-    what is undecided then is UNKNOWN and not cached. ``progress(done, total)`` counts cells: it is called as
+    what is undecided then is UNKNOWN and not cached. A cell's witness is replayed and its exponent exact, but
+    it is not reduced to the fewest acting heads (``decide`` does that). ``progress(done, total)`` counts cells: it is called as
     each cell is settled in this process, or as each target's cells come back from a worker.
 
     >>> import infoflow_smt as ifs

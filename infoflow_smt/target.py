@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import InvalidSpecError, Problem
-from .evaluate import evaluate_expr
-from .expr import Expr, reads_tokens_as_numbers
+from .evaluate import evaluate_expr, nested, work
+from .expr import Content, Expr, OffsetIndex, reads_tokens_as_numbers
 from .language import parse_target_expr, to_text
 from .realization import Realization
 
@@ -74,6 +74,32 @@ class Target:
         tree, the solver and the checker work on."""
         from .normal_form import normalize
         return normalize(self.expr)
+
+    @cached_property
+    def shortest_length(self) -> int:
+        """The shortest sequence this target is defined on: longer than every fixed position, rank and offset
+        it names (and at least 2)."""
+        from . import trees
+        tree = trees.comparison_tree(self)
+        need = 2
+        for _, d in tree.nodes(data=True):
+            if d["kind"] == "fixed":
+                need = max(need, d["position"].position + 1)
+            if d["kind"] == "kth":
+                need = max(need, d["k"] + 1)
+        for g in tree.graph["groups"].values():
+            for leaf in trees.walk(g.body):
+                if isinstance(leaf, Content) and isinstance(leaf.index, OffsetIndex):
+                    need = max(need, abs(leaf.index.offset) + 2)
+        return need
+
+    def work(self, length: int) -> float:
+        """Index tuples one evaluation visits per input of ``length`` (``evaluate.work``)."""
+        return work(self._evaluated, length)
+
+    @cached_property
+    def _evaluated(self) -> Expr:
+        return nested(self.expr)
 
     @property
     def reads_tokens_as_numbers(self) -> bool:
