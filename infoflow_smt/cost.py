@@ -107,7 +107,11 @@ def clamp(exponent) -> sympy.Expr:
     >>> clamp(sympy.Rational(-15, 16)), clamp(T / 16 - 1), clamp(-1 / (T + 1))
     (0, T/16 - 1, 0)
     """
-    exponent = sympy.sympify(exponent)
+    return _clamp(sympy.sympify(exponent))
+
+
+@lru_cache(maxsize=4096)  # the same few exponents come back in every decision
+def _clamp(exponent: sympy.Expr) -> sympy.Expr:
     if not exponent.has(T):
         return sympy.Max(exponent, 0)
     tail = sympy.limit(exponent, T, sympy.oo)

@@ -359,22 +359,23 @@ def _ref_name(q) -> str:
 
 # ---- the encoding -----------------------------------------------------------------------------------
 def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int | None = None,
-           anchors: bool = True, portable: bool = False) -> Encoding:
+           anchors: bool = True, portable: bool = False, ctx: z3.Context | None = None) -> Encoding:
     """Build the constraints for ``target`` on every architecture up to ``arch`` (as many layers, at most
     as many heads in each; the width, input dimension and positional encoding of ``arch``). Ask with
     ``Encoding.assumptions(heads)`` and the level literals.
 
     ``anchors=False`` leaves out the fixed positions that may override heads: a smaller encoding whose
-    programs are programs of the full one (the solver tries it first and falls back when it says no)."""
-    return _Builder(target, arch, law, seq_len, anchors, portable).build()
+    programs are programs of the full one (the solver tries it first and falls back when it says no).
+    ``ctx``: the z3 context to build in (a new one by default; one caller at a time may use a context)."""
+    return _Builder(target, arch, law, seq_len, anchors, portable, ctx).build()
 
 
 class _Builder:
     """One encoding, written by named constraint families in ``build``."""
 
-    def __init__(self, target, arch, law, seq_len, anchors, portable):
+    def __init__(self, target, arch, law, seq_len, anchors, portable, ctx):
         infos, outer = _node_infos(target)
-        self.ctx = z3.Context()
+        self.ctx = ctx or z3.Context()
         self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer)
         self.law, self.seq_len, self.portable = law, seq_len, portable
         self.use_anchors = anchors

@@ -39,11 +39,11 @@ def _text(tree, e) -> str:
     """An expression of the tree as text, the references spelt out as the reductions they stand for."""
     def expand(node):
         if isinstance(node, NodeRef):
-            return ex.Param(f"\x00{node.node}")
+            return ex.Param(f"\x00{node.node}\x01")
         if isinstance(node, GroupRef):
-            return ex.Param(f"\x00{outermost(tree, node.group)}")
+            return ex.Param(f"\x00{outermost(tree, node.group)}\x01")
         if isinstance(node, ex.Content) and isinstance(node.index, GroupRef):
-            return ex.Content(ex.VarIndex(f"\x00{outermost(tree, node.index.group)}"))
+            return ex.Content(ex.VarIndex(f"\x00{outermost(tree, node.index.group)}\x01"))
         if isinstance(node, ex.Call):
             return ex.Call(node.name, tuple(expand(a) for a in node.args))
         if isinstance(node, ex.BinOp):
@@ -54,8 +54,8 @@ def _text(tree, e) -> str:
 
     text = to_text(expand(e))
     for n in tree.nodes:
-        if f"\x00{n}" in text:
-            text = text.replace(f"x[\x00{n}]", f"x[{_arg(tree, n)}]").replace(f"\x00{n}", node_text(tree, n))
+        if f"\x00{n}\x01" in text:  # delimited: node g1.t is not a prefix of node g1.t2
+            text = text.replace(f"x[\x00{n}\x01]", f"x[{_arg(tree, n)}]").replace(f"\x00{n}\x01", node_text(tree, n))
     return text
 
 

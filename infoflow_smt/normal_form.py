@@ -26,6 +26,11 @@ arithmetic on opaque atoms (contents, calls, reductions):
    one sub-expression, which the comparison tree makes once. At the end the names are replaced by the
    user's own names, the first spelling in text order (two reductions side by side may then share a name;
    nested ones never do).
+8. **Linearity of sums and means**: each additive term is its own reduction and its factors that read
+   none of the reduction's variables leave it, ``mean_t (f(s) g(t) + h(t)) = f(s) mean_t g(t) + mean_t h(t)``;
+   a ``dot`` (or ``bilinear``) whose sides read disjoint variables takes the reduction inside, on each side,
+   ``sum_t dot(x[t], x[s]) = dot(sum_t x[t], x[s])``, ``mean_{s,t} <x_s, x_t> = <mean_s x_s, mean_t x_t>``.
+   So a statistic each position can average is written as one.
 
 Joint reductions of more than ``MAX_LABELLED`` variables are labelled by a signature of the terms each
 variable reads instead of by trying every labelling.
@@ -163,7 +168,15 @@ class _Normalizer:
             pair = (self.expr(self.value(u)), self.expr(self.value(w)))
             pair = tuple(sorted(pair, key=to_text)) if e.name == "dot" else pair
             return self.atom(ex.Call(e.name, matrix + pair))
-        return self.atom(ex.Call(e.name, tuple(self.expr(self.value(a)) for a in e.args)))
+        return self.atom(ex.Call(e.name, tuple(self.argument(a) for a in e.args)))
+
+    def argument(self, a: ex.Expr) -> ex.Expr:
+        """A function's argument in normal form; a vector that cancels (``x[1] - x[1]``) stays as written:
+        it is a zero *vector*, which a function reads unlike the number 0."""
+        value = self.value(a)
+        if value == 0 and ex.is_vector(a):
+            return a
+        return self.expr(value)
 
     def linear(self, vector: ex.Expr) -> list[tuple[sympy.Expr, ex.Expr]] | None:
         """``vector`` as ``sum_i c_i * v_i`` (scalar ``c_i``, vector atoms ``v_i``), or None when some term
@@ -219,6 +232,37 @@ class _Normalizer:
         if r.kind is ex.ReduceKind.SUM and r.body == ex.Num(1.0):
             return self.atom(_count([b.domain for b in r.bindings]))
         variables, domains, terms = self.open(r)
+        if r.kind in (ex.ReduceKind.SUM, ex.ReduceKind.MEAN):  # rule 8: one reduction per term, factors out
+            return sum((self.linear_part(r.kind, variables, domains, t) for t in terms), sympy.Integer(0))
+        return self.reduce_terms(r, variables, domains, terms)
+
+    def linear_part(self, kind: ex.ReduceKind, variables: list[str], domains: dict, term: sympy.Expr):
+        """``sum_V c * g`` as ``c * sum_V g`` (``c`` reads none of ``V``); and ``sum_V dot(u, w)``, ``w``
+        reading none of ``V``, as ``dot(sum_V u, w)`` (likewise ``mean`` and ``bilinear``)."""
+        outside, inside = sympy.Integer(1), sympy.Integer(1)
+        for factor in sympy.Mul.make_args(term):
+            if self.variables(factor) & set(variables):
+                inside *= factor
+            else:
+                outside *= factor
+        call = self.atoms.get(inside) if inside.is_Symbol else None
+        if isinstance(call, ex.Call) and call.name in ("dot", "bilinear"):
+            *matrix, u, w = call.args
+            reads_u, reads_w = (ex.free_variables(a) & set(variables) for a in (u, w))
+            if not reads_u & reads_w:  # separable: a reduction on each side (a product of sums, for a sum)
+
+                def reduced(a: ex.Expr, reads: set[str]) -> ex.Expr:
+                    bindings = tuple(ex.Binding(v, domains[v]) for v in variables if v in reads)
+                    return ex.Reduce(kind, a, bindings) if bindings else a
+
+                rest = [domains[v] for v in variables if v not in reads_u | reads_w]
+                count = self.atom(_count(rest)) if kind is ex.ReduceKind.SUM and rest else 1
+                pulled = ex.Call(call.name, (*matrix, reduced(u, reads_u), reduced(w, reads_w)))
+                return outside * count * self.value(pulled)
+        return outside * self.reduce_terms(ex.Reduce(kind, ex.Num(0.0), ()), variables, domains, [inside])
+
+    def reduce_terms(self, r: ex.Reduce, variables: list[str], domains: dict, terms: list[sympy.Expr]):
+        """The reduction ``r.kind`` over ``variables`` of the sum of ``terms``, split and hoisted (rules 3-5)."""
         total = sympy.Integer(0)
         for group, group_terms in self.split(r.kind, variables, terms):
             rest = [domains[v] for v in variables if v not in group]

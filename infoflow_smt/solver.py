@@ -218,7 +218,8 @@ class _Session:
 
     def core_names(self) -> set[str]:
         names = {v: name for name, v in self.enc.tracked.items()}
-        return {names.get(str(c), "level") for c in self.enc.solver.unsat_core()}
+        # a literal's name, without z3's pretty printer (slow, and it quotes names with a colon)
+        return {names.get(c.decl().name(), "level") for c in self.enc.solver.unsat_core()}
 
 
 @dataclass
@@ -236,6 +237,7 @@ class Questions:
     samples: int = 12
     fewest_heads: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    context: z3.Context | None = field(default=None, repr=False, compare=False)
     encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
     replays: dict = field(default_factory=dict)         # (program, length, samples, d, pe) -> exponent
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
@@ -255,7 +257,10 @@ class Questions:
                               arch.heads[l] if l < arch.layers else 0) for l in range(layers))
             arch = arch.with_heads(heads)
         deadline.check("encoding")
-        self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors)
+        if self.context is None:  # one z3 context for all of them: making one costs more than a small question
+            self.context = z3.Context()
+        self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors,
+                                             ctx=self.context)
         return self.encodings[key]
 
     def decide(self, arch: Architecture, deadline: Deadline) -> Verdict:

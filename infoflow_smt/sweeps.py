@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -198,6 +199,7 @@ def _inferred(cell: Cell, other: Architecture, kth: bool) -> Cell | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)  # sympy's printer is slow, and a sweep prints the same few exponents
 def _exponent_text(exponent) -> str:
     return "" if exponent is None or exponent is sympy.nan else str(exponent)
 

@@ -203,8 +203,21 @@ def rename_variables(e: ex.Expr, rng: random.Random) -> ex.Expr | None:
     return ex.rename(e, dict(zip(names, rng.sample(FRESH, len(names)))))
 
 
+def linearity_backwards(e: ex.Expr, rng: random.Random) -> ex.Expr | None:
+    """A factor free of a sum's (or mean's) variables moved inside it: ``R`` -> ``R + sum(c * body) - c * R``
+    (the last two cancel only when the factor comes out again, rule 8)."""
+    kinds = (ex.ReduceKind.SUM, ex.ReduceKind.MEAN)
+    found = _pick(rng, e, lambda r, scope, index: r.kind in kinds and not index)
+    if found is None:
+        return None
+    r, scope, _ = found
+    c = _f2(rng.choice(scope)) if scope else ex.Reduce(ex.ReduceKind.MAX, _f2("z"), (ex.Binding("z", ex.AllPositions()),))
+    inside = ex.Reduce(r.kind, ex.BinOp("*", c, r.body), r.bindings, r.k)
+    return _replace(e, r, lambda old: ex.BinOp("-", ex.BinOp("+", old, inside), ex.BinOp("*", c, old)))
+
+
 REWRITES = {f.__name__: f for f in (hoist_backwards, join_selections, zero_factor, cancelling_terms,
-                                    written_twice, reorder_nested, rename_variables)}
+                                    written_twice, reorder_nested, rename_variables, linearity_backwards)}
 
 
 # ---- one target ---------------------------------------------------------------------------------------
@@ -285,6 +298,22 @@ EXAMPLES = [
     ("min(f1(x[a]) + f2(x[b]) for a in T for b in T)", (2,), 2, "feasible"),
     ("min(dot(x[s], x[t]) + dot(x[s], x[u]) for s in T for t in T for u in T)", (2, 1), 2, "feasible"),
 ]
+
+
+# Statistics each position can average, written with the factor inside or outside (rule 8): one verdict.
+SAME_FUNCTION = [
+    ("max(mean(dot(x[t], x[s]) for t in T) for s in T)", "max(dot(mean(x[t] for t in T), x[s]) for s in T)"),
+    ("max(mean(f1(x[s]) * f2(x[t]) for t in T) for s in T)", "max(f1(x[s]) * mean(f2(x[t]) for t in T) for s in T)"),
+    ("sum(bilinear(A1, x[s], x[t]) for s in T for t in T)",
+     "bilinear(A1, sum(x[s] for s in T), sum(x[t] for t in T))"),
+]
+
+
+@pytest.mark.parametrize("left, right", SAME_FUNCTION)
+def test_linear_statistics_get_one_verdict_however_written(left: str, right: str) -> None:
+    arch = ifs.Architecture(heads=(1, 1), embed_dim=32, input_dim=2)
+    a, b = ifs.decide(left, arch), ifs.decide(right, arch)
+    assert (a.status, a.exponent) == (b.status, b.exponent) == (ifs.Status.FEASIBLE, 1), f"{a}\n{b}"
 
 
 @pytest.mark.parametrize("text, heads, d, status", EXAMPLES)
