@@ -42,7 +42,7 @@ from .program import Mode, Program
 from .solver import Questions, _check_inputs
 from .verdict import Status
 
-MODEL_VERSION = "2"   # bumped whenever the same question could get another verdict: old cache lines then miss
+MODEL_VERSION = "3"   # bumped whenever the same question could get another verdict: old cache lines then miss
 
 
 @dataclass(frozen=True)
