@@ -257,8 +257,8 @@ class Questions:
                               arch.heads[l] if l < arch.layers else 0) for l in range(layers))
             arch = arch.with_heads(heads)
         deadline.check("encoding")
-        if self.context is None:  # one z3 context for all of them: making one costs more than a small question
-            self.context = z3.Context()
+        if self.context is None:  # making a z3 context costs more than a small question: one per thread
+            self.context = _thread_context()
         self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors,
                                              ctx=self.context)
         return self.encodings[key]
@@ -413,6 +413,17 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
         return questions.decide(arch, deadline)
 
 
+_contexts = threading.local()
+
+
+def _thread_context() -> z3.Context:
+    """This thread's z3 context, shared by the questions it asks (a context is used by one thread only:
+    recent questions are kept per thread)."""
+    if not hasattr(_contexts, "context"):
+        _contexts.context = z3.Context()
+    return _contexts.context
+
+
 RECENT_TARGETS = 16   # targets whose encodings, replays and witnesses ``decide`` keeps for the next question
 _recent_questions: OrderedDict[tuple, Questions] = OrderedDict()
 _recent_lock = threading.Lock()
@@ -420,10 +431,10 @@ _recent_lock = threading.Lock()
 
 @contextlib.contextmanager
 def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
-    """The ``Questions`` of a recently asked target (a researcher asks one target about many architectures:
-    its encoding is built once), held by one caller at a time; a caller that finds it busy (another thread)
-    gets fresh ones. The answers are the same either way: the shared state is caches."""
-    key = (target.text, target.seed, target.name, law, seq_len, samples)
+    """The ``Questions`` of a target this thread asked recently (a researcher asks one target about many
+    architectures: its encoding is built once), held by one caller at a time (a caller that finds it busy
+    gets fresh ones). The answers are the same either way: the shared state is caches."""
+    key = (target.text, target.seed, target.name, law, seq_len, samples, threading.get_ident())
     with _recent_lock:
         questions = _recent_questions.pop(key, None) or Questions(target, law, seq_len, samples)
         _recent_questions[key] = questions

@@ -95,7 +95,13 @@ class Target:
 
     def work(self, length: int) -> float:
         """Index tuples one evaluation visits per input of ``length`` (``evaluate.work``)."""
-        return work(self._evaluated, length)
+        if length not in self._work:
+            self._work[length] = work(self._evaluated, length)
+        return self._work[length]
+
+    @cached_property
+    def _work(self) -> dict[int, float]:
+        return {}
 
     @cached_property
     def _evaluated(self) -> Expr:
