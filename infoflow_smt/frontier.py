@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from . import cost
 from .architecture import Architecture, shape_text
 from .catalogue import as_target
-from .deadline import Deadline
-from .errors import InvalidSpecError, Problem
+from .deadline import Deadline, OutOfTime
+from .errors import InvalidSpecError, Problem, SolverUnknownError
 from .solver import Questions, _check_inputs
 from .verdict import Status, Verdict
 
@@ -85,7 +85,9 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     """Decide ``target`` on every architecture of ``h`` heads in each of ``L`` layers, for every ``L, h``.
 
     The width is ``embed_dim`` (a constant), or, with ``head_dim=n``, ``E = n*h``. Returns the frontier of
-    minimal efficient architectures, or the proof that there is none, with the saturation bounds.
+    minimal efficient architectures, or the proof that there is none, with the saturation bounds. A cell the
+    solver cannot decide by the deadline (``timeout``, one for the whole search) raises ``SolverUnknownError``:
+    a frontier with a hole in it is no frontier.
 
     >>> import infoflow_smt as ifs
     >>> ifs.decide_all("min_pairwise_dot").shapes
@@ -100,7 +102,10 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
     _check_inputs(target, probe, None, 12)
     law = cost.as_law(decode_law)
-    heads, facts, fixpoint = _saturation(target, probe, law, deadline)
+    try:
+        heads, facts, fixpoint = _saturation(target, probe, law, deadline)
+    except OutOfTime as late:
+        raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
     layers = max(facts, 1)
     columns = {h: Questions(target, law) for h in range(1, heads + 1)} if head_dim else {}
     shared = Questions(target, law)  # its encoding grows with the walk: a question on many idle layers is slow
@@ -112,8 +117,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
             verdict = (columns.get(h) or shared).decide(arch, deadline)
             decided += 1
             if verdict.status is Status.UNKNOWN:
-                raise InvalidSpecError(f"decide_all could not finish by its deadline ({verdict.reason_unknown})",
-                                       "decide_all")
+                raise SolverUnknownError(f"decide_all could not decide {arch.shape} ({verdict.reason_unknown})")
             grid[(L, h)] = verdict.status.value
             if verdict.status is not Status.FEASIBLE:
                 break

@@ -5,6 +5,10 @@ A proof module states a result, lists the (target, architecture, prediction) tri
 program the solver returned with ``ifs.check`` on fresh inputs, and records every way the answer differs
 from the prediction. Nothing raised by the solver escapes: it becomes a mismatch that names the error.
 
+``within(seconds)`` sets one deadline for every question asked inside it (a whole run of proofs): each
+question gets what is left, and what is unfinished at the deadline is UNKNOWN, so the proof is unknown,
+never disproved.
+
 >>> import infoflow_smt as ifs
 >>> ev = observe("max_retrieval", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), "feasible", exactly(1))
 >>> ev.matches, ev.replayed, str(ev.obtained_exponent)
@@ -14,6 +18,8 @@ from the prediction. Nothing raised by the solver escapes: it becomes a mismatch
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 import sympy
 
 import infoflow_smt as ifs
+from infoflow_smt.deadline import seconds as checked_seconds
 
 from .result import Evidence, GeneralClaim, ProofResult
 
@@ -31,6 +38,24 @@ T = ifs.T
 REPLAY_LENGTH = 10
 REPLAY_SAMPLES = 20
 REPLAY_SEED = 1
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("proof_deadline", default=None)
+
+
+@contextlib.contextmanager
+def within(seconds: float | None):
+    """One deadline (``time.monotonic``) for every question asked inside; None: each its own default."""
+    token = _DEADLINE.set(None if seconds is None else time.monotonic() + checked_seconds(seconds))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def timeout() -> float | None:
+    """What is left of the run's deadline, for the next question (None: no run-wide deadline)."""
+    end = _DEADLINE.get()
+    return None if end is None else max(end - time.monotonic(), 1e-3)
 
 
 @dataclass(frozen=True)
@@ -95,7 +120,7 @@ def observe(spec: str, arch: ifs.Architecture, status: str, claim: Claim, *,
     started = time.perf_counter()
     try:
         target = ifs.catalogue.parse_spec(spec)
-        verdict = ifs.decide(target, arch)
+        verdict = ifs.decide(target, arch, timeout=timeout())
         program = verdict.witness if verdict.witness is not None else verdict.best_program
         replayed = None if program is None else replays(program, target, arch)
     except Exception as err:  # noqa: BLE001 -- a solver bug is evidence too: report it, prove the rest
@@ -152,10 +177,14 @@ class FrontierCheck:
 
 def general_claim(statement: str, checks: Iterable[FrontierCheck]) -> GeneralClaim:
     """Ask every frontier; the claim holds iff each is as expected. Nothing raised escapes."""
-    frontiers, problems = [], []
+    frontiers, problems, unknown = [], [], 0
     for check in checks:
         try:
-            frontier = ifs.decide_all(check.spec, **check.options)
+            frontier = ifs.decide_all(check.spec, **check.options, timeout=timeout())
+        except ifs.SolverUnknownError as err:  # the deadline: the claim is unknown, not false
+            problems.append(f"{check.spec} {check.options}: unknown: {err}")
+            unknown += 1
+            continue
         except Exception as err:  # noqa: BLE001 -- a solver error is a failed claim, reported
             problems.append(f"{check.spec} {check.options}: {type(err).__name__}: {err}")
             continue
@@ -165,7 +194,8 @@ def general_claim(statement: str, checks: Iterable[FrontierCheck]) -> GeneralCla
             problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.shapes}")
         if check.test is not None and not check.test(frontier):
             problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.expected}")
-    return GeneralClaim(statement, not problems, tuple(frontiers), "; ".join(problems))
+    return GeneralClaim(statement, not problems, tuple(frontiers), "; ".join(problems),
+                        unknown=bool(problems) and unknown == len(problems))
 
 
 def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim: int,

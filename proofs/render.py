@@ -1,6 +1,7 @@
 """Proof results as text lines, one JSON document, or a Markdown report.
 
-The JSON document is a list with one object per proof: ``name``, ``statement``, ``holds``, ``seconds``,
+The JSON document is a list with one object per proof: ``name``, ``statement``, ``holds``, ``unknown`` (not
+held because a question ran out of time), ``seconds``,
 ``general`` (the claim over every architecture: ``statement``, ``holds``, ``detail`` and ``frontiers``, each a
 ``Frontier.to_json()`` with its saturation bounds) and ``instances``, a list of objects with the keys of
 ``Evidence.to_dict`` (``target``, ``architecture``, ``expected_status``, ``obtained_status``,
@@ -27,7 +28,7 @@ import sympy
 
 from .result import Evidence, ProofResult
 
-SCHEMA_KEYS = ("name", "statement", "holds", "seconds", "general", "instances")
+SCHEMA_KEYS = ("name", "statement", "holds", "unknown", "seconds", "general", "instances")
 EVIDENCE_KEYS = ("target", "architecture", "expected_status", "obtained_status", "expected_exponent",
                  "obtained_exponent", "replayed", "matches", "explanation", "detail", "seconds")
 
@@ -41,12 +42,15 @@ def _check(ev: Evidence) -> str:
 
 
 def _verdict(result: ProofResult) -> str:
+    if result.unknown:
+        return "UNKNOWN (a question ran out of time)"
     return "holds" if result.holds else "DOES NOT HOLD"
 
 
 def _summary(results: Sequence[ProofResult]) -> str:
-    held = sum(r.holds for r in results)
-    return f"{held} of {len(results)} proofs hold ({sum(r.seconds for r in results):.1f} s)."
+    held, unknown = sum(r.holds for r in results), sum(r.unknown for r in results)
+    undecided = f", {unknown} unknown" if unknown else ""
+    return f"{held} of {len(results)} proofs hold{undecided} ({sum(r.seconds for r in results):.1f} s)."
 
 
 def text(results: Sequence[ProofResult], explain: bool = False) -> list[str]:
@@ -59,7 +63,8 @@ def text(results: Sequence[ProofResult], explain: bool = False) -> list[str]:
                      f"({count} instance{'s' * (count != 1)}, {len(result.mismatches)} mismatches)")
         lines.append(f"  {result.statement}")
         if result.general is not None:
-            lines.append(f"  general: {'holds' if result.general.holds else 'DOES NOT HOLD'}: "
+            held = "holds" if result.general.holds else "UNKNOWN" if result.general.unknown else "DOES NOT HOLD"
+            lines.append(f"  general: {held}: "
                          f"{result.general.statement}")
             if result.general.detail:
                 lines.append(f"            why: {result.general.detail}")
@@ -107,7 +112,8 @@ def _general(result: ProofResult) -> list[str]:
     claim = result.general
     if claim is None:
         return []
-    out = ["", f"**Over every architecture** ({'holds' if claim.holds else '**does not hold**'}): {claim.statement}",
+    held = "holds" if claim.holds else "**unknown**" if claim.unknown else "**does not hold**"
+    out = ["", f"**Over every architecture** ({held}): {claim.statement}",
            "", "| target | width | frontier (L layers, h heads) | heads bound H | layers bound F | cells decided |",
            "|---|---|---|---|---|---|"]
     for f in claim.frontiers:

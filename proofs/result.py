@@ -68,6 +68,7 @@ class GeneralClaim:
     holds: bool
     frontiers: tuple[dict[str, Any], ...]   # Frontier.to_json() of every question asked
     detail: str = ""                        # why it does not hold (empty when it does)
+    unknown: bool = False                   # a question ran out of time: the claim is undecided, not false
 
     def to_dict(self) -> dict[str, Any]:
         return {"statement": self.statement, "holds": self.holds, "detail": self.detail,
@@ -91,11 +92,23 @@ class ProofResult:
     def mismatches(self) -> tuple[Evidence, ...]:
         return tuple(e for e in self.evidence if not e.matches)
 
+    @property
+    def unknown(self) -> bool:
+        """Undecided rather than disproved: it does not hold, and every failure is a question that ran out of
+        time (an UNKNOWN answer), none a wrong answer."""
+        if self.holds:
+            return False
+        undecided = [e.obtained_status == "unknown" for e in self.mismatches]
+        claim_failed = self.general is not None and not self.general.holds
+        return (all(undecided) and (any(undecided) or claim_failed)
+                and (not claim_failed or self.general.unknown))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "statement": self.statement,
             "holds": self.holds,
+            "unknown": self.unknown,
             "seconds": round(self.seconds, 3),
             "general": self.general.to_dict() if self.general else None,
             "instances": [e.to_dict() for e in self.evidence],

@@ -153,3 +153,11 @@ def test_json_lists_seven_results_with_their_general_claims(results):
 def test_the_committed_report_is_current(results):
     """docs/proofs.md is what ``python -m proofs --report docs/proofs.md`` writes (it has no timings)."""
     assert (ROOT / "docs" / "proofs.md").read_text() == render.markdown(results)
+
+
+def test_a_run_out_of_time_is_unknown_not_disproved(capsys):
+    """One deadline for the whole run: what is unfinished is UNKNOWN, exit 3, never a disproof."""
+    assert cli.main(["depth_separation", "--timeout", "0.05"]) == 3
+    out = capsys.readouterr().out
+    assert "UNKNOWN" in out and "1 unknown" in out and "DOES NOT HOLD" not in out
+    assert cli.main(["depth_separation", "--timeout", "-1"]) == 2
