@@ -5,7 +5,8 @@
 ``decisions_per_second``   every catalogue target (``CATALOGUE``) on L in 1..3 layers of h in 1..4 heads, E=32,
                            d=2: checked decisions per second (every feasible witness replayed, every infeasible
                            answer with its best exponent), as a sweep deciding every cell over ``--workers``
-                           processes. Baseline: the same cells, one ``ifs.decide`` call each in one process.
+                           processes. Baseline: the same cells, one ``ifs.decide`` call each in one process,
+                           each from scratch (``solver.forget_recent`` before it; targets parsed once).
                            The two must give the same statuses and exponents. Target >= 200/s.
 ``phase_diagram_cells``    the phase diagram of intrinsic_dimension:D=4 over 1..6 layers by 1..8 heads (48
                            cells), in cells per second, by a sweep that infers what monotonicity gives.
@@ -14,8 +15,9 @@
 ``hard_worst_ms``          intrinsic_dimension:D=8 at heads (7, 8) and (8, 7), E=32, d=2: the slower of the two
                            decisions, each INFEASIBLE. Baseline: the cheapest decision (max_retrieval on one
                            head), so the ratio says how many trivial questions the hardest costs. Target < 50 ms.
-``t_independence``         decide time for the catalogue at seq_len 8, 10**6 and symbolic T: the largest total
-                           over the smallest (target <= 1.5: the encoding does not grow with T).
+``t_independence``         decide time for the catalogue at seq_len 8, 10**6 and symbolic T, every decision from
+                           scratch: the largest total over the smallest (target <= 1.5: the encoding does not
+                           grow with T).
 
 ``--enumerator`` adds ``speedup_vs_enumerator`` (every catalogue target at 3 layers of 4 heads: the solver
 against the exhaustive enumerator; minutes). Figures only: no test asserts a time. Every run records the
@@ -40,6 +42,7 @@ import sympy
 import infoflow_smt as ifs
 from infoflow_smt.enumerator import brute_force_decide, enumerate_programs, program_count
 from infoflow_smt.program import Program
+from infoflow_smt.solver import forget_recent
 
 # the catalogue with small parameters (positional encoding where the target needs it)
 CATALOGUE = ("min_pairwise_dot", "max_retrieval", "kth_largest:k=2", "d_retrieval:D=3",
@@ -90,9 +93,13 @@ def t_independence(repeat: int) -> Figure:
         for n in settings.values():
             ifs.decide(spec, arch, seq_len=n)
     passes: dict[str, list[float]] = {name: [] for name in settings}
+    def from_scratch(spec, arch, n):
+        forget_recent()
+        return ifs.decide(spec, arch, seq_len=n)
+
     for _ in range(repeat):  # settings interleaved, so that a burst of load hits them alike
         for name, n in settings.items():
-            passes[name].append(sum(timed(partial(ifs.decide, s, a, seq_len=n))[0] for s, a in cases))
+            passes[name].append(sum(timed(partial(from_scratch, s, a, n))[0] for s, a in cases))
     totals = {name: min(times) for name, times in passes.items()}
     ratio = max(totals.values()) / min(totals.values())
     rows = [{"seq_len": name, "decisions": len(cases), "seconds": round(t, 3)} for name, t in totals.items()]
@@ -171,8 +178,13 @@ def decisions_per_second(workers: int, repeat: int) -> Figure:
             cells += ifs.sweep(group, grid, infer=False, cache=False, workers=workers).cells
         return cells
 
-    def one_by_one():
-        return [ifs.decide(spec, architecture(spec, heads)) for spec in specs for heads in GRID]
+    def one_by_one():  # every decision from scratch (targets parsed once, as in any session)
+        verdicts = []
+        for spec in specs:
+            for heads in GRID:
+                forget_recent()
+                verdicts.append(ifs.decide(spec, architecture(spec, heads)))
+        return verdicts
 
     swept()  # warm: imports, sympy caches, worker start-up is inside every pass alike
     fast, slow, cells, verdicts = [], [], None, None

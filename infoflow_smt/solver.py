@@ -429,6 +429,13 @@ _recent_questions: OrderedDict[tuple, Questions] = OrderedDict()
 _recent_lock = threading.Lock()
 
 
+def forget_recent() -> None:
+    """Drop the questions ``decide`` keeps (encodings, replays, witnesses of recent targets): the next answer
+    is computed from scratch, as in a fresh session (for measurements and tests)."""
+    with _recent_lock:
+        _recent_questions.clear()
+
+
 @contextlib.contextmanager
 def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
     """The ``Questions`` of a target this thread asked recently (a researcher asks one target about many
