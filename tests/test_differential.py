@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import infoflow_smt as ifs
 from infoflow_smt import cost
 from infoflow_smt import expr as ex
-from infoflow_smt.enumerator import enumerate_programs
+from infoflow_smt.enumerator import enumerate_programs, replay_length
 from infoflow_smt.errors import WitnessCheckError
 from infoflow_smt.language import to_text
 from infoflow_smt.program import Action, Mode
@@ -30,39 +30,46 @@ from infoflow_smt.trees import comparison_tree
 CASE_COUNT = 200
 CHECK_SAMPLES = 4   # fresh inputs for the re-check (seed 1: neither the solver nor the search saw them)
 WORKERS = 2         # the cases are spread over two processes (the suite's budget is 2 cores)
+ENUMERATION_BUDGET_S = 20  # the search is exponential in the anchors: a case over it is left unconfirmed
+MAX_UNCONFIRMED = 4        # ... and no more than this many of the fixed cases may be (2 %)
 
 
 CASES = [random_case(i) for i in range(CASE_COUNT)]
 
 
 # ---- one comparison ---------------------------------------------------------------------------------
-def disagreements(case: Case) -> list[str]:
-    """Every way solver, enumerator and interpreter disagree on ``case`` (empty when they agree)."""
+UNCONFIRMED = "unconfirmed"  # the enumeration ran out of its budget: the solver's witness is still replayed
+
+
+def disagreements(case: Case, budget_s: float | None = None) -> list[str]:
+    """Every way solver, enumerator and interpreter disagree on ``case`` (empty when they agree); ends with
+    ``UNCONFIRMED`` when the enumeration ran past ``budget_s``."""
     target = ifs.parse_target(case.text)
     try:
         verdict = ifs.decide(target, case.arch)
     except WitnessCheckError as err:
         return [f"{case}: the solver's witness fails its replay: {err}"]
-    found = enumerate_programs(target, case.arch)
+    found = enumerate_programs(target, case.arch, budget_s=budget_s)
     problems = []
     if verdict.status is ifs.Status.UNKNOWN:
         problems.append(f"{case}: the solver says unknown ({verdict.reason_unknown})")
-    elif verdict.feasible != (found.found is not None):
+    elif found is not None and verdict.feasible != (found.found is not None):
         problems.append(f"{case}: solver {verdict.status.value}, enumerator "
                         f"{'found' if found.found else 'found nothing'}\n{verdict.witness or found.found}")
-    for who, program in (("solver", verdict.witness), ("enumerator", found.found)):
+    programs = (("solver", verdict.witness), ("enumerator", found.found if found else None))
+    for who, program in programs:
         if program is not None:
-            report = ifs.check(program, target, case.arch, seq_len=found.seq_len, samples=CHECK_SAMPLES,
-                               seed=1)
+            length = found.seq_len if found else replay_length(target, case.arch)
+            report = ifs.check(program, target, case.arch, seq_len=length, samples=CHECK_SAMPLES, seed=1)
             if not report.ok:
                 problems.append(f"{case}: the {who}'s program fails a fresh replay\n{program}\n{report}")
-    return problems
+    return problems + ([UNCONFIRMED] if found is None else [])
 
 
 def _isolated(case: Case) -> list[str]:
     """``disagreements``, with any crash reported against its own case rather than the whole set."""
     try:
-        return disagreements(case)
+        return disagreements(case, ENUMERATION_BUDGET_S)
     except Exception as err:  # noqa: BLE001 - a crash is a finding about this case
         return [f"{case}: raised {type(err).__name__}: {err}"]
 
@@ -78,7 +85,15 @@ def outcomes() -> dict[int, list[str]]:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"case{c.index}")
 def test_solver_enumerator_interpreter_agree(case: Case, outcomes: dict[int, list[str]]) -> None:
-    assert outcomes[case.index] == []
+    problems = [p for p in outcomes[case.index] if p != UNCONFIRMED]
+    assert problems == []
+    if UNCONFIRMED in outcomes[case.index]:
+        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case} (its witness, if any, replays)")
+
+
+def test_few_cases_are_left_unconfirmed(outcomes: dict[int, list[str]]) -> None:
+    left = [c for c in CASES if UNCONFIRMED in outcomes[c.index]]
+    assert len(left) <= MAX_UNCONFIRMED, "\n".join(map(str, left))
 
 
 def test_the_case_set_is_fixed_and_varied() -> None:
