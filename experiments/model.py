@@ -40,7 +40,9 @@ class ModelConfig:
     heads: tuple[int, ...] = (4,)  # h_l heads in layer l; len(heads) = L layers
     embed_dim: int = 32            # E, the residual-stream width
     head_dim: int | None = None    # n per head; None -> E // h_l (paper 1), 8 in paper 2 (with E = 8 h)
-    mlp_hidden: int = 32           # N, hidden width of token MLP, FFNs and readout (paper 2 Fig. 1a: 32)
+    mlp_hidden: int = 32           # N, hidden width of token MLP and readout (paper 2 Fig. 1a: 32)
+    ffn_hidden: int | None = None  # hidden width of the FFN between layers; None -> mlp_hidden. Paper 1's
+                                   # two-hop targets need it wide: it must form x_s^T A x_t (profiles.py)
     output_dim: int = 1            # scalar targets; d for vector targets such as specific_positions
     positional: bool = False       # learned positional encoding (paper 2: off, the task is permutation-free)
     residual: bool = False         # paper 2: no residual; paper 1: residual on
@@ -51,6 +53,10 @@ class ModelConfig:
     @property
     def layers(self) -> int:
         return len(self.heads)
+
+    @property
+    def ffn_width(self) -> int:
+        return self.ffn_hidden if self.ffn_hidden is not None else self.mlp_hidden
 
     def head_width(self, layer: int) -> int:
         """n_l for 0-based ``layer``."""
@@ -74,7 +80,8 @@ def _param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
             shapes[f"l{l}.b{name}"] = (h, n)
         shapes.update({f"l{l}.wo": (E, h, n), f"l{l}.bo": (E,), f"l{l}.ln1.g": (E,), f"l{l}.ln1.b": (E,)})
         if l < cfg.layers - 1:
-            shapes.update({f"l{l}.ffn.w1": (N, E), f"l{l}.ffn.b1": (N,), f"l{l}.ffn.w2": (E, N),
+            Nf = cfg.ffn_width
+            shapes.update({f"l{l}.ffn.w1": (Nf, E), f"l{l}.ffn.b1": (Nf,), f"l{l}.ffn.w2": (E, Nf),
                            f"l{l}.ffn.b2": (E,), f"l{l}.ln2.g": (E,), f"l{l}.ln2.b": (E,)})
     shapes.update({"lnf.g": (E,), "lnf.b": (E,), "out.w1": (N, E), "out.b1": (N,), "out.w2": (k, N),
                    "out.b2": (k,)})
@@ -87,7 +94,8 @@ def _fan_in(cfg: ModelConfig, name: str) -> int:
     if name.startswith("enc."):
         return cfg.input_dim if part.endswith("1") else cfg.mlp_hidden
     if name.startswith("out.") or ".ffn." in name:
-        return cfg.embed_dim if part.endswith("1") else cfg.mlp_hidden
+        hidden = cfg.ffn_width if ".ffn." in name else cfg.mlp_hidden
+        return cfg.embed_dim if part.endswith("1") else hidden
     layer = int(name[1:name.index(".")])
     if part in ("wo", "bo"):
         return cfg.heads[layer] * cfg.head_width(layer)
@@ -180,9 +188,30 @@ class BatchedTransformer(nn.Module):
             scale = [1.0 / math.sqrt(c.head_width(l)) for c in configs]
             self.register_buffer(f"scale{l}", torch.tensor(scale, dtype=dtype))
 
+        # Parameters with padded (masked-out) entries; the others need no mask at all.
+        self._padded = tuple(name for name in self.params if not bool(self._buffer("mask_" + name).all()))
+        self._padded_set = frozenset(self._padded)
+        self.masked_forward = True   # False: padded entries are kept at zero by ``enforce_masks`` instead
+
     def _p(self, name: str) -> torch.Tensor:
         key = name.replace(".", "_")
+        if not self.masked_forward or key not in self._padded_set:
+            return self.params[key]
         return self.params[key] * self._buffer("mask_" + key)  # padded entries: exactly zero, zero grad
+
+    @torch.no_grad()
+    def enforce_masks(self) -> None:
+        """Zero every padded entry in place (one fused multiply over the padded parameters).
+
+        The fast training step (train.py) runs the forward without masks (``masked_forward = False``) and
+        calls this after each optimizer step instead. The forward then sees exactly the values the masked
+        forward sees (padded entries are zero either way), so every true entry gets the same gradient and
+        the same AdamW update: the two ways train identically (tested), but this one launches one kernel
+        per step instead of two per parameter per forward and backward.
+        """
+        if self._padded:
+            torch._foreach_mul_([self.params[n] for n in self._padded],
+                                [self._buffer("mask_" + n) for n in self._padded])
 
     def _buffer(self, name: str) -> torch.Tensor:
         buffer = getattr(self, name)

@@ -103,6 +103,36 @@ def test_batched_training_equals_unbatched() -> None:
     assert batched[0].models_in_job == 3 and alone[0].models_in_job == 1
 
 
+def test_fast_step_trains_like_the_reference_step() -> None:
+    """Unmasked forward + fused AdamW + masks after the step == masked forward + AdamW's loop (float64)."""
+    ds = xdata.make_dataset("intrinsic_dimension:D=2", 5, 2, 64, 32, seed=0)
+    cfgs = [ModelConfig(input_dim=2, seq_len=5, heads=h, embed_dim=8, ffn_hidden=12, residual=True,
+                        layernorm=True) for h in ((2, 2), (1, 2), (2, 1))]
+    train = TrainConfig(steps=12, batch_size=8, eval_every=4, n_train=64, n_val=32, warmup_steps=3,
+                        dtype="float64")
+    fast = train_models(ds, cfgs, [0, 1, 2], train, step="fast")
+    ref = train_models(ds, cfgs, [0, 1, 2], train, step="reference")
+    for f, r in zip(fast, ref):
+        assert (f.step_kind, r.step_kind) == ("fast", "reference")
+        assert f.history == pytest.approx(r.history, rel=1e-9) and f.train_history == pytest.approx(
+            r.train_history, rel=1e-9)
+
+
+def test_early_stopping_freezes_each_model_at_its_own_plateau() -> None:
+    """A model that stops keeps the metrics it had then, whatever its batch mates do afterwards."""
+    ds = xdata.make_dataset("linear_max_sum:D=2", 6, 2, 64, 32, seed=0)
+    cfgs = [ModelConfig(input_dim=2, seq_len=6, heads=(h,), embed_dim=8 * h, head_dim=8, cls_as_key=False)
+            for h in (1, 2)]
+    train = TrainConfig(steps=60, batch_size=8, eval_every=2, n_train=64, n_val=32, patience=2,
+                        min_delta=0.5, lr=1e-4, dtype="float64")
+    both = train_models(ds, cfgs, [0, 1], train)
+    alone = train_models(ds, cfgs[:1], [0], train)[0]
+    assert both[0].stop_reason == "plateau" and both[0].steps < 60
+    assert both[0].steps == alone.steps and both[0].history_steps == alone.history_steps
+    assert both[0].history == pytest.approx(alone.history, rel=1e-9)
+    assert len(both[0].history) == len(both[0].history_steps) == len(both[0].train_history)
+
+
 # --- profile runs, store, report ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
