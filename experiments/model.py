@@ -49,6 +49,10 @@ class ModelConfig:
     layernorm: bool = False        # pre-LN; both papers' synthetic runs: off
     ffn: bool = True               # token FFN between attention layers (no effect with one layer)
     cls_as_key: bool = True        # the output token is also a key; paper 2's 1-layer formula: False
+    attn_beta: float = 1.0           # inverse temperature beta of every head (paper 2 eq. 4 writes it out),
+                                     # on top of 1/sqrt(n); the starting value when it is learned
+    learn_temperature: bool = False  # learn log beta per head: the same function class, but Adam moves
+                                     # log beta by ~lr a step, so attention can sharpen in hundreds of steps
 
     @property
     def layers(self) -> int:
@@ -78,7 +82,8 @@ def _param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         for name in ("q", "k", "v"):
             shapes[f"l{l}.w{name}"] = (h, n, E)
             shapes[f"l{l}.b{name}"] = (h, n)
-        shapes.update({f"l{l}.wo": (E, h, n), f"l{l}.bo": (E,), f"l{l}.ln1.g": (E,), f"l{l}.ln1.b": (E,)})
+        shapes.update({f"l{l}.wo": (E, h, n), f"l{l}.bo": (E,), f"l{l}.ln1.g": (E,), f"l{l}.ln1.b": (E,),
+                       f"l{l}.temp": (h,)})
         if l < cfg.layers - 1:
             Nf = cfg.ffn_width
             shapes.update({f"l{l}.ffn.w1": (Nf, E), f"l{l}.ffn.b1": (Nf,), f"l{l}.ffn.w2": (E, Nf),
@@ -113,7 +118,10 @@ def init_params(cfg: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
     shapes = _param_shapes(cfg)
     params: dict[str, torch.Tensor] = {}
     for name, shape in shapes.items():
-        if ".ln" in name or name.startswith("lnf"):
+        if name.endswith(".temp"):         # log beta (no random draw: the other inits stay as they were)
+            params[name] = torch.full(shape, math.log(cfg.attn_beta) if cfg.learn_temperature else 0.0,
+                                      dtype=torch.float64)
+        elif ".ln" in name or name.startswith("lnf"):
             params[name] = torch.ones(shape, dtype=torch.float64) if name.endswith(".g") else \
                 torch.zeros(shape, dtype=torch.float64)
         elif name in ("cls", "pos"):
@@ -145,6 +153,7 @@ class BatchedTransformer(nn.Module):
         first = configs[0]
         self.layers, self.residual, self.layernorm = first.layers, first.residual, first.layernorm
         self.ffn, self.cls_as_key = first.ffn, first.cls_as_key
+        self.learned_temperature = any(c.learn_temperature for c in configs)
         true = [init_params(c, s) for c, s in zip(configs, seeds)]
         shapes = [_param_shapes(c) for c in configs]
         # Per layer, one of two layouts for the heads (same function, different cost):
@@ -180,18 +189,22 @@ class BatchedTransformer(nn.Module):
             if name == "pos":  # a model without positional encoding must never learn one
                 mask = mask * torch.tensor([float(c.positional) for c in configs],
                                            dtype=torch.float64)[:, None, None]
+            if name.endswith(".temp"):  # fixed temperature: log beta held at 0 like a padded entry
+                mask = mask * torch.tensor([float(c.learn_temperature) for c in configs],
+                                           dtype=torch.float64)[:, None]
             self.params[name.replace(".", "_")] = nn.Parameter(stacked.to(dtype))
             self.register_buffer("mask_" + name.replace(".", "_"), mask.to(dtype))
         # LayerNorm statistics over each model's true width; attention logits scaled by 1/sqrt(n_l)
         self.register_buffer("width", torch.tensor([float(c.embed_dim) for c in configs], dtype=dtype))
         for l in range(self.layers):
-            scale = [1.0 / math.sqrt(c.head_width(l)) for c in configs]
+            scale = [(1.0 if c.learn_temperature else c.attn_beta) / math.sqrt(c.head_width(l)) for c in configs]
             self.register_buffer(f"scale{l}", torch.tensor(scale, dtype=dtype))
 
         # Parameters with padded (masked-out) entries; the others need no mask at all.
         self._padded = tuple(name for name in self.params if not bool(self._buffer("mask_" + name).all()))
         self._padded_set = frozenset(self._padded)
         self.masked_forward = True   # False: padded entries are kept at zero by ``enforce_masks`` instead
+        self.trace: dict[str, torch.Tensor] | None = None   # a dict: forward records attention and states
 
     def _p(self, name: str) -> torch.Tensor:
         key = name.replace(".", "_")
@@ -245,7 +258,9 @@ class BatchedTransformer(nn.Module):
         u = self._layernorm(z, f"l{l}.ln1") if self.layernorm else z
         q = self._linear(u[:, :, -1:] if cls_only else u, f"l{l}.wq")
         k, v = self._linear(u, f"l{l}.wk"), self._linear(u, f"l{l}.wv")
-        scale = self._buffer(f"scale{l}").view(-1, 1, 1, 1, 1)
+        scale = self._buffer(f"scale{l}").view(-1, 1, 1, 1, 1)                  # 1/sqrt(n_l)
+        if self.learned_temperature:   # times beta per head (1 where it is not learned): (M,1,H,1,1)
+            scale = scale * torch.exp(self._p(f"l{l}.temp"))[:, None, :, None, None]
         if l in self.flat:                       # rows (M,B,P,D); head j owns the rows member[:, j]
             member = self._buffer(f"member{l}")[:, None, :, None, :]            # (M,1,H,1,D)
             M, B, P, D = q.shape
@@ -260,6 +275,8 @@ class BatchedTransformer(nn.Module):
         if not self.cls_as_key:  # paper 2's single layer: the softmax runs over t = 1..T only
             scores[..., -1] = float("-inf")
         attn = torch.softmax(scores, dim=-1)
+        if self.trace is not None:
+            self.trace[f"attn{l}"] = attn.detach()                                # (M,B,H,queries,P)
         if l in self.flat:
             o = ((attn.reshape(M, B, H * P, -1) @ v).reshape(M, B, H, P, D) * member).sum(2)  # (M,B,P,D)
         else:
@@ -283,8 +300,12 @@ class BatchedTransformer(nn.Module):
         for l in range(self.layers):
             last = l == self.layers - 1
             z = self._attention(l, z, cls_only=last)
+            if self.trace is not None:
+                self.trace[f"attn_out{l}"] = z.detach()
             if self.ffn and not last:
                 z = self._ffn(l, z)
+                if self.trace is not None:
+                    self.trace[f"ffn_out{l}"] = z.detach()
         out = z[:, :, -1]
         if self.layernorm:
             out = self._layernorm(out, "lnf")

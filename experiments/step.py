@@ -5,7 +5,8 @@ loss's gradient; AdamW; the learning rate the schedule gives) and return the per
 device tensor, never a Python number: nothing in a step waits for the device.
 
 * ``reference`` is the step this module had before it was made faster: every parameter multiplied by its
-  0/1 padding mask in every forward (and so in every backward), and AdamW's per-parameter loop. It stays
+  0/1 padding mask in every forward (and so in every backward), and AdamW's default implementation (a
+  loop over parameters on CPU, ``foreach`` on CUDA). It stays
   for two reasons: ``benchmarks/train_bench.py`` times it as the "before" figure, and a test checks that
   the fast step trains to the same numbers in float64.
 * ``fast`` runs the forward without masks and zeroes the padded entries once after the optimizer step
@@ -45,7 +46,7 @@ def reference_step(model: BatchedTransformer, X: torch.Tensor, Y: torch.Tensor, 
                    weight_decay: float) -> Step:
     """Masked forward, AdamW's default implementation (the pre-optimization step)."""
     model.masked_forward = True
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, foreach=False)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)   # torch's default kernel
 
     def step(idx: torch.Tensor, lr_now: float) -> torch.Tensor:
         opt.param_groups[0]["lr"] = lr_now

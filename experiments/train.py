@@ -221,9 +221,19 @@ def _index_blocks(gens: list[torch.Generator], n: int, train: TrainConfig, devic
 def _train_group(data: Dataset, configs: list[ModelConfig], seeds: list[int], train: TrainConfig,
                  device: torch.device, progress: bool, desc: str, step_kind: str,
                  deadline: float | None) -> list[RunMetrics]:
-    dtype = getattr(torch, train.dtype)
     start = time.perf_counter()
-    model = BatchedTransformer(configs, seeds, dtype=dtype).to(device)
+    model = BatchedTransformer(configs, seeds, dtype=getattr(torch, train.dtype)).to(device)
+    return train_batch(model, data, train, seeds, progress=progress, desc=desc, step=step_kind,
+                       deadline=deadline, start=start)
+
+
+def train_batch(model: BatchedTransformer, data: Dataset, train: TrainConfig, seeds: list[int],
+                progress: bool = False, desc: str = "", step: str = "auto", deadline: float | None = None,
+                start: float | None = None) -> list[RunMetrics]:
+    """Train an existing ``BatchedTransformer`` in place (``train_models`` builds one per group; the
+    diagnostics build their own and look inside it afterwards). ``seeds`` seed the minibatch streams."""
+    start = time.perf_counter() if start is None else start
+    device, dtype = next(model.parameters()).device, next(model.parameters()).dtype
     # Standardize the labels for optimization only (an affine change: the function class is unchanged).
     y_train = data.y_train.reshape(len(data.y_train), -1)
     mean, std = y_train.mean(0), y_train.std(0) + 1e-12
@@ -234,25 +244,24 @@ def _train_group(data: Dataset, configs: list[ModelConfig], seeds: list[int], tr
     blocks = _index_blocks([torch.Generator().manual_seed(1_000_003 + int(s)) for s in seeds], X.shape[0],
                            train, device)
     block = next(blocks)
-    step_fn, kind = make_step(step_kind, model, X, Y, train.lr * lr_factor(0, train), train.weight_decay,
+    step_fn, kind = make_step(step, model, X, Y, train.lr * lr_factor(0, train), train.weight_decay,
                               block[0])
-    monitor = _Monitor(len(configs), train)
-    loss_sum = torch.zeros(len(configs), dtype=torch.float64, device=device)
+    monitor = _Monitor(len(seeds), train)
+    loss_sum = torch.zeros(len(seeds), dtype=torch.float64, device=device)
     bar = _progress_bar(train.steps, desc) if progress else None
     last_eval = 0
-    for step in range(train.steps):
-        if step and step % _INDEX_CHUNK == 0:
+    for i in range(train.steps):
+        if i and i % _INDEX_CHUNK == 0:
             block = next(blocks)
-        loss_sum += step_fn(block[step % _INDEX_CHUNK], train.lr * lr_factor(step, train))
-        if (step + 1) % train.eval_every == 0 or step + 1 == train.steps:
+        loss_sum += step_fn(block[i % _INDEX_CHUNK], train.lr * lr_factor(i, train))
+        if (i + 1) % train.eval_every == 0 or i + 1 == train.steps:
             # the one host read of the loop: the plateau rule needs the numbers
-            monitor.record(step + 1, val.nmse(model).cpu().numpy(),
-                           (loss_sum / (step + 1 - last_eval)).cpu().numpy())
+            monitor.record(i + 1, val.nmse(model).cpu().numpy(), (loss_sum / (i + 1 - last_eval)).cpu().numpy())
             loss_sum.zero_()
-            last_eval = step + 1
+            last_eval = i + 1
             if deadline is not None and time.perf_counter() > deadline:
                 for m in np.flatnonzero(monitor.active):
-                    monitor.stop(int(m), step + 1, "deadline")
+                    monitor.stop(int(m), i + 1, "deadline")
             if bar is not None:
                 bar.set_postfix(nmse_min=f"{monitor.best.min():.2e}")
             if not monitor.active.any():
@@ -261,7 +270,8 @@ def _train_group(data: Dataset, configs: list[ModelConfig], seeds: list[int], tr
             bar.update(1)
     if bar is not None:
         bar.close()
-    return _metrics(monitor, step + 1, time.perf_counter() - start, kind)
+    model.masked_forward = True   # the model is usable as a plain module again
+    return _metrics(monitor, i + 1, time.perf_counter() - start, kind)
 
 
 def _progress_bar(total: int, desc: str):
