@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m experiments", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     common = _Parser(add_help=False)
-    common.add_argument("--profile", default="smoke", help="smoke | cpu | paper")
+    common.add_argument("--profile", default="smoke", help="smoke | cpu | depth | paper")
     common.add_argument("--results", default="results",
                         help="directory of <profile>.sqlite (default results/)")
     common.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when present")
@@ -269,8 +269,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .store import StoreError
 
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    command = None
     try:
         args = build_parser().parse_args(argv)
+        command = args.command
         _check_inputs(args)
         return args.func(args)
     except (BadInput, StoreError, infoflow_smt.InvalidSpecError) as exc:
@@ -281,15 +283,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("interrupted (Ctrl-C): finished runs are kept in the store; rerun the command to resume",
-              file=sys.stderr)
+        print(f"interrupted (Ctrl-C){_INTERRUPTED.get(command, '')}", file=sys.stderr)
         return EXIT_SIGINT
     except Terminated:
-        print("terminated (SIGTERM): finished runs are kept in the store; rerun the command to resume",
-              file=sys.stderr)
+        print(f"terminated (SIGTERM){_INTERRUPTED.get(command, '')}", file=sys.stderr)
         return EXIT_SIGTERM
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+_INTERRUPTED = {"run": ": finished runs are kept in the store; rerun the command to resume",
+                "validate": ": finished runs are kept in the store; rerun the command to resume",
+                "confirm": ": nothing is stored; rerun with the same budget"}
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ when its best validation NMSE is below ``threshold`` (default ``DEFAULT_THRESHOL
 when the solver says FEASIBLE; UNKNOWN verdicts are shown, never counted.
 
 The recipe is the profiles' recipe (``profiles.CONFIRM_RECIPE``) scaled to the budget: labels get about a
-sixth of it, the step count is what the rest allows at the measured step time, with a 5% warm-up, cosine to
-zero, and a hard deadline at the budget's end as a safety net.
+sixth of it; the rest is split between the batched jobs (one per depth) in proportion to their models, and
+each job runs a 5% warm-up and a cosine to zero on wall time (``TrainConfig.time_budget_s``), so however
+fast the steps are the schedule ends with the budget; a hard deadline at the budget's end is a safety net.
 
 >>> import infoflow_smt as ifs                                                       # doctest: +SKIP
 >>> v = ifs.decide("max(f1(x[t]) + f2(x[t]) for t in T)", ifs.Architecture((1, 1), 16, 4))  # doctest: +SKIP
@@ -42,6 +43,8 @@ THRESHOLD_REASON = ("1e-2: the cpu profile's threshold; the papers' inefficient 
 DEFAULT_SEQ_LEN = 16      # T when the verdict is for all large T (seq_len None)
 _LABEL_SHARE = 1 / 6      # of the budget, for the training labels
 _MIN_TRAIN, _MAX_TRAIN = 2000, 100_000
+_MAX_STEPS = 10**7        # a wall-time schedule ends on time; this only bounds it
+_EVAL_RESERVE_S = 0.3     # the final evaluation after a job's time is up
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,9 @@ class Confirmation:
         lines = [(f"confirm {self.target} at T={self.seq_len}, d={self.input_dim}"
                   f"{', positional' if self.positional else ''} on {self.device}"),
                  f"threshold fixed before training: efficient = best validation NMSE < {self.threshold:g}",
-                 (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, warm-up {r['warmup_steps']}, cosine "
-                  f"to 0 over {r['steps']} steps, batch {r['batch_size']}, {r['n_train']} training sequences; "
+                 (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, "
+                  f"{r['n_train']} training sequences; 5% warm-up and cosine to 0 on wall time, "
+                  f"{r['time_budget_s']:.0f} s of training shared by the jobs in proportion to their models; "
                   f"budget {self.budget_s:.0f} s, used {self.wall_s:.0f} s"),
                  (f"{'role':<24} {'heads':<8} {'E':>4} {'solver':<10} {'exponent':<12} {'at T':<7} "
                   f"{'NMSE':>9} {'steps':>6} {'efficient':<9} agree")]
@@ -162,18 +166,6 @@ def neighbours(verdict: Any, seq_len: int) -> list[tuple[str, Any]]:
     return rows
 
 
-def _time_per_step(data: Any, models: list, train: TrainConfig, device: Any) -> float:
-    """Seconds per step of all the models together, from two short runs (their difference drops set-up)."""
-    seeds = [0] * len(models)
-    times = []
-    for steps in (2, 12):
-        probe = replace(train, steps=steps, eval_every=steps, warmup_steps=0, patience=0)
-        start = time.perf_counter()
-        train_models(data, models, seeds, probe, device)
-        times.append(time.perf_counter() - start)
-    return max(1e-4, (times[1] - times[0]) / 10)
-
-
 def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | None = None,
             threshold: float = DEFAULT_THRESHOLD, device: str | None = None, seed: int = 0,
             threads: int | None = None) -> Confirmation:
@@ -195,12 +187,10 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | None = Non
     E = int(arch.width_at(T))
     models = [replace(CONFIRM_MODEL, input_dim=arch.input_dim, seq_len=T, heads=tuple(v.architecture.heads),
                       embed_dim=E, positional=arch.positional, output_dim=data.output_dim) for _, v in rows]
-    base = replace(CONFIRM_RECIPE, n_train=n_train, n_val=len(data.X_val))
-    per_step = _time_per_step(data, models, base, dev)
     left = budget_s - (time.perf_counter() - start)
-    steps = max(20, int(0.9 * left / per_step))
-    train = replace(base, steps=steps, warmup_steps=steps // 20, eval_every=max(5, steps // 20))
-    metrics = train_models(data, models, [seed] * len(models), train, dev, deadline=start + budget_s)
+    metrics = _train_within(data, models, replace(CONFIRM_RECIPE, n_train=n_train, n_val=len(data.X_val)),
+                            left, dev, seed, deadline=start + budget_s)
+    train = replace(CONFIRM_RECIPE, n_train=n_train, n_val=len(data.X_val), time_budget_s=round(left, 1))
     out = []
     for (role, v), m in zip(rows, metrics):
         at_T = v.exponent.subs(_T(), T)
@@ -209,6 +199,27 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | None = Non
     return Confirmation(target_label(verdict.target), T, arch.input_dim, bool(arch.positional), threshold,
                         THRESHOLD_REASON if threshold == DEFAULT_THRESHOLD else "given by the caller",
                         budget_s, time.perf_counter() - start, asdict(train), device_name(dev), tuple(out))
+
+
+def _train_within(data: Any, models: list, recipe: TrainConfig, seconds: float, device: Any, seed: int,
+                  deadline: float) -> list:
+    """Train every model within ``seconds`` of wall time. Models of one depth share a batched job; each job
+    gets a share of the time proportional to its number of models, and runs the recipe's warm-up and cosine
+    on its own wall-time schedule (TrainConfig.time_budget_s), so the schedule ends with the budget however
+    fast the steps turn out to be."""
+    groups: dict[tuple, list[int]] = {}
+    for i, cfg in enumerate(models):
+        groups.setdefault(cfg.batch_key(), []).append(i)
+    out: list = [None] * len(models)
+    for members in groups.values():
+        left = deadline - time.perf_counter() - _EVAL_RESERVE_S
+        share = seconds * len(members) / len(models)
+        train = replace(recipe, steps=_MAX_STEPS, warmup_steps=_MAX_STEPS // 20, time_budget_s=max(0.5, min(
+            share, left)))
+        for i, m in zip(members, train_models(data, [models[i] for i in members], [seed] * len(members), train,
+                                              device, deadline=deadline)):
+            out[i] = m
+    return out
 
 
 def _T() -> Any:

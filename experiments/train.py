@@ -53,6 +53,9 @@ class TrainConfig:
     n_train: int = 8000            # paper 2: 8 000 train / 2 000 validation sequences per T
     n_val: int = 2000
     dtype: str = "float32"         # float64 only for tests that compare batched with unbatched runs
+    time_budget_s: float = 0.0     # > 0: the schedule runs on wall time (confirm's budgets): warm-up and
+                                   # cosine over this many seconds of the loop, 20 evaluations spread over
+                                   # it, ``steps`` an upper bound. 0: by steps (the profiles: reproducible)
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class RunMetrics:
     history_steps: tuple[int, ...] = ()    # the step of each evaluation
     train_history: tuple[float, ...] = ()  # mean training MSE (standardized) over each evaluation interval
     best_step: int = 0                     # step of the best validation NMSE
-    stop_reason: str = "schedule"          # schedule (all steps) | plateau | deadline
+    stop_reason: str = "schedule"          # schedule (all steps) | plateau | deadline | budget (wall time)
     step_kind: str = "fast"                # which step implementation trained it (step.py)
 
 
@@ -114,11 +117,24 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def lr_factor(step: int, cfg: TrainConfig) -> float:
-    """Multiplier of the peak lr at ``step`` (0-based): linear warm-up, then cosine to zero at ``steps``."""
-    if step < cfg.warmup_steps:
-        return (step + 1) / cfg.warmup_steps
-    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+_TIMED_EVALS = 20   # evaluations over a wall-time schedule
+
+
+def lr_factor(step: int, cfg: TrainConfig, fraction: float | None = None) -> float:
+    """Multiplier of the peak lr at ``step`` (0-based): linear warm-up, then cosine to zero at ``steps``.
+
+    ``fraction`` (wall-time schedules): the share of ``time_budget_s`` spent, in place of step / steps; the
+    warm-up then takes the same share of the budget as ``warmup_steps`` of ``steps``.
+    """
+    if fraction is None:
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    else:
+        warm = cfg.warmup_steps / max(1, cfg.steps)
+        if fraction < warm:
+            return max(fraction / warm, 1e-3)
+        progress = (fraction - warm) / max(1e-9, 1 - warm)
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
@@ -191,8 +207,8 @@ def train_models(data: Dataset, configs: list[ModelConfig], seeds: list[int], tr
     """Train every (config, seed) on ``data``; models that can share a batch train as one job.
 
     ``step`` picks the step implementation (step.py: auto, fast, reference, graph); ``deadline`` is a
-    ``time.perf_counter()`` value after which every job stops at its next evaluation. Returns metrics in
-    the order of ``configs``.
+    ``time.perf_counter()`` value: the first step that ends after it is evaluated and every model stops
+    there. Returns metrics in the order of ``configs``.
     """
     if len(configs) != len(seeds):
         raise ValueError("one seed per config")
@@ -249,19 +265,20 @@ def train_batch(model: BatchedTransformer, data: Dataset, train: TrainConfig, se
     monitor = _Monitor(len(seeds), train)
     loss_sum = torch.zeros(len(seeds), dtype=torch.float64, device=device)
     bar = _progress_bar(train.steps, desc) if progress else None
+    clock = _Clock(train, deadline)
     last_eval = 0
     for i in range(train.steps):
         if i and i % _INDEX_CHUNK == 0:
             block = next(blocks)
-        loss_sum += step_fn(block[i % _INDEX_CHUNK], train.lr * lr_factor(i, train))
-        if (i + 1) % train.eval_every == 0 or i + 1 == train.steps:
+        loss_sum += step_fn(block[i % _INDEX_CHUNK], train.lr * lr_factor(i, train, clock.fraction()))
+        stop = clock.stop_reason()
+        if stop or clock.eval_due(i + 1):
             # the one host read of the loop: the plateau rule needs the numbers
             monitor.record(i + 1, val.nmse(model).cpu().numpy(), (loss_sum / (i + 1 - last_eval)).cpu().numpy())
             loss_sum.zero_()
             last_eval = i + 1
-            if deadline is not None and time.perf_counter() > deadline:
-                for m in np.flatnonzero(monitor.active):
-                    monitor.stop(int(m), i + 1, "deadline")
+            for m in np.flatnonzero(monitor.active) if stop else ():
+                monitor.stop(int(m), i + 1, stop)
             if bar is not None:
                 bar.set_postfix(nmse_min=f"{monitor.best.min():.2e}")
             if not monitor.active.any():
@@ -272,6 +289,38 @@ def train_batch(model: BatchedTransformer, data: Dataset, train: TrainConfig, se
         bar.close()
     model.masked_forward = True   # the model is usable as a plain module again
     return _metrics(monitor, i + 1, time.perf_counter() - start, kind)
+
+
+class _Clock:
+    """When to evaluate and when to stop: by steps, or by wall time (``time_budget_s``), and a deadline."""
+
+    def __init__(self, train: TrainConfig, deadline: float | None):
+        self.train, self.deadline = train, deadline
+        self.start = time.perf_counter()
+        self.next_mark = 1                       # wall-time schedules: the next of _TIMED_EVALS evaluations
+
+    def fraction(self) -> float | None:
+        if self.train.time_budget_s <= 0:
+            return None
+        return (time.perf_counter() - self.start) / self.train.time_budget_s
+
+    def stop_reason(self) -> str | None:
+        """A clock read, never a device sync: ``budget`` or ``deadline`` once past them."""
+        now = time.perf_counter()
+        if self.train.time_budget_s > 0 and now - self.start >= self.train.time_budget_s:
+            return "budget"
+        return "deadline" if self.deadline is not None and now > self.deadline else None
+
+    def eval_due(self, steps_done: int) -> bool:
+        if steps_done == self.train.steps:
+            return True
+        fraction = self.fraction()
+        if fraction is None:
+            return steps_done % self.train.eval_every == 0
+        if fraction * _TIMED_EVALS >= self.next_mark:
+            self.next_mark = int(fraction * _TIMED_EVALS) + 1
+            return True
+        return False
 
 
 def _progress_bar(total: int, desc: str):

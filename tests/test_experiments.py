@@ -152,6 +152,23 @@ def test_smoke_profile_runs_end_to_end(smoke_results: tuple[str, object]) -> Non
     assert r.config["seed"] == r.seed and r.wall_s > 0 and "nmse_best" in r.metrics
 
 
+@pytest.mark.parametrize("name", ["cpu", "paper"])   # depth: the cpu profile's d3 table
+def test_profiles_run_at_smoke_size(name: str, tmp_path) -> None:
+    """Every table of the long profiles builds, trains, is stored and reported (tiny sizes, smallest T)."""
+    from experiments import report
+
+    prof = get_profile(name)
+    tiny = replace(prof, tables=tuple(
+        replace(t, seq_lens=(min(t.seq_lens),), seeds=t.seeds[:1],
+                train=replace(t.train, steps=3, eval_every=3, warmup_steps=1, n_train=24, n_val=12))
+        for t in prof.tables))
+    summary = run_profile(tiny, tmp_path, device="cpu", progress=False, workers=1)
+    assert summary.trained == sum(len(t.archs) for t in prof.tables)
+    rows = report.summarize(ResultStore(store_path(tmp_path, name)).runs(name))
+    assert {r.table for r in rows} == {t.name for t in prof.tables}
+    assert report.run_checks(rows, prof)[0][0]          # plumbing: every NMSE finite
+
+
 def test_rerun_skips_finished_runs(smoke_results: tuple[str, object]) -> None:
     results, _ = smoke_results
     again = run_profile("smoke", results, device="cpu", progress=False, workers=1)
