@@ -140,14 +140,21 @@ SMOKE = Profile(
 #    jobs, so that the first (which plateaus: early stopping) frees its worker.
 #  * intrinsic_dimension:D=2, T=16, E=16, (2,2), 6000 steps, batch 128: lr 3e-3 3.6e-2; lr 1e-2 2.3e-2;
 #    lr 1e-2 with pre-LayerNorm 1.5e-2 (learned inverse temperature starting at 4: 1.5e-2, at 8: 2.1e-2);
-#    FFN width 64 / 256 / gated (T=4): no difference. 20000 steps (756 s for the three in one job):
-#    (2,2) 8.4e-3, (1,2) 2.2e-2, (2,1) 1.8e-2: the most this table can have on one core.
+#    FFN width 64 / 256 / gated (T=4): no difference. 20000 steps (756 s for the three in one job alone,
+#    923 s beside the other worker): (2,2) 8.4e-3, (1,2) 2.2e-2, (2,1) 1.8e-2, but the whole profile then
+#    took 21:08 on the 2 cores; 14000 steps keep it under 20 minutes (the whole profile's work is ~2100 s
+#    of CPU, the intrinsic job alone ~650 s).
 #  * triangle_center, T=8, (2,2) / (4,4) at E=24, N=128, 4000 steps: lr 3e-3 0.106 / 0.122; lr 1e-2
-#    0.92 / 1.0 (diverges): lr 3e-3. T=32 labels cost O(T^3) (170 sequences/s): 10k sequences there.
+#    0.92 / 1.0 (diverges): lr 3e-3. T=32 labels cost O(T^3) (170 sequences/s): 10k sequences there;
+#    its curve is flat from the first evaluation (0.97-0.99), so it stops after 5 evaluations without a
+#    5% gain (with 8: at 1800 of 4000 steps, 0.970 / 0.971).
+#  * early stopping elsewhere: at lr 1e-2 the curves are noisy (single evaluations 10x above the trend),
+#    and a plateau rule of 8 evaluations stopped h=5 at T=16 after 7000 of 10000 steps at 1.7e-4 (5.6e-5
+#    with the whole schedule): linear_max_sum, intrinsic and D=3 run their whole schedule.
 #  * linear_max_sum:D=3 (item 4), T=8, E=24, lr 1e-2, 4000 steps: (1,1) 2.1e-4, (2,) 9.3e-3, (3,) 1.6e-4.
 _CPU_BASE = TrainConfig(batch_size=256, lr=1e-2, weight_decay=1e-2, n_train=100_000, n_val=2000)
 _CPU_LMS = replace(_CPU_BASE, steps=8000, warmup_steps=400, eval_every=200)
-_CPU_ID = replace(_CPU_BASE, steps=20000, warmup_steps=500, eval_every=500, batch_size=128)
+_CPU_ID = replace(_CPU_BASE, steps=14000, warmup_steps=500, eval_every=500, batch_size=128)
 _CPU_TRI = replace(_CPU_BASE, lr=3e-3, steps=4000, warmup_steps=200, eval_every=200)
 _CPU_D3 = replace(_CPU_BASE, steps=4000, warmup_steps=200, eval_every=200)
 
@@ -168,7 +175,7 @@ CPU = Profile(
             *_cpu_lms(8, 8000), *_cpu_lms(16, 10000),
             replace(_triangle((8,), (((2, 2), 24), ((4, 4), 24)), _CPU_TRI, seeds=(0,)), mlp_hidden=128),
             replace(_triangle((32,), (((2, 2), 24), ((4, 4), 24)),
-                              replace(_CPU_TRI, n_train=10_000, patience=8, min_delta=0.05), seeds=(0,)),
+                              replace(_CPU_TRI, n_train=10_000, patience=5, min_delta=0.05), seeds=(0,)),
                     mlp_hidden=128),
             _depth_vs_heads((8,), _CPU_D3)),
     default_train=replace(_CPU_BASE, steps=4000, warmup_steps=200, eval_every=200),
