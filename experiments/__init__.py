@@ -8,8 +8,7 @@ The only part of the project that imports torch. One concern per module, in pipe
 * ``train``    the recipe (warm-up, cosine, early stopping), batched jobs, validation NMSE, learning curves
 * ``profiles`` smoke / cpu / paper: tables of target, T, architectures, recipes, and the checks they must pass
 * ``store``    SQLite record of every run (config, seed, versions, hardware, metrics), checked on open
-* ``procs``    worker processes that die with their parent
-* ``run``      plans a profile's jobs, skips finished runs, trains the rest (worker processes)
+* ``run``      plans a profile's jobs, skips finished runs, trains the rest (``infoflow_smt.processes``: workers that die with their parent)
 * ``validate`` ``ifs.decide`` versus trained NMSE over a profile's tables: the agreement table
 * ``confirm``  one decided case: the architecture and its neighbours, trained within a budget
 * ``report``   tables, JSON, checks; ``plots`` NMSE against T and heads beside ``paper_figures``, curves

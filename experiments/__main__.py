@@ -19,6 +19,7 @@ Each command is a function returning an exit code:
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import signal
@@ -150,7 +151,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     verdict = ifs.decide(args.target, arch, seq_len=args.seq_len)
     result = confirm(verdict, budget=args.budget, threshold=args.threshold, device=args.device,
                      threads=args.threads)
-    print(result.to_json() if args.json else f"{verdict}\n\n{result}")
+    print(json.dumps(result.to_json(), indent=1) if args.json else f"{verdict}\n\n{result}")
     good, total = result.agreement
     return EXIT_OK if good == total else EXIT_FAILED
 

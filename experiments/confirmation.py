@@ -26,7 +26,6 @@ fast the steps are the schedule ends with the budget; a hard deadline at the bud
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, replace
@@ -75,7 +74,7 @@ class ConfirmRow:
 
 @dataclass(frozen=True)
 class Confirmation:
-    """The agreement table of ``confirm``; ``str()`` prints it, ``to_json()`` gives one JSON document."""
+    """The agreement table of ``confirm``; ``str()`` prints it, ``to_json()`` gives one JSON-ready record."""
 
     target: str
     seq_len: int
@@ -95,13 +94,14 @@ class Confirmation:
         decided = [r.agree for r in self.rows if r.agree is not None]
         return sum(decided), len(decided)
 
-    def to_json(self) -> str:
+    def to_json(self) -> dict[str, Any]:
+        """One JSON-ready record, as ``Verdict.to_json`` (``json.dumps`` it to print)."""
         doc = asdict(self)
         for row, r in zip(doc["rows"], self.rows):
             row.update(heads=list(r.heads), predicted_efficient=r.predicted_efficient,
                        measured_efficient=r.measured_efficient, agree=r.agree)
         doc["agreement"] = list(self.agreement)
-        return json.dumps(doc, indent=1)
+        return doc
 
     def __str__(self) -> str:
         r = self.recipe

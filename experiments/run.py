@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from infoflow_smt.processes import worker_pool
+
 from .data import default_distribution, make_dataset
-from .procs import worker_pool
 from .profiles import Profile, Table, get_profile
 from .store import ResultStore, RunRecord, config_key, store_path
 from .train import configure_threads, cpu_model, device_name, pick_device, train_models

@@ -1,5 +1,6 @@
-"""The demo: ``python -m infoflow_smt`` decides the depth-separation target (paper 1, Theorem 1) for a
-one-layer and a two-layer architecture and prints both verdicts, each witness replayed."""
+"""``python -m infoflow_smt ARGS`` is the ``infoflow`` command (infoflow_smt.cli). With no arguments it runs
+the demo: it decides the depth-separation target (paper 1, Theorem 1) for a one-layer and a two-layer
+architecture and prints both verdicts, each witness replayed."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +8,7 @@ import sys
 import infoflow_smt as ifs
 
 
-def main(argv: list[str] | None = None) -> int:
+def demo() -> int:
     target = ifs.catalogue.get("min_pairwise_dot")
     print(f"target: {target.text}")
     print(f"  comparison order {target.comparison_order}, dimension {target.comparison_dimension}, "
@@ -26,5 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    from .cli import main as command
+    return command(sys.argv[1:] if argv is None else argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from .cli import entry
+    entry()

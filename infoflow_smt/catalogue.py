@@ -16,6 +16,8 @@ True
 from __future__ import annotations
 
 import difflib
+import functools
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -51,6 +53,16 @@ class Entry:
     @property
     def defaults(self) -> dict[str, object]:
         return {p.name: p.default for p in self.parameters}
+
+    @property
+    def signature(self) -> str:
+        """``"D=3, subsets=true"``: the parameters with their defaults, as a spec writes them."""
+        return ", ".join(f"{p.name}={_show(p.default)}" for p in self.parameters)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "summary": self.summary, "source": self.source,
+                "parameters": {p.name: _show(p.default) for p in self.parameters},
+                "text": self.builder(**self.defaults)}
 
 
 def _joined(terms: list[str]) -> str:
@@ -121,6 +133,11 @@ _BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0"
 def names() -> tuple[str, ...]:
     """The catalogue's target names, in catalogue order."""
     return tuple(ENTRIES)
+
+
+def entry(name: object) -> Entry:
+    """The entry called ``name`` (an unknown name: ``InvalidSpecError`` with suggestions)."""
+    return _entry(name)
 
 
 def _entry(name: object) -> Entry:
@@ -227,6 +244,14 @@ def parse_spec(spec: str, seed: int = 0) -> Target:
     if not isinstance(spec, str):
         raise InvalidSpecError([Problem(f"target spec must be a str, got {type(spec).__name__}")],
                                "catalogue spec")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise InvalidSpecError([Problem(f"seed must be an integer, got {seed!r}")], "catalogue spec")
+    return _parsed(spec, int(seed))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(spec: str, seed: int) -> Target:
+    """Targets are immutable: one object per text, whose normal form and trees are computed once."""
     match = _SPEC.fullmatch(spec.strip())
     if match is None:
         return parse_target(spec, seed=seed)
@@ -250,8 +275,8 @@ def describe(name: str) -> str:
     >>> print(describe("max_retrieval").splitlines()[0])
     max_retrieval: max over t of f1(x_t): one top-1 selection.
     """
-    entry = _entry(name)
-    params = ", ".join(f"{p.name}={_show(p.default)}" for p in entry.parameters)
-    return (f"{entry.name}{f'({params})' if params else ''}: {entry.summary}\n"
-            f"source: {entry.source}\n"
-            f"text: {entry.builder(**entry.defaults)}")
+    found = _entry(name)
+    params = found.signature
+    return (f"{found.name}{f'({params})' if params else ''}: {found.summary}\n"
+            f"source: {found.source}\n"
+            f"text: {found.builder(**found.defaults)}")

@@ -43,7 +43,17 @@ from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
 from .errors import InfoflowError, InvalidSpecError
-from .interpreter import _Layer, _Poisoned, _Replay, _step, check, computes_exactly, replays
+from .interpreter import (
+    EVERYTHING,
+    _Layer,
+    _Poisoned,
+    _Replay,
+    _step,
+    _View,
+    check,
+    computes_exactly,
+    replays,
+)
 from .program import Action, Mode, Offset, Op, Program, program_cost
 from .symbols import T as T_SYMBOL
 from .trees import all_orders, comparison_tree, needs_positional, position_reads
@@ -130,6 +140,8 @@ class _Vocabulary:
         aggregation = cost.decode(T_SYMBOL, self.arch.input_dim, self.arch.width, self.law)
         if not self.efficient or cost.is_bounded(aggregation):
             ops.append(Op(Mode.AGGREGATE))
+        if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)):
+            ops.append(Op(Mode.AVERAGE))  # linear statistics: exponent 1
         # specific-position aggregation is always bounded here: a set reaches T only after a global
         # aggregation, which the efficient search admits only when decoding T tokens is bounded
         refs = list(self.fixed) + ([Offset(k) for k in self.offsets] if where != "output" else [])
@@ -169,10 +181,12 @@ class _Search(_Vocabulary):
     """The search under one variable order: the vocabulary, and one interpreter replay per sample."""
 
     def __init__(self, target, arch, order, efficient: bool, maximal: bool, law: cost.DecodeLaw,
-                 anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray):
+                 anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray,
+                 deadline: float | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
         self.replays = [_Replay(self.tree, X, target.realization) for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
+        self.deadline = deadline  # perf_counter time; None: search to the end
 
     def parts(self, layer: int, where: Where, rows: list[int], state
               ) -> dict[tuple, tuple[tuple[Op, ...], _Part]]:
@@ -209,6 +223,8 @@ class _Search(_Vocabulary):
             classes += [self.parts(layer, q, [q.position - 1], state) for q in self.anchors]
         for choice in itertools.product(*(c.values() for c in classes), outs.values()):
             self.explored += 1
+            if self.deadline is not None and self.explored % 256 == 0 and time.perf_counter() > self.deadline:
+                raise _OutOfTime
             new = []
             for i in range(len(state)):
                 held = np.vstack([choice[0][1][i][0], choice[-1][1][i][0]])
@@ -221,7 +237,8 @@ class _Search(_Vocabulary):
     def computes(self, state) -> bool:
         """Whether the output token computes the target exactly on every sample."""
         try:
-            values = [r.value(self.tree.graph["output"], {}, (self.T + 1, None, self.T + 1, s))
+            values = [EVERYTHING if s.held[self.T].all() else r.value(self.tree.graph["output"], {},
+                                                                       _View(self.T + 1, None, s, {}))
                       for r, s in zip(self.replays, state)]
         except _Poisoned:
             return False
@@ -253,6 +270,17 @@ class _Search(_Vocabulary):
             seen += len(nxt)
             frontier = nxt
         return None, seen
+
+
+def _budget_problems(budget_s) -> list[str]:
+    if budget_s is None or (not isinstance(budget_s, bool) and isinstance(budget_s, (int, float))
+                            and budget_s > 0):
+        return []
+    return [f"budget_s must be a positive number of seconds or None, got {budget_s!r}"]
+
+
+class _OutOfTime(Exception):
+    """The search's budget ran out (``enumerate_programs(budget_s=...)`` then answers None)."""
 
 
 def _override(layer: int, q: ex.FixedIndex, inputs: tuple[Op, ...], own: tuple[Op, ...],
@@ -297,12 +325,16 @@ def _without_idle_heads(program: Program, target, arch, length: int, samples: in
 
 def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | None = None, samples: int = 4,
                        seed: int = 0, maximal: bool = True, simplify: bool = True, anchors: bool = True,
-                       decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> EnumerationResult:
+                       decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED, budget_s: float | None = None
+                       ) -> EnumerationResult | None:
     """Search every program for ``target`` on ``arch``: ``found`` is one the interpreter accepts, or None.
 
     ``efficient``: only operations with a cost exponent bounded in ``T`` (the solver's FEASIBLE), else any.
     ``seq_len`` overrides ``replay_length``; ``samples``/``seed`` draw the inputs as ``check`` does.
     ``maximal``/``anchors``: module docstring; ``simplify`` drops the found program's idle heads.
+    ``budget_s``: seconds for the search; ``None`` (not a result) when they run out before it ends. The
+    search is exponential in the classes of a layer (every anchor is one), so a caller that enumerates
+    targets it did not choose gives it a budget.
 
     >>> import infoflow_smt as ifs
     >>> arch = ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2)
@@ -312,6 +344,9 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     True
     """
     started, target = time.perf_counter(), as_target(target)
+    if problems := _budget_problems(budget_s):
+        raise InvalidSpecError(problems, "enumeration")
+    deadline = None if budget_s is None else started + budget_s
     length = seq_len if seq_len is not None else replay_length(target, arch)
     if needs_positional(target) and not arch.positional:
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
@@ -323,9 +358,13 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     fixed = anchor_positions(target, arch) if anchors else ()
     explored = states = 0
     for order in all_orders(target):
-        search = _Search(target, arch, order, efficient, maximal, decode_law, fixed, inputs, expected)
+        search = _Search(target, arch, order, efficient, maximal, decode_law, fixed, inputs, expected,
+                         deadline)
         with np.errstate(all="ignore"):
-            program, reached = search.search(initial)
+            try:
+                program, reached = search.search(initial)
+            except _OutOfTime:
+                return None
         explored, states = explored + search.explored, states + reached
         if program is not None:
             report = check(program, target, arch, seq_len=length, samples=samples, seed=seed)
@@ -411,9 +450,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
-    if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
-                                 or budget_s <= 0):
-        problems.append(f"budget_s must be a positive number of seconds or None, got {budget_s!r}")
+    problems += _budget_problems(budget_s)
     if problems:
         raise InvalidSpecError(problems, "brute force")
 

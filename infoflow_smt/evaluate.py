@@ -11,6 +11,8 @@ Semantics worth knowing:
   in domain order. Used as a value they return that 1-based position as a float; under ``x[...]`` the
   position indexes the sequence.
 * ``kth_largest(k, ...)`` is the k-th largest body value, counting repeats (k=1 is ``max``).
+* A selection of token values (``max(x[t] for t in T)``) compares numbers: it needs ``d = 1`` (scalar
+  tokens) and raises ``InvalidSpecError`` otherwise.
 * Offsets and fixed positions must stay inside 1..T: ``x[t-1]`` at ``t = 1`` raises ``InvalidSpecError``
   (callers choose domains such as ``range(2, T+1)`` that keep offsets inside).
 * An empty domain raises ``InvalidSpecError``.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,8 +39,11 @@ from .expr import (
     Reduce,
     ReduceKind,
     VarIndex,
+    children,
+    free_variables,
 )
 from .language import domain_to_text, to_text
+from .limits import MAX_EVALUATION
 from .realization import Realization
 
 _BUDGET = 1 << 21  # numbers per intermediate array (16 MB of float64); a few are alive at once
@@ -48,6 +53,7 @@ _BUDGET = 1 << 21  # numbers per intermediate array (16 MB of float64); a few ar
 class _Context:
     X: np.ndarray
     realization: Realization
+    tables: dict = field(default_factory=dict)  # reduction -> its values for every binding of its free variables
 
     @property
     def seq_len(self) -> int:
@@ -68,6 +74,12 @@ class _Value:
 
 def _fail(message: str) -> InvalidSpecError:
     return InvalidSpecError([Problem(message)], subject="target")
+
+
+def scalar_tokens_problem(text: str, input_dim: int) -> str:
+    """The one line that refuses a selection of token values when tokens are vectors."""
+    return (f"{text} compares tokens x[...] as numbers, which needs scalar tokens (input_dim=1), got "
+            f"input_dim={input_dim}; for vector tokens write a score such as f1(x[t]) or dot(a1, x[t])")
 
 
 def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
@@ -92,11 +104,97 @@ def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
         if not np.issubdtype(array.dtype, np.integer):
             raise _fail(f"env[{name!r}] must hold integer positions, got dtype {array.dtype}")
         bound[name] = np.broadcast_to(array, (batch,)).astype(np.int64)
+    expr = nested(expr)
+    cost = work(expr, X.shape[1], tuple(bound))
+    if cost > MAX_EVALUATION:
+        raise _fail(f"evaluating this target at T={X.shape[1]} compares about {cost:.2g} index tuples per input, "
+                    f"over the limit of {MAX_EVALUATION:.0g} (infoflow_smt.limits.MAX_EVALUATION): it reads too "
+                    "many variables at once")
     # Division by zero and overflow give inf/nan like the numbers they model, not warnings.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         value = _eval(expr, _Context(X, realization), (batch,), bound)
     shape = (batch, X.shape[2]) if value.vector else (batch,)
     return np.array(np.broadcast_to(value.data, shape), dtype=float)
+
+
+def nested(e: Expr) -> Expr:
+    """``e`` with every joint ``min``/``max`` written as nested single-variable ones, each additive term of the
+    body placed at the innermost variable it reads (in the order the variables are bound):
+    ``min_{a,b} (f(a) + g(a, b)) = min_a (f(a) + min_b g(a, b))``, the same numbers. With nested reductions
+    tabled over the variables they read, a chain of variables costs T^2 per link, not T^length.
+
+    >>> from infoflow_smt.language import parse_target_expr, to_text
+    >>> to_text(nested(parse_target_expr("min(f1(x[a]) + dot(x[a], x[b]) for a in T for b in T)")))
+    'min(f1(x[a]) + min(dot(x[a], x[b]) for b in T) for a in T)'
+    """
+    if isinstance(e, Content) and isinstance(e.index, Reduce):
+        return Content(nested(e.index))
+    if isinstance(e, Call):
+        return Call(e.name, tuple(nested(a) for a in e.args))
+    if isinstance(e, BinOp):
+        return BinOp(e.op, nested(e.left), nested(e.right))
+    if isinstance(e, Neg):
+        return Neg(nested(e.operand))
+    if not isinstance(e, Reduce):
+        return e
+    body = nested(e.body)
+    if e.kind not in (ReduceKind.MIN, ReduceKind.MAX) or len(e.bindings) == 1:
+        return Reduce(e.kind, body, e.bindings, e.k)
+    names = list(e.variables)
+    levels: list[list[tuple[int, Expr]]] = [[] for _ in range(len(names) + 1)]
+    for sign, term in _signed(body, 1):
+        reads = [names.index(v) for v in free_variables(term) if v in names]
+        levels[max(reads) + 1 if reads else 0].append((sign, term))
+    inner: Expr | None = None
+    for i in range(len(names) - 1, -1, -1):
+        parts = levels[i + 1] + ([(1, inner)] if inner is not None else [])
+        inner = Reduce(e.kind, _joined(parts), (e.bindings[i],))
+    return _joined(levels[0] + [(1, inner)])
+
+
+def _signed(e: Expr, sign: int) -> list[tuple[int, Expr]]:
+    if isinstance(e, BinOp) and e.op in "+-":
+        return _signed(e.left, sign) + _signed(e.right, sign if e.op == "+" else -sign)
+    if isinstance(e, Neg):
+        return _signed(e.operand, -sign)
+    return [(sign, e)]
+
+
+def _joined(parts: list[tuple[int, Expr]]) -> Expr:
+    result: Expr | None = None
+    for sign, term in parts:
+        if result is None:
+            result = Neg(term) if sign < 0 else term
+        else:
+            result = BinOp("+" if sign > 0 else "-", result, term)
+    return Num(0.0) if result is None else result
+
+
+def work(expr: Expr, seq_len: int, outer: tuple[str, ...] = ()) -> int:
+    """How many index tuples evaluating ``expr`` (after ``nested``) at ``seq_len`` visits: each reduction once
+    per tuple of its own variables and the enclosing variables it reads (nested ones are tabled over the
+    latter).
+
+    >>> from infoflow_smt.language import parse_target_expr
+    >>> work(nested(parse_target_expr("min(dot(x[s], x[t]) for s in T for t in T)")), 8)
+    72
+    """
+    total, scope = 0, set(outer)
+
+    def visit(e: Expr, enclosing: frozenset[str]) -> None:
+        nonlocal total
+        if isinstance(e, Reduce):
+            own = set(e.variables)
+            reads = free_variables(e) & enclosing if enclosing - scope else enclosing
+            total += seq_len ** (len(own) + len(reads))
+            for child in children(e):
+                visit(child, enclosing | own)
+            return
+        for child in children(e):
+            visit(child, enclosing)
+
+    visit(expr, frozenset(scope))
+    return total
 
 
 def _eval(e: Expr, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray]) -> _Value:
@@ -119,8 +217,29 @@ def _eval(e: Expr, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.nd
     if isinstance(e, Call):
         return _call(e, ctx, lead, env)
     if isinstance(e, Reduce):
-        return _reduce(e, ctx, lead, env)[0]
+        return _tabled(e, ctx, lead, env)[0]
     raise _fail(f"not a target expression: {type(e).__name__}")
+
+
+def _tabled(e: Reduce, ctx: _Context, lead: tuple[int, ...], env) -> tuple[_Value, np.ndarray | None]:
+    """A reduction nested in others, computed once for every binding of its own free variables (a table over
+    positions) and read at the bindings of ``env``: a chain of dependent selections costs T per link, not
+    T to the power of its length. At the top, or when the table would be too large, it is computed directly."""
+    free = sorted(free_variables(e))
+    size = lead[0] * ctx.seq_len ** len(free) * ctx.dim
+    if len(lead) == 1 or not free or size > _BUDGET:
+        return _reduce(e, ctx, lead, env)
+    if e not in ctx.tables:
+        table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
+        positions = {v: np.arange(1, ctx.seq_len + 1).reshape((1,) * (i + 1) + (-1,) + (1,) * (len(free) - i - 1))
+                     for i, v in enumerate(free)}
+        ctx.tables[e] = _reduce(e, ctx, table_lead, positions)
+    value, chosen = ctx.tables[e]
+    rows = np.arange(lead[0]).reshape((lead[0],) + (1,) * (len(lead) - 1))
+    index = (rows,) + tuple(np.asarray(env[v]) - 1 for v in free)
+    data = np.broadcast_to(value.data, (lead[0],) + (ctx.seq_len,) * len(free) + ((ctx.dim,) if value.vector else ()))
+    return _Value(data[index], value.vector), (None if chosen is None else
+                                               np.broadcast_to(chosen, (lead[0],) + (ctx.seq_len,) * len(free))[index])
 
 
 def _positions(e: Content, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -133,7 +252,7 @@ def _positions(e: Content, ctx: _Context, lead: tuple[int, ...], env: Mapping[st
     elif isinstance(index, FixedIndex):
         positions = np.asarray(index.resolve(ctx.seq_len), dtype=np.int64)
     elif isinstance(index, Reduce) and index.kind.returns_index:
-        positions = _reduce(index, ctx, lead, env)[1]
+        positions = _tabled(index, ctx, lead, env)[1]
     else:
         raise _fail(f"unsupported index in {to_text(e)}")
     outside = (positions < 1) | (positions > ctx.seq_len)
@@ -215,8 +334,10 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
             inner[binding.var] = positions[pick].reshape((1,) * axis + (-1,))
         inner_lead = lead + (len(picks[0]),)
         body = _eval(e.body, ctx, inner_lead, inner)
-        if kind.is_selection and body.vector:
-            raise _fail(f"the body of {kind.value} must be a scalar: {to_text(e)}")
+        if kind.is_selection and body.vector:  # scalar tokens: a token is its own score
+            if ctx.dim != 1:
+                raise _fail(scalar_tokens_problem(to_text(e), ctx.dim))
+            body = _Value(np.asarray(body.data)[..., 0], False)
         values = np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
         acc = _fold(kind, e.k, acc, values, domains[0][picks[0]], axis)
     if kind.returns_index:

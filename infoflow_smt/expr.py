@@ -148,3 +148,82 @@ class Reduce:
 Expr = Num | Content | Param | Call | BinOp | Neg | Reduce
 
 BUILTIN_FUNCTIONS = frozenset({"dot", "norm", "bilinear"})
+
+
+# ---- pure functions of the syntax -------------------------------------------------------------
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``e`` (an argmin/argmax index counts as one)."""
+    if isinstance(e, Content):
+        return (e.index,) if isinstance(e.index, Reduce) else ()
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, BinOp):
+        return (e.left, e.right)
+    if isinstance(e, Neg):
+        return (e.operand,)
+    if isinstance(e, Reduce):
+        return (e.body,)
+    return ()
+
+
+def free_variables(e: Expr) -> frozenset[str]:
+    """The index variables ``e`` reads that no reduction inside ``e`` binds.
+
+    >>> from infoflow_smt.language import parse_target_expr
+    >>> sorted(free_variables(parse_target_expr("min(dot(x[s], x[t]) for s in T for t in T)").body))
+    ['s', 't']
+    """
+    if isinstance(e, Content) and isinstance(e.index, (VarIndex, OffsetIndex)):
+        return frozenset({e.index.name})
+    if isinstance(e, Reduce):
+        return free_variables(e.body) - set(e.variables)
+    return frozenset().union(*(free_variables(c) for c in children(e)))
+
+
+def rename(e: Expr, names: dict[str, str]) -> Expr:
+    """``e`` with index variables renamed by ``names`` (binders and reads alike; names absent stay)."""
+    if isinstance(e, Content):
+        index = e.index
+        if isinstance(index, VarIndex):
+            return Content(VarIndex(names.get(index.name, index.name)))
+        if isinstance(index, OffsetIndex):
+            return Content(OffsetIndex(names.get(index.name, index.name), index.offset))
+        return Content(rename(index, names)) if isinstance(index, Reduce) else e
+    if isinstance(e, Call):
+        return Call(e.name, tuple(rename(a, names) for a in e.args))
+    if isinstance(e, BinOp):
+        return BinOp(e.op, rename(e.left, names), rename(e.right, names))
+    if isinstance(e, Neg):
+        return Neg(rename(e.operand, names))
+    if isinstance(e, Reduce):
+        bindings = tuple(Binding(names.get(b.var, b.var), b.domain) for b in e.bindings)
+        return Reduce(e.kind, rename(e.body, names), bindings, e.k)
+    return e
+
+
+def height(e: Expr) -> int:
+    """How many reductions nest inside ``e`` at most (0 for an expression without reductions)."""
+    inner = max((height(c) for c in children(e)), default=0)
+    return inner + 1 if isinstance(e, Reduce) else inner
+
+
+def is_vector(e: Expr) -> bool:
+    """Whether ``e`` has a d-vector value: contents, parameters, and arithmetic, sums, means (and, on
+    scalar tokens, selections) of them; calls and numbers are scalars."""
+    if isinstance(e, (Content, Param)):
+        return True
+    if isinstance(e, BinOp):
+        return is_vector(e.left) or is_vector(e.right)
+    if isinstance(e, Neg):
+        return is_vector(e.operand)
+    if isinstance(e, Reduce):
+        return not e.kind.returns_index and is_vector(e.body)
+    return False
+
+
+def reads_tokens_as_numbers(e: Expr) -> bool:
+    """Whether a selection compares vector values (``max(x[t] for t in T)``): meaningful on scalar
+    tokens (``d = 1``) only."""
+    if isinstance(e, Reduce) and e.kind.is_selection and is_vector(e.body):
+        return True
+    return any(reads_tokens_as_numbers(c) for c in children(e))

@@ -2,11 +2,23 @@
 
 It is the checker of every solver answer and shares no code with the encoder. Each position keeps the set
 of input positions it holds (``I(p, l)``) and the selections it knows (node, binding -> chosen position).
-A content a position does not hold is masked as NaN, so any score or value that reads it is poisoned: a
-poisoned score is a failed action, a poisoned output a failed program. A retrieval ranks candidates by the
-terms of the node's score that depend on the candidate (the key side reads the candidate's holdings, the
-query side the acting position's); the winner's holdings and knowledge are copied to the acting position.
-The output token must end up computing exactly what ``Target.evaluate`` computes.
+A content a position does not hold is masked, so any score or value that reads it is poisoned: a poisoned
+score is a failed action, a poisoned output a failed program. The output token must end up computing
+exactly what ``Target.evaluate`` computes on the target's own text (the tree is built from its normal
+form, so every replay also checks the normal form).
+
+Who reads what (docs/model.md, section 2):
+
+* a retrieval at position ``p`` ranks candidates by its node's score, which depends on the candidate in
+  every term; a read tied to the candidate's variable (its token, an offset from it, a selection made for
+  it) is the candidate's, a read tied to the variable ``p`` plays is ``p``'s, a read tied to no variable
+  (a fixed position, a selection with no bound variable) either side's. The winner's holdings and
+  knowledge are copied to ``p``;
+* a selection's *value* is computed later, by whichever position needs it, from what that position holds:
+  the side that knows the selection holds the winner's holdings;
+* a position holding every candidate (and what their scores read) makes a selection itself;
+* a global averaging head (``Mode.AVERAGE``) learns the mean (or sum) of a per-token value that every
+  position computes from what it holds: a linear statistic, no token is gathered.
 """
 from __future__ import annotations
 
@@ -16,9 +28,15 @@ from functools import lru_cache
 import numpy as np
 
 from . import expr as ex
+from . import replay
+from .errors import InvalidSpecError
 from .program import Mode, Offset, Program, validate
 from .realization import Realization
-from .trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost
+from .trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
+
+AVERAGED = -1          # in ``known``: the node is an aggregate whose value the position learnt by averaging
+EVERYTHING = object()  # the output of a run whose output token holds every token: it computes the target
+SELECTOR, CANDIDATE = "selector", "candidate"
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,7 @@ class CheckReport:
 
 
 class _Poisoned(Exception):
-    """A score read masked content."""
+    """A score or value read masked content."""
 
     reached: frozenset[int] = frozenset()  # what the output token held when it happened
 
@@ -74,7 +92,32 @@ class _Layer:
         return cls(held, [{} for _ in range(seq_len + 1)])
 
 
+@dataclass(frozen=True)
+class _View:
+    """Who evaluates: the position acting (``selector``), the candidate whose side is read (an int, an
+    array of candidates, or None outside a comparison), and which side plays each variable."""
+
+    selector: int
+    candidate: object
+    layer: _Layer
+    sides: dict
+
+    def side(self, variables) -> str | None:
+        """The side a read tied to ``variables`` belongs to (None: tied to none, either side)."""
+        sides = {self.sides.get(v, SELECTOR) for v in variables}
+        return CANDIDATE if CANDIDATE in sides else (SELECTOR if sides else None)
+
+    def position(self, side: str):
+        return self.candidate if side == CANDIDATE else self.selector
+
+    def alone(self, position: int) -> _View:
+        """``position`` evaluating on its own (it makes a selection itself, or computes a per-token value)."""
+        return _View(position, None, self.layer, {})
+
+
 class _Replay:
+    """One input's replay: reading contents, evaluating scores and values, selecting."""
+
     def __init__(self, tree, X: np.ndarray, realization: Realization):
         self.tree = tree
         self.X = X
@@ -87,22 +130,33 @@ class _Replay:
         self.groups = tree.graph["groups"]
         self.trace: set[int] | None = None  # positions read along the chain (for R_F)
         self.scanning = 0
+        self.made: dict[tuple, int] = {}    # selections made by positions holding every token
 
     # ---- reading contents -----------------------------------------------------------------------
-    def content(self, q, who, layer: _Layer) -> np.ndarray:
-        """``x[q]`` as read by position ``who`` (either may be an array over candidates)."""
-        q, who = np.asarray(q), np.asarray(who)
+    def content(self, q, side: str | None, view: _View) -> np.ndarray:
+        """``x[q]`` read by ``side`` (either side when None); ``q`` may be an array over candidates."""
+        q = np.asarray(q)
         inside = (q >= 1) & (q <= self.T)
-        clipped = np.clip(q, 1, self.T)
-        unheld = ~layer.held[who - 1, clipped - 1] & inside
+        clipped = np.clip(q, 1, self.T) - 1
+        held = view.layer.held
+        if side is None:
+            holds = held[view.selector - 1, clipped]
+            if view.candidate is not None:
+                holds = holds | held[np.asarray(view.candidate) - 1, clipped]
+        else:
+            holds = held[np.asarray(view.position(side)) - 1, clipped]
+        unheld = ~holds & inside
         if unheld.any():
             at = np.argwhere(np.atleast_1d(unheld))[0][0]
-            reader, read = np.broadcast_to(who, unheld.shape), np.broadcast_to(q, unheld.shape)
-            raise _Poisoned(f"position {int(np.atleast_1d(reader)[at])} reads x[{int(np.atleast_1d(read)[at])}], "
-                            f"which it does not hold")
+            read = int(np.atleast_1d(np.broadcast_to(q, unheld.shape))[at])
+            if side == CANDIDATE:
+                reader = int(np.atleast_1d(np.broadcast_to(view.candidate, unheld.shape))[at])
+                raise _Poisoned(f"candidate {reader} reads x[{read}] for position {view.selector}, "
+                                "which it does not hold")
+            raise _Poisoned(f"position {view.selector} reads x[{read}], which it does not hold")
         if self.trace is not None and not self.scanning:
             self.trace.update(int(v) for v in np.atleast_1d(q[inside]))
-        values = self.X[clipped - 1]
+        values = self.X[clipped]
         # outside the sequence: padding, the zero vector, as in Target.evaluate
         return values if inside.all() else np.where(inside[..., None], values, 0.0)
 
@@ -122,26 +176,20 @@ class _Replay:
             return not group.kind.is_selection and self.is_vector(group.body)
         return False  # numbers and calls
 
-    # ---- evaluation from a view: (acting position, free variable, candidate position(s)) ----------
-    def value(self, e, env: dict, view):
-        """The value of ``e``; the free variable may be bound to an array of candidates (then ``cand`` is
-        that array and the result has a leading candidate axis)."""
-        who, free, cand, layer = view
-
-        def holder(variables):
-            return cand if free is not None and free in variables else who
-
+    # ---- values -----------------------------------------------------------------------------------
+    def value(self, e, env: dict, view: _View):
+        """The value of ``e``; a variable may be bound to an array of candidates (then the result has a
+        leading candidate axis)."""
         if isinstance(e, ex.Num):
             return e.value
         if isinstance(e, ex.Param):  # a vector wherever it stands; bilinear reads its matrix directly
             return self.vector(e.name, self.d)
         if isinstance(e, ex.Content):
-            return self.content(self.position(e.index, env, view), holder(self._index_vars(e.index)), layer)
+            return self.token(e.index, env, view)
         if isinstance(e, GroupRef):
-            node = outermost(self.tree, e.group)
-            return self.node_value(node, env, holder(self.tree.nodes[node]["bound"]), layer)
+            return self.node_value(outermost(self.tree, e.group), env, view)
         if isinstance(e, NodeRef):
-            return self.node_value(e.node, env, holder(self.tree.nodes[e.node]["bound"]), layer)
+            return self.node_value(e.node, env, view)
         if isinstance(e, ex.BinOp):
             a, b = self.value(e.left, env, view), self.value(e.right, env, view)
             if self.is_vector(e.left) != self.is_vector(e.right):  # a scalar per candidate against a vector
@@ -153,6 +201,17 @@ class _Replay:
         if isinstance(e, ex.Call):
             return self.call(e, env, view)
         raise TypeError(f"cannot evaluate {e!r} on its own")
+
+    def token(self, index, env: dict, view: _View):
+        """``x[index]``: the position and the side that reads it."""
+        if isinstance(index, ex.VarIndex):
+            return self.content(env[index.name], view.side({index.name}), view)
+        if isinstance(index, ex.OffsetIndex):
+            return self.content(np.asarray(env[index.name]) + index.offset, view.side({index.name}), view)
+        if isinstance(index, ex.FixedIndex):
+            return self.content(index.resolve(self.T), None, view)
+        chosen, side = self.lookup(outermost(self.tree, index.group), env, view)
+        return self.content(chosen, side, view)  # the side that knows the selection holds the winner
 
     def call(self, e: ex.Call, env, view):
         if e.name == "bilinear":
@@ -170,49 +229,118 @@ class _Replay:
         flat = np.concatenate([np.broadcast_to(c, lead + c.shape[-1:]) for c in columns], axis=-1)
         return self.function(e.name, flat.shape[-1])(flat)
 
-    def _index_vars(self, index) -> frozenset[str]:
-        if isinstance(index, (ex.VarIndex, ex.OffsetIndex)):
-            return frozenset({index.name})
-        if isinstance(index, GroupRef):
-            return self.tree.nodes[outermost(self.tree, index.group)]["bound"]
-        return frozenset()
+    def node_value(self, node: str, env: dict, view: _View):
+        """The value of ``node`` at the bindings of ``env``, computed from what ``view`` holds."""
+        data = self.tree.nodes[node]
+        env = {v: env[v] for v in data["bound"]}
+        if data["kind"] == "aggregate":
+            return self.aggregate(node, env, view)
+        chosen, side = self.lookup(node, env, view)
+        if data["sense"] in ("argmin", "argmax"):
+            return float(chosen)
+        sides = dict(view.sides, **{data["var"]: side})
+        return self.score(data, dict(env, **{data["var"]: chosen}), _View(view.selector, view.candidate,
+                                                                          view.layer, sides))
 
-    def position(self, index, env, view) -> int:
-        if isinstance(index, ex.VarIndex):
-            return env[index.name]
-        if isinstance(index, ex.OffsetIndex):
-            return env[index.name] + index.offset
-        if isinstance(index, ex.FixedIndex):
-            return index.resolve(self.T)
-        node = outermost(self.tree, index.group)
-        who, free, cand, layer = view
-        holder = cand if free is not None and free in self.tree.nodes[node]["bound"] else who
-        return self.select(node, env, holder, layer)
+    def aggregate(self, node: str, env: dict, view: _View):
+        """A sum or mean: known from an averaging head, or computed by a side holding every position."""
+        data = self.tree.nodes[node]
+        key = self.binding(node, env)
+        side = view.side(data["bound"])
+        for s in ([side] if side else [SELECTOR, CANDIDATE] if view.candidate is not None else [SELECTOR]):
+            p = view.position(s)
+            if isinstance(p, (int, np.integer)) and view.layer.known[p - 1].get(key) == AVERAGED:
+                return self.per_token_total(node, env, None)
+        errors = []
+        for s in ([side] if side else [SELECTOR, CANDIDATE] if view.candidate is not None else [SELECTOR]):
+            try:
+                return self.per_token_total(node, env, view.alone(int(view.position(s))))
+            except _Poisoned as err:
+                errors.append(err)
+        raise errors[0]
+
+    def per_token_total(self, node: str, env: dict, view: _View | None):
+        """The sum or mean of the node's score over its candidates; ``view`` None: nothing is checked
+        (an averaging head checked, when it ran, that every position computed its value)."""
+        data = self.tree.nodes[node]
+        candidates = self.domain(data["domain"])
+        values = []
+        for c in candidates:
+            local = dict(env, **{data["var"]: int(c)})
+            if view is None:
+                values.append(self.unchecked(data["score"], local))
+            else:
+                values.append(self.value(data["score"], local, view))
+        total = np.sum(values, axis=0)
+        return total / len(candidates) if data["sense"] == "mean" else total
+
+    def unchecked(self, e, env: dict):
+        """A value with every content readable (for the values an averaging head already checked)."""
+        everything = _Layer(np.ones((self.T + 1, self.T), dtype=bool), [{} for _ in range(self.T + 1)])
+        self.scanning += 1
+        try:
+            return self.value(e, env, _View(self.T + 1, None, everything, {}))
+        finally:
+            self.scanning -= 1
 
     # ---- selections -----------------------------------------------------------------------------
     def binding(self, node: str, env: dict) -> tuple:
-        return (node,) + tuple((v, env[v]) for v in sorted(self.tree.nodes[node]["bound"]))
+        return (node,) + tuple((v, int(env[v])) for v in sorted(self.tree.nodes[node]["bound"]))
 
-    def rank_scores(self, node: str, env: dict, who: int, layer: _Layer, split: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Candidates and their ranking scores (the terms that depend on the candidate)."""
+    def lookup(self, node: str, env: dict, view: _View) -> tuple[int, str]:
+        """The position ``node`` selects at ``env``, and the side that knows (or makes) it: the side playing
+        its bound variables, either side for a selection that binds none."""
+        bound = self.tree.nodes[node]["bound"]
+        side = view.side(bound)
+        tries = [side] if side else ([SELECTOR, CANDIDATE] if view.candidate is not None else [SELECTOR])
+        errors = []
+        for s in tries:
+            try:
+                return self.select(node, env, int(view.position(s)), view.layer), s
+            except _Poisoned as err:
+                errors.append(err)
+        raise errors[0]
+
+    def select(self, node: str, env: dict, who: int, layer: _Layer) -> int:
+        """The position ``node`` selects at ``env`` as known to (or made by) position ``who``."""
+        key = self.binding(node, env)
+        known = layer.known[who - 1].get(key)
+        if known is not None:
+            return known
+        omniscient = layer.held[who - 1].all()
+        if omniscient and key in self.made:  # a position holding every token makes it as any other one would
+            return self.made[key]
+        view = _View(who, None, layer, {})  # ``who`` holds every candidate: it makes the selection itself
+        candidates, scores = self.rank(node, env, view, None)
+        chosen = self.pick(node, candidates, scores)
+        if omniscient:
+            self.made[key] = chosen
+        return chosen
+
+    def rank(self, node: str, env: dict, view: _View, candidate_side: str | None) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates and their scores; ``candidate_side`` CANDIDATE when each candidate reads its own
+        side (a retrieval), None when ``view.selector`` evaluates every score itself."""
         data = self.tree.nodes[node]
-        candidates = self.domain(data["domain"])
+        var, candidates = data["var"], self.domain(data["domain"])
+        sides = {v: SELECTOR for v in data["bound"]} | ({var: CANDIDATE} if candidate_side else {})
         self.scanning += 1
         try:
-            if _reads_selections(data["key_terms"]):  # one candidate at a time: selections are looked up
-                scores = []
-                for c in candidates:
-                    view = (who, data["var"], int(c) if split else who, layer)
-                    local = dict(env, **{data["var"]: int(c)})
-                    scores.append(sum(sign * self.value(t, local, view) for sign, t in data["key_terms"]))
+            if _reads_selections(data["terms"]):  # one candidate at a time: selections are looked up
+                scores = [self.score(data, dict(env, **{var: int(c)}),
+                                     _View(view.selector, int(c) if candidate_side else None, view.layer, sides))
+                          for c in candidates]
             else:  # every candidate at once
-                view = (who, data["var"], candidates if split else who, layer)
-                local = dict(env, **{data["var"]: candidates})
-                scores = sum((sign * np.broadcast_to(self.value(t, local, view), candidates.shape)
-                              for sign, t in data["key_terms"]), np.zeros(len(candidates)))
+                local = dict(env, **{var: candidates})
+                scores = np.broadcast_to(self.score(data, local, _View(
+                    view.selector, candidates if candidate_side else None, view.layer, sides)), candidates.shape)
         finally:
             self.scanning -= 1
         return candidates, np.asarray(scores, dtype=float)
+
+    def score(self, data: dict, env: dict, view: _View):
+        """A node's score; a token compared as a number (scalar tokens, ``d = 1``) is its one coordinate."""
+        total = sum((sign * np.asarray(self.value(t, env, view)) for sign, t in data["terms"]), np.zeros(()))
+        return total[..., 0] if self.is_vector(data["score"]) else total
 
     def pick(self, node: str, candidates: np.ndarray, scores: np.ndarray) -> int:
         data = self.tree.nodes[node]
@@ -220,41 +348,85 @@ class _Replay:
             return int(candidates[int(np.argmin(scores))])
         if data["sense"] in ("max", "argmax"):
             return int(candidates[int(np.argmax(scores))])
-        order = np.argsort(-scores, kind="stable")
         if data["k"] > len(candidates):
             raise _Poisoned(f"{node} asks for the {data['k']}-th largest of {len(candidates)} candidates")
-        return int(candidates[order[data["k"] - 1]])
-
-    def select(self, node: str, env: dict, who: int, layer: _Layer) -> int:
-        """The position ``node`` selects at ``env``, as known to (or computable by) position ``who``."""
-        key = self.binding(node, env)
-        known = layer.known[who - 1].get(key)
-        if known is not None:
-            return known
-        # a position holding every candidate (and what their scores read) makes the selection itself
-        candidates, scores = self.rank_scores(node, env, who, layer, split=False)
-        return self.pick(node, candidates, scores)
-
-    def node_value(self, node: str, env: dict, who: int, layer: _Layer):
-        data = self.tree.nodes[node]
-        env = {v: env[v] for v in data["bound"]}
-        if data["kind"] == "aggregate":
-            candidates = self.domain(data["domain"])
-            values = [self.value(data["score"], dict(env, **{data["var"]: int(c)}), (who, None, who, layer))
-                      for c in candidates]
-            total = np.sum(values, axis=0)
-            return total / len(candidates) if data["sense"] == "mean" else total
-        chosen = self.select(node, env, who, layer)
-        if data["sense"] in ("argmin", "argmax"):
-            return float(chosen)
-        return self.value(data["score"], dict(env, **{data["var"]: chosen}), (who, None, who, layer))
+        return int(candidates[np.argsort(-scores, kind="stable")[data["k"] - 1]])
 
 
 def _reads_selections(terms) -> bool:
-    from .trees import walk
-
     return any(isinstance(sub, (GroupRef, NodeRef)) or (isinstance(sub, ex.Content)
                and isinstance(sub.index, GroupRef)) for _, t in terms for sub in walk(t))
+
+
+# ---- one layer of a program ---------------------------------------------------------------------------
+def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positional: bool) -> _Layer:
+    """Every position applies its heads' operations to what every position held after the layer before."""
+    T = replay.T
+    held, known = _carried(prev)
+    for p in range(1, T + 2):
+        where = "output" if p == T + 1 else "input"
+        acts = {a.head: a for a in program.at(layer_no, where)}
+        if positional and p <= T:
+            for a in program.actions:
+                if a.layer == layer_no and not isinstance(a.where, str) and a.where.resolve(T) == p:
+                    acts[a.head] = a
+        for a in acts.values():
+            try:
+                sources = _OPERATIONS[a.op.mode](replay, a.op, p, prev, known)
+            except _Poisoned as err:
+                raise _Poisoned(f"{a} at position {p} is poisoned: {err}") from None
+            for s in sources:
+                held[p - 1] |= prev.held[s - 1]
+                for key, value in prev.known[s - 1].items():
+                    known[p - 1].setdefault(key, value)
+    return _Layer(held, known)
+
+
+def _carried(prev: _Layer) -> tuple[np.ndarray, list[dict]]:
+    """What every position keeps from the layer before: everything (the residual connection)."""
+    return prev.held.copy(), [dict(k) for k in prev.known]
+
+
+def _idle(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    return []
+
+
+def _aggregate_all(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    return list(range(1, replay.T + 2))
+
+
+def _aggregate_positions(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    sources = [p + q.offset if isinstance(q, Offset) else q.resolve(replay.T) for q in op.positions]
+    return [s for s in sources if 1 <= s <= replay.T]
+
+
+def _retrieve(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    """Rank the node's candidates from ``p``'s query side and each candidate's key side; copy the winner."""
+    env = _role_env(replay.tree, op.node, p) if p <= replay.T else {}
+    candidates, scores = replay.rank(op.node, env, _View(p, None, prev, {}), CANDIDATE)
+    chosen = replay.pick(op.node, candidates, scores)
+    known[p - 1][replay.binding(op.node, env)] = chosen
+    return [chosen]
+
+
+def _average(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    """Every aggregate that binds no variable and whose per-token value every position computes from what
+    it holds: ``p`` learns its mean (or sum). One head carries every such value (its value vectors stack
+    them); an aggregate some position cannot compute is simply not learnt."""
+    for node, data in replay.tree.nodes(data=True):
+        if data["kind"] != "aggregate" or data["bound"]:
+            continue
+        try:
+            for c in replay.domain(data["domain"]):
+                replay.value(data["score"], {data["var"]: int(c)}, _View(int(c), None, prev, {}))
+        except _Poisoned:
+            continue
+        known[p - 1][replay.binding(node, {})] = AVERAGED
+    return []
+
+
+_OPERATIONS = {Mode.IDLE: _idle, Mode.AGGREGATE: _aggregate_all, Mode.POSITIONS: _aggregate_positions,
+               Mode.RETRIEVE: _retrieve, Mode.KTH: _retrieve, Mode.AVERAGE: _average}
 
 
 def _role_env(tree, node: str, position: int) -> dict:
@@ -267,7 +439,7 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
     for a in program.actions:
         if a.op.mode not in (Mode.RETRIEVE, Mode.KTH):
             continue
-        if a.op.node not in tree.nodes:
+        if a.op.node not in tree.nodes or tree.nodes[a.op.node]["kind"] not in ("top1", "kth"):
             problems.append(f"{a}: the target has no selection node {a.op.node!r}")
             continue
         data = tree.nodes[a.op.node]
@@ -283,60 +455,13 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
     return problems
 
 
-def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positional: bool) -> _Layer:
-    T = replay.T
-    held = prev.held.copy()
-    known = [dict(k) for k in prev.known]
-    for p in range(1, T + 2):
-        where = "output" if p == T + 1 else "input"
-        acts = {a.head: a for a in program.at(layer_no, where)}
-        if positional and p <= T:
-            for a in program.actions:
-                if a.layer == layer_no and not isinstance(a.where, str) and a.where.resolve(T) == p:
-                    acts[a.head] = a
-        for a in acts.values():
-            _apply(replay, a, p, prev, held, known)
-    return _Layer(held, known)
-
-
-def _apply(replay: _Replay, a, p: int, prev: _Layer, held: np.ndarray, known: list[dict]) -> None:
-    T = replay.T
-    op = a.op
-    if op.mode is Mode.IDLE:
-        return
-    if op.mode is Mode.AGGREGATE:
-        sources = range(1, T + 2)
-    elif op.mode is Mode.POSITIONS:
-        sources = [p + q.offset if isinstance(q, Offset) else q.resolve(T) for q in op.positions]
-        sources = [s for s in sources if 1 <= s <= T]
-    else:
-        env = _role_env(replay.tree, op.node, p) if p <= T else {}
-        try:
-            candidates, scores = replay.rank_scores(op.node, env, p, prev, split=True)
-        except _Poisoned as err:
-            raise _Poisoned(f"{a} at position {p}: the score is poisoned ({err})") from None
-        chosen = replay.pick(op.node, candidates, scores)
-        try:  # the acting position computes the node's value in the same step: its query terms too
-            local = dict(env, **{replay.tree.nodes[op.node]["var"]: chosen})
-            for _, term in replay.tree.nodes[op.node]["query_terms"]:
-                replay.value(term, local, (p, None, p, prev))
-        except _Poisoned as err:
-            raise _Poisoned(f"{a} at position {p}: the value is poisoned ({err})") from None
-        known[p - 1][replay.binding(op.node, env)] = chosen
-        sources = [chosen]
-    for s in sources:
-        held[p - 1] |= prev.held[s - 1]
-        for key, value in prev.known[s - 1].items():
-            known[p - 1].setdefault(key, value)
-
-
 def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int]:
     """R_F(X): the positions the output's chain reads, found by a position that holds everything."""
     replay = _Replay(tree, X, realization)
     T = replay.T
     omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
     replay.trace = set()
-    replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, omniscient))
+    replay.value(tree.graph["output"], {}, _View(T + 1, None, omniscient, {}))
     return frozenset(replay.trace)
 
 
@@ -347,21 +472,56 @@ def run(program: Program, tree, X: np.ndarray, realization: Realization, positio
     replay = _Replay(tree, X, realization)
     T = replay.T
     layer = _Layer.start(T)
-    reached: frozenset[int] = frozenset()
     try:
         for layer_no in range(1, program.layers + 1):
             layer = _step(replay, program, layer_no, layer, positional)
         reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
-        value = replay.value(tree.graph["output"], {}, (T + 1, None, T + 1, layer))
+        if len(reached) == T:  # the output token holds every token: it computes any function of them
+            return EVERYTHING, reached
+        value = replay.value(tree.graph["output"], {}, _View(T + 1, None, layer, {}))
     except _Poisoned as err:
         err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
         raise
     return value, reached
 
 
+MAX_CHECK_LENGTH, MAX_CHECK_SAMPLES = 4096, 100_000  # a replay holds samples x length x length Booleans
+
+
+def _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures) -> list[str]:
+    from .architecture import Architecture
+
+    problems = []
+    if not isinstance(program, Program):
+        problems.append(f"program must be an ifs.Program, got {type(program).__name__}")
+    if not isinstance(arch, Architecture):
+        problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
+    for name, value, low, high in (("seq_len", seq_len, 2, MAX_CHECK_LENGTH),
+                                   ("samples", samples, 1, MAX_CHECK_SAMPLES),
+                                   ("max_failures", max_failures, 1, None)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or \
+                (high is not None and value > high):
+            bound = f"between {low} and {high}" if high else f">= {low}"
+            problems.append(f"{name} must be an integer {bound} (every witness is replayed), got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        problems.append(f"seed must be an integer, got {seed!r}")
+    if inputs is not None:
+        d = getattr(arch, "input_dim", None)
+        ok = isinstance(inputs, np.ndarray) and inputs.ndim == 3 and len(inputs) >= 1 and inputs.shape[2] == d
+        ok = ok and 2 <= inputs.shape[1] <= MAX_CHECK_LENGTH and np.issubdtype(inputs.dtype, np.number)
+        if not ok or not np.isfinite(inputs).all():
+            shape = getattr(inputs, "shape", type(inputs).__name__)
+            problems.append(f"inputs must be a finite array of shape (samples, T, {d}) with 2 <= T <= "
+                            f"{MAX_CHECK_LENGTH}, got {shape}")
+    return problems
+
+
 def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200, seed: int = 0,
-          inputs: np.ndarray | None = None, max_failures: int = 5) -> CheckReport:
+          inputs: np.ndarray | None = None, max_failures: int = 5, deadline=None) -> CheckReport:
     """Replay ``program`` on ``samples`` random inputs ``x ~ N(0, I_d)`` of length ``seq_len``.
+
+    Bad arguments (not a program, ``samples < 1``, inputs of the wrong shape) raise ``InvalidSpecError``
+    naming them; a replay is never skipped. ``deadline`` (a ``Deadline``) stops a long scalar replay.
 
     >>> import infoflow_smt as ifs
     >>> from infoflow_smt.program import Action, Op, Mode, Program
@@ -370,6 +530,17 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     >>> ifs.check(prog, tgt, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), seq_len=6, samples=5).ok
     True
     """
+    from .catalogue import as_target
+
+    target = as_target(target)
+    problems = _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures)
+    if problems:
+        raise InvalidSpecError(problems, "check")
+    if inputs is not None:
+        seq_len = inputs.shape[1]
+    if target.reads_tokens_as_numbers and arch.input_dim != 1:
+        from .evaluate import scalar_tokens_problem
+        raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
     tree = comparison_tree(target, program.order_map)
     problems = _action_problems(program, tree, arch)
     if needs_positional(target) and not arch.positional:
@@ -383,12 +554,17 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         rng = np.random.default_rng(seed)
         inputs = rng.standard_normal((samples, seq_len, arch.input_dim))
     with np.errstate(all="ignore"):  # a target may divide by zero; both sides then agree on nan or inf
-        return _replay_all(program, tree, target, arch, inputs, seq_len, max_failures)
+        expected = np.asarray(target.evaluate(inputs), dtype=float)
+        passed = replay.passes(program, tree, target, inputs, expected, arch.positional)
+        if passed is not None and passed.all():  # the batched replay: every sample computed
+            return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))
+        return _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
 
 
 def computes_exactly(value, expected) -> bool:
-    """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0)."""
-    return bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
+    """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0).
+    An output token that holds every token computes any function of them (``EVERYTHING``)."""
+    return value is EVERYTHING or bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
 
 
 def replays(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:
@@ -405,10 +581,12 @@ def replays(program: Program, tree, target, arch, inputs: np.ndarray, expected: 
     return True
 
 
-def _replay_all(program, tree, target, arch, inputs, seq_len, max_failures) -> CheckReport:
-    expected = np.asarray(target.evaluate(inputs), dtype=float)
+def _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline=None) -> CheckReport:
+    """The scalar replay of every sample: the reference answer, with a report of each failure."""
     failures: list[Failure] = []
     for i, X in enumerate(inputs):
+        if deadline is not None:
+            deadline.check("the witness replay")
         try:
             value, reached = run(program, tree, X, target.realization, arch.positional)
         except _Poisoned as err:

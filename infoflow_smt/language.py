@@ -43,6 +43,7 @@ from .expr import (
     Subset,
     VarIndex,
 )
+from .limits import MAX_JOINT, MAX_NESTING, MAX_OFFSET, MAX_POSITION, MAX_RANK, MAX_TEXT_CHARS
 
 _REDUCTIONS = {kind.value: kind for kind in ReduceKind}
 _ARITY = {"dot": 2, "norm": 1, "bilinear": 3}
@@ -50,7 +51,6 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**
 _BAD_OPS = {ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
             ast.BitOr: "|", ast.BitXor: "^ (for powers write **)", ast.BitAnd: "&"}
 _SUBSET = re.compile(r"S[1-9][0-9]*\Z")
-_MAX_CHARS = 100_000
 # Python builtins and common math names: as uninterpreted functions they would silently mean a random
 # smooth function, never what the writer expected, so they are refused.
 _FORBIDDEN = frozenset((
@@ -155,14 +155,17 @@ def _parenthesize_kth(text: str) -> tuple[str, tuple[int, ...]]:
     return "".join(pieces), tuple(positions)
 
 
-class _Walker:
-    """One walk over one syntax tree: records problems instead of stopping at the first (local state)."""
+class _Walker(ast.NodeVisitor):
+    """One walk over one syntax tree, a method per construct (``visit_Call``, ...): records problems
+    instead of stopping at the first. Each ``visit_*`` takes the node and the index variables in scope and
+    returns (the ``Expr`` or None after a problem, its value kind if known)."""
 
     def __init__(self, source: _Source):
         self.source = source
         self.problems: list[Problem] = []
         self.names: dict[str, int] = {}      # parameter / function name -> first column
         self.variables: dict[str, int] = {}  # index variable -> first column
+        self.nesting = 0                     # reductions enclosing the node being walked
 
     def column(self, node: ast.AST) -> int:
         return self.source.column(node.lineno, node.col_offset)
@@ -170,38 +173,15 @@ class _Walker:
     def problem(self, node: ast.AST, message: str) -> None:
         self.problems.append(Problem(message, self.column(node)))
 
-    # ---- expressions --------------------------------------------------------------------------
     def expr(self, node: ast.AST, scope: tuple[str, ...]) -> _Result:
-        if isinstance(node, ast.Constant):
-            return self.number(node)
-        if isinstance(node, ast.Name):
-            return self.name(node, scope)
-        if isinstance(node, ast.Subscript):
-            return self.content(node, scope)
-        if isinstance(node, ast.Call):
-            return self.call(node, scope)
-        if isinstance(node, ast.BinOp):
-            (left, lkind), (right, rkind) = self.expr(node.left, scope), self.expr(node.right, scope)
-            kind = VECTOR if VECTOR in (lkind, rkind) else (SCALAR if lkind == rkind == SCALAR else None)
-            op = _BINOPS.get(type(node.op))
-            if op is None:
-                shown = _BAD_OPS.get(type(node.op), type(node.op).__name__)
-                self.problem(node, f"operator {shown} is not supported; use + - * / **")
-            ok = op is not None and left is not None and right is not None
-            return (BinOp(op, left, right) if ok else None), kind
-        if isinstance(node, ast.UnaryOp):
-            operand, kind = self.expr(node.operand, scope)
-            if isinstance(node.op, ast.USub):
-                return (Neg(operand) if operand is not None else None), kind
-            if isinstance(node.op, ast.UAdd):  # +e is e
-                return operand, kind
-            shown = "not" if isinstance(node.op, ast.Not) else "~"
-            self.problem(node, f"unary operator {shown} is not supported")
-            return None, kind
-        self.problem(node, f"unsupported construct: {_CONSTRUCTS.get(type(node), type(node).__name__)}")
-        return None, None
+        visit = getattr(self, f"visit_{type(node).__name__}", None)
+        if visit is None:
+            self.problem(node, f"unsupported construct: {_CONSTRUCTS.get(type(node), type(node).__name__)}")
+            return None, None
+        return visit(node, scope)
 
-    def number(self, node: ast.Constant) -> _Result:
+    # ---- leaves -------------------------------------------------------------------------------------
+    def visit_Constant(self, node: ast.Constant, scope: tuple[str, ...]) -> _Result:
         value = node.value
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             self.problem(node, f"unsupported literal {value!r:.40}: only numbers are allowed")
@@ -215,6 +195,48 @@ class _Walker:
             return None, SCALAR
         return Num(number), SCALAR
 
+    def visit_Name(self, node: ast.Name, scope: tuple[str, ...], parameter_allowed: bool = False) -> _Result:
+        """A bare name: a parameter vector, allowed only as a direct argument of ``dot`` (see expr.Param)."""
+        if node.id in scope:
+            self.problem(node, f"index variable {node.id!r} used as a value; write x[{node.id}]")
+            return None, None
+        if self.bad_name(node, node.id, "a value"):
+            return None, None
+        if not parameter_allowed:
+            self.problem(node, f"parameter {node.id!r} can only be an argument of dot(...), as in "
+                               f"dot({node.id}, x[t]), or the matrix of bilinear({node.id}, a, b)")
+            return None, VECTOR
+        self.names.setdefault(node.id, self.column(node))
+        return Param(node.id), VECTOR
+
+    def visit_Subscript(self, node: ast.Subscript, scope: tuple[str, ...]) -> _Result:
+        if not (isinstance(node.value, ast.Name) and node.value.id == "x"):
+            self.problem(node, "only x can be indexed, as in x[t]")
+            return None, None
+        index = self.index(node.slice, scope)
+        return (Content(index) if index is not None else None), VECTOR
+
+    # ---- arithmetic ---------------------------------------------------------------------------------
+    def visit_BinOp(self, node: ast.BinOp, scope: tuple[str, ...]) -> _Result:
+        (left, lkind), (right, rkind) = self.expr(node.left, scope), self.expr(node.right, scope)
+        kind = VECTOR if VECTOR in (lkind, rkind) else (SCALAR if lkind == rkind == SCALAR else None)
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            shown = _BAD_OPS.get(type(node.op), type(node.op).__name__)
+            self.problem(node, f"operator {shown} is not supported; use + - * / **")
+        ok = op is not None and left is not None and right is not None
+        return (BinOp(op, left, right) if ok else None), kind
+
+    def visit_UnaryOp(self, node: ast.UnaryOp, scope: tuple[str, ...]) -> _Result:
+        operand, kind = self.expr(node.operand, scope)
+        if isinstance(node.op, ast.USub):
+            return (Neg(operand) if operand is not None else None), kind
+        if isinstance(node.op, ast.UAdd):  # +e is e
+            return operand, kind
+        self.problem(node, f"unary operator {'not' if isinstance(node.op, ast.Not) else '~'} is not supported")
+        return None, kind
+
+    # ---- names and positions ------------------------------------------------------------------------
     def bad_name(self, node: ast.AST, name: str, what: str) -> bool:
         """Report (and return True) if ``name`` cannot serve as ``what``."""
         if name.startswith("_"):
@@ -230,35 +252,21 @@ class _Walker:
             return False
         return True
 
-    def name(self, node: ast.Name, scope: tuple[str, ...], parameter_allowed: bool = False) -> _Result:
-        """A bare name: a parameter vector, allowed only as a direct argument of ``dot`` (see expr.Param)."""
-        if node.id in scope:
-            self.problem(node, f"index variable {node.id!r} used as a value; write x[{node.id}]")
-            return None, None
-        if self.bad_name(node, node.id, "a value"):
-            return None, None
-        if not parameter_allowed:
-            self.problem(node, f"parameter {node.id!r} can only be an argument of dot(...), as in "
-                               f"dot({node.id}, x[t]), or the matrix of bilinear({node.id}, a, b)")
-            return None, VECTOR
-        self.names.setdefault(node.id, self.column(node))
-        return Param(node.id), VECTOR
-
-    def content(self, node: ast.Subscript, scope: tuple[str, ...]) -> _Result:
-        if not (isinstance(node.value, ast.Name) and node.value.id == "x"):
-            self.problem(node, "only x can be indexed, as in x[t]")
-            return None, None
-        index = self.index(node.slice, scope)
-        return (Content(index) if index is not None else None), VECTOR
+    def within(self, node: ast.AST, value: int, limit: int, what: str) -> bool:
+        """Whether ``value`` respects ``limit`` (reported when it does not)."""
+        if abs(value) > limit:
+            self.problem(node, f"{what} {value} is over the limit of {limit} (infoflow_smt.limits)")
+            return False
+        return True
 
     def index(self, node: ast.AST, scope: tuple[str, ...]):
         """``t``, ``3``, ``T``, ``T-2``, ``t-1``, ``t+2`` or ``argmax(...)``/``argmin(...)``."""
         if isinstance(node, ast.Constant) and _is_int(node.value):
-            if node.value >= 1:
-                return FixedIndex(node.value)
-            self.problem(node, f"position {node.value} is outside the sequence: "
-                               "positions are 1-based (x[1] first)")
-            return None
+            if node.value < 1:
+                self.problem(node, f"position {node.value} is outside the sequence: "
+                                   "positions are 1-based (x[1] first)")
+                return None
+            return FixedIndex(node.value) if self.within(node, node.value, MAX_POSITION, "position") else None
         if isinstance(node, ast.Name):
             if node.id == "T":
                 return FixedIndex(0, True)
@@ -266,17 +274,7 @@ class _Walker:
         if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
                 and isinstance(node.left, ast.Name)
                 and isinstance(node.right, ast.Constant) and _is_int(node.right.value)):
-            name = node.left.id
-            offset = node.right.value if isinstance(node.op, ast.Add) else -node.right.value
-            if name == "T":
-                if offset < 0:
-                    return FixedIndex(-offset, True)
-                self.problem(node, f"position {ast.unparse(node)} is not inside the sequence; "
-                                   "use T or T-k with k >= 1")
-                return None
-            if not self.bound(node.left, name, scope):
-                return None
-            return OffsetIndex(name, offset) if offset else VarIndex(name)
+            return self.shifted(node, scope)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _REDUCTIONS:
             if node.func.id in ("argmin", "argmax"):
                 return self.reduction(node, node.func.id, scope)[0]
@@ -286,13 +284,28 @@ class _Walker:
                            "or x[argmax(...)]")
         return None
 
+    def shifted(self, node: ast.BinOp, scope: tuple[str, ...]):
+        """``T-k`` or ``t+k``/``t-k``."""
+        name = node.left.id
+        offset = node.right.value if isinstance(node.op, ast.Add) else -node.right.value
+        if name == "T":
+            if offset < 0:
+                return FixedIndex(-offset, True) if self.within(node, -offset, MAX_POSITION, "position T-") \
+                    else None
+            self.problem(node, f"position {ast.unparse(node)} is not inside the sequence; "
+                               "use T or T-k with k >= 1")
+            return None
+        if not self.bound(node.left, name, scope) or not self.within(node, offset, MAX_OFFSET, "offset"):
+            return None
+        return OffsetIndex(name, offset) if offset else VarIndex(name)
+
     def bound(self, node: ast.AST, name: str, scope: tuple[str, ...]) -> bool:
         if name not in scope:
             self.problem(node, f"unbound index variable {name!r}: no enclosing 'for {name} in ...'")
         return name in scope
 
-    # ---- calls and reductions ---------------------------------------------------------------
-    def call(self, node: ast.Call, scope: tuple[str, ...]) -> _Result:
+    # ---- calls and reductions ---------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call, scope: tuple[str, ...]) -> _Result:
         if not isinstance(node.func, ast.Name):
             self.problem(node, "only named functions can be called, as in f1(x[t])")
             return None, None
@@ -317,60 +330,69 @@ class _Walker:
             if not node.args:
                 self.problem(node, f"function {name} needs at least one argument")
             self.names.setdefault(name, self.column(node))
-        args: list[Expr | None] = []
-        for position, arg in enumerate(node.args):
-            if name == "bilinear" and position == 0:
-                if isinstance(arg, ast.Name) and not self.bad_name(arg, arg.id, "a matrix parameter"):
-                    self.names.setdefault(arg.id, self.column(arg))
-                    args.append(Param(arg.id))
-                else:
-                    self.problem(arg, "the first argument of bilinear must be a matrix name, "
-                                      "as in bilinear(A1, a, b)")
-                    args.append(None)
-                continue
-            if name == "dot" and isinstance(arg, ast.Name):
-                value, kind = self.name(arg, scope, parameter_allowed=True)
-            else:
-                value, kind = self.expr(arg, scope)
-            if arity is not None and kind == SCALAR:
-                self.problem(arg, f"argument {position + 1} of {name} must be a vector "
-                                  "(like x[t]), not a scalar")
-            args.append(value)
+        args = [self.argument(name, position, arg, scope, arity) for position, arg in enumerate(node.args)]
         ok = arity_ok and bool(args) and all(a is not None for a in args)
         return (Call(name, tuple(args)) if ok else None), SCALAR
+
+    def argument(self, name: str, position: int, arg: ast.AST, scope: tuple[str, ...], arity: int | None):
+        """One argument of a call: the matrix of ``bilinear``, a parameter of ``dot``, or an expression."""
+        if name == "bilinear" and position == 0:
+            if isinstance(arg, ast.Name) and not self.bad_name(arg, arg.id, "a matrix parameter"):
+                self.names.setdefault(arg.id, self.column(arg))
+                return Param(arg.id)
+            self.problem(arg, "the first argument of bilinear must be a matrix name, as in bilinear(A1, a, b)")
+            return None
+        if name == "dot" and isinstance(arg, ast.Name):
+            value, kind = self.visit_Name(arg, scope, parameter_allowed=True)
+        else:
+            value, kind = self.expr(arg, scope)
+        if arity is not None and kind == SCALAR:
+            self.problem(arg, f"argument {position + 1} of {name} must be a vector (like x[t]), not a scalar")
+        return value
 
     def reduction(self, node: ast.Call, name: str, scope: tuple[str, ...]) -> _Result:
         kind = _REDUCTIONS[name]
         generators = [a for a in node.args if isinstance(a, ast.GeneratorExp)]
-        k: int | None = None
-        if kind is ReduceKind.KTH_LARGEST:
-            shape_ok = len(node.args) == 2 and isinstance(node.args[1], ast.GeneratorExp)
-            first = node.args[0] if node.args else node
-            if isinstance(first, ast.Constant) and _is_int(first.value) and first.value >= 1:
-                k = first.value
-            elif shape_ok:
-                shown = ast.unparse(first)[:40]  # unparse only prints the syntax tree back
-                self.problem(first, f"k of kth_largest must be an integer literal >= 1, got {shown}")
-            usage = "kth_largest(k, E for t in D)"
-        else:
-            shape_ok = len(node.args) == 1 and bool(generators)
-            usage = f"{name}(E for t in D)"
-        if not shape_ok:
-            self.problem(node, f"{name} takes one generator expression: {usage}")
+        shape_ok, k = self.reduction_shape(node, name, kind)
         if not generators:
             return None, SCALAR
         gen = generators[-1]
         if len(gen.generators) > 1 and (kind is ReduceKind.KTH_LARGEST or kind.returns_index):
             self.problem(node, f"{name} takes exactly one 'for' clause")
+        if len(gen.generators) > MAX_JOINT:
+            self.problem(node, f"{name} binds {len(gen.generators)} variables, over the limit of "
+                               f"{MAX_JOINT} (infoflow_smt.limits)")
+        self.nesting += 1
+        if self.nesting == MAX_NESTING + 1:
+            self.problem(node, f"reductions nest more than {MAX_NESTING} deep, over the limit of "
+                               f"{MAX_NESTING} (infoflow_smt.limits)")
         bindings, inner = self.bindings(gen, scope)
         body, body_kind = self.expr(gen.elt, inner)
-        if kind.is_selection and body_kind == VECTOR:
-            self.problem(gen.elt, f"the body of {name} must be a scalar "
-                                  "(a score such as dot(...) or f1(...))")
-        result_kind = body_kind if kind in (ReduceKind.SUM, ReduceKind.MEAN) else SCALAR
-        ok = (shape_ok and body is not None and bindings is not None
-              and (k is not None) == (kind is ReduceKind.KTH_LARGEST))
+        self.nesting -= 1
+        # a selection of a vector compares numbers only on scalar tokens (d = 1): decide and evaluate check d
+        result_kind = body_kind if kind in (ReduceKind.SUM, ReduceKind.MEAN) or not kind.returns_index \
+            else SCALAR
+        ok = shape_ok and body is not None and bindings is not None
         return (Reduce(kind, body, bindings, k) if ok else None), result_kind
+
+    def reduction_shape(self, node: ast.Call, name: str, kind: ReduceKind) -> tuple[bool, int | None]:
+        """Whether the call has the reduction's shape, and ``k`` for kth_largest."""
+        if kind is not ReduceKind.KTH_LARGEST:
+            shape_ok = len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp)
+            if not shape_ok:
+                self.problem(node, f"{name} takes one generator expression: {name}(E for t in D)")
+            return shape_ok, None
+        shape_ok = len(node.args) == 2 and isinstance(node.args[1], ast.GeneratorExp)
+        first = node.args[0] if node.args else node
+        k = None
+        if isinstance(first, ast.Constant) and _is_int(first.value) and first.value >= 1:
+            k = first.value if self.within(first, first.value, MAX_RANK, "rank k") else None
+        elif shape_ok:
+            shown = ast.unparse(first)[:40]  # unparse only prints the syntax tree back
+            self.problem(first, f"k of kth_largest must be an integer literal >= 1, got {shown}")
+        if not shape_ok:
+            self.problem(node, "kth_largest takes one generator expression: kth_largest(k, E for t in D)")
+        return shape_ok and k is not None, k
 
     def bindings(self, gen: ast.GeneratorExp,
                  scope: tuple[str, ...]) -> tuple[tuple[Binding, ...], tuple[str, ...]]:
@@ -416,14 +438,14 @@ class _Walker:
     def range_bound(self, node: ast.AST) -> FixedIndex | None:
         """An integer literal >= 1, ``T``, ``T-k`` or ``T+1`` (so that ``range(2, T+1)`` reaches T)."""
         if isinstance(node, ast.Constant) and _is_int(node.value) and node.value >= 1:
-            return FixedIndex(node.value)
+            return FixedIndex(node.value) if self.within(node, node.value, MAX_POSITION, "range bound") else None
         if isinstance(node, ast.Name) and node.id == "T":
             return FixedIndex(0, True)
         if (isinstance(node, ast.BinOp) and isinstance(node.left, ast.Name) and node.left.id == "T"
                 and isinstance(node.right, ast.Constant) and _is_int(node.right.value)):
             k = node.right.value
             if isinstance(node.op, ast.Sub) and k >= 1:
-                return FixedIndex(k, True)
+                return FixedIndex(k, True) if self.within(node, k, MAX_POSITION, "range bound T-") else None
             if isinstance(node.op, ast.Add) and k == 1:
                 return FixedIndex(-1, True)
         self.problem(node, "unsupported range bound: expected a positive integer, T, T-k or T+1")
@@ -447,8 +469,9 @@ def parse_target_expr(text: str) -> Expr:
         raise _fail(f"target text must be a str, got {type(text).__name__}")
     if not text.strip():
         raise _fail("empty target text")
-    if len(text) > _MAX_CHARS:
-        raise _fail(f"target text too long ({len(text)} > {_MAX_CHARS} characters)")
+    if len(text) > MAX_TEXT_CHARS:
+        raise _fail(f"target text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS} "
+                    "(infoflow_smt.limits)")
     source = _Source.of(text)
     try:
         tree = ast.parse(source.parsed, mode="eval")  # builds the syntax tree only; nothing runs

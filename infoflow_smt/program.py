@@ -25,6 +25,7 @@ class Mode(enum.Enum):
     KTH = "k-th largest retrieval"
     AGGREGATE = "global aggregation"
     POSITIONS = "specific-position aggregation"
+    AVERAGE = "global averaging"  # a linear statistic: the mean of per-token values, no token decoded
     IDLE = "idle"  # only to override, at a fixed position, what a head does at every input position
 
 
@@ -112,11 +113,43 @@ class Program:
                 return a
         return None
 
+    def to_json(self) -> dict:
+        """A JSON-ready record of the program (``Program.from_json`` reads it back)."""
+        return {"layers": self.layers, "order": {g: list(v) for g, v in self.order},
+                "actions": [{"layer": a.layer, "head": a.head, "where": _where_json(a.where),
+                             "mode": a.op.mode.name, "node": a.op.node,
+                             "positions": [_position_json(q) for q in a.op.positions]} for a in self.actions]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Program:
+        actions = tuple(Action(a["layer"], a["head"], _where_from(a["where"]),
+                               Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"])))
+                        for a in data["actions"])
+        return cls(actions, tuple((g, tuple(v)) for g, v in data["order"].items()), data["layers"])
+
     def __str__(self) -> str:
         lines = [str(a) for a in sorted(self.actions, key=_action_key)]
         if self.order:
             lines.append("variable orders: " + ", ".join(f"{g}: {' > '.join(v)}" for g, v in self.order))
         return "\n".join(lines) if lines else "(no head does anything)"
+
+
+def _where_json(where: Where):
+    return where if isinstance(where, str) else {"position": where.position, "from_end": where.from_end}
+
+
+def _where_from(data) -> Where:
+    return data if isinstance(data, str) else FixedIndex(data["position"], data["from_end"])
+
+
+def _position_json(ref: PositionRef) -> dict:
+    if isinstance(ref, Offset):
+        return {"offset": ref.offset}
+    return {"position": ref.position, "from_end": ref.from_end}
+
+
+def _position_from(data: dict) -> PositionRef:
+    return Offset(data["offset"]) if "offset" in data else FixedIndex(data["position"], data["from_end"])
 
 
 def _action_key(a: Action):
@@ -147,54 +180,77 @@ def validate(program: Program, arch) -> list[str]:
 # ---- cost ----------------------------------------------------------------------------------------
 def set_sizes(program: Program, arch) -> dict[tuple[int, Where], sympy.Expr]:
     """An upper bound on ``|I(p, l)|`` for each layer and position class (``T`` once a set holds all)."""
+    return {key: T if n == _WHOLE else sympy.Integer(n) for key, n in set_counts(program).items()}
+
+
+_WHOLE = -1  # a count that is the whole sequence, T
+
+
+def set_counts(program: Program) -> dict[tuple[int, Where], int]:
+    """``set_sizes`` in plain integers (``-1`` for T): it runs once per replayed witness."""
     classes: list[Where] = ["input", "output"] + sorted(
         {a.where for a in program.actions if isinstance(a.where, FixedIndex)}, key=position_text)
-    size = {(0, w): sympy.Integer(0 if w == "output" else 1) for w in classes}
+    size = {(0, w): 0 if w == "output" else 1 for w in classes}
     for layer in range(1, program.layers + 1):
         for w in classes:
-            new = size[(layer - 1, w)]
             acts = program.at(layer, w)
             if isinstance(w, FixedIndex):  # heads without an override act as at every input position
                 overridden = {a.head for a in acts}
                 acts += [a for a in program.at(layer, "input") if a.head not in overridden]
-            for a in acts:
-                new = new + _gain(a.op, layer, size, classes)
-            size[(layer, w)] = T if new.has(T) else new
+            gains = [size[(layer - 1, w)]] + [_gain(a.op, layer, size, classes) for a in acts]
+            size[(layer, w)] = _WHOLE if _WHOLE in gains else sum(gains)
     return size
 
 
-def _gain(op: Op, layer: int, size, classes) -> sympy.Expr:
-    if op.mode is Mode.IDLE:
-        return sympy.Integer(0)
+def _gain(op: Op, layer: int, size, classes) -> int:
+    if op.mode in (Mode.IDLE, Mode.AVERAGE):  # an average gathers no token
+        return 0
     if op.mode is Mode.AGGREGATE:
-        return T
+        return _WHOLE
     if op.mode in (Mode.RETRIEVE, Mode.KTH):  # the retrieved position is an input position
-        return sympy.Max(*(size[(layer - 1, w)] for w in classes if w != "output"))
+        sizes = [size[(layer - 1, w)] for w in classes if w != "output"]
+        return _WHOLE if _WHOLE in sizes else max(sizes)
     return _gathered(op, layer, size, classes)
 
 
-def _gathered(op: Op, layer: int, size, classes) -> sympy.Expr:
-    """The size of what a specific-position aggregation in ``layer`` gathers."""
-    return sum((size[(layer - 1, q if q in classes else "input")] for q in op.positions), sympy.Integer(0))
+def _gathered(op: Op, layer: int, size, classes) -> int:
+    """The size of what a specific-position aggregation in ``layer`` gathers (``_WHOLE``: T)."""
+    sizes = [size[(layer - 1, q if q in classes else "input")] for q in op.positions]
+    return _WHOLE if _WHOLE in sizes else sum(sizes)
+
+
+def decoded_sizes(program: Program) -> dict[Action, int | None]:
+    """Every action charged a decoding cost, and how many tokens it decodes (None: the whole sequence)."""
+    sizes, found = set_counts(program), {}
+    for a in program.actions:
+        if a.op.mode is Mode.AGGREGATE:
+            found[a] = None
+        elif a.op.mode is Mode.POSITIONS:
+            n = _gathered(a.op, a.layer, sizes, {w for (_, w) in sizes})
+            found[a] = None if n == _WHOLE else n
+    return found
 
 
 def action_cost(action: Action, tree, arch, sizes, law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> sympy.Expr:
-    """The cost exponent charged for one action (model.md section 2); ``sizes`` from ``set_sizes``."""
+    """The cost exponent charged for one action (model.md section 2); ``sizes`` the program's set sizes
+    in integers (``_counts``)."""
     op = action.op
     if op.mode is Mode.RETRIEVE:
         return cost.retrieval()
     if op.mode is Mode.KTH:
         return cost.kth_retrieval(tree.nodes[op.node]["k"], arch.head_dim(action.layer))
+    if op.mode is Mode.AVERAGE:
+        return cost.average()
     if op.mode is Mode.AGGREGATE:
         return cost.decode(T, arch.input_dim, arch.width, law)
     gathered = _gathered(op, action.layer, sizes, {w for (_, w) in sizes})
-    return cost.decode(T if gathered.has(T) else gathered, arch.input_dim, arch.width, law)
+    return cost.decode(T if gathered == _WHOLE else gathered, arch.input_dim, arch.width, law)
 
 
 def program_cost(program: Program, tree, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED
                  ) -> tuple[sympy.Expr, tuple[tuple[Action, sympy.Expr], ...]]:
     """The program's cost exponent (the maximum over its actions) and every action's share."""
-    sizes = set_sizes(program, arch)
+    sizes = set_counts(program)
     shares = []
     for a in sorted(program.actions, key=_action_key):
         if a.op.mode is not Mode.IDLE:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InvalidSpecError, Problem
-from .evaluate import evaluate_expr
-from .expr import Expr
+from .evaluate import evaluate_expr, nested, work
+from .expr import Content, Expr, OffsetIndex, reads_tokens_as_numbers
 from .language import parse_target_expr, to_text
 from .realization import Realization
 
@@ -66,6 +67,50 @@ class Target:
         if problems:
             raise InvalidSpecError(problems, subject="input")
         return evaluate_expr(self.expr, X, self.realization)
+
+    @cached_property
+    def normal_form(self) -> Expr:
+        """The same function in its canonical spelling (``normal_form.normalize``): what the comparison
+        tree, the solver and the checker work on."""
+        from .normal_form import normalize
+        return normalize(self.expr)
+
+    @cached_property
+    def shortest_length(self) -> int:
+        """The shortest sequence this target is defined on: longer than every fixed position, rank and offset
+        it names (and at least 2)."""
+        from . import trees
+        tree = trees.comparison_tree(self)
+        need = 2
+        for _, d in tree.nodes(data=True):
+            if d["kind"] == "fixed":
+                need = max(need, d["position"].position + 1)
+            if d["kind"] == "kth":
+                need = max(need, d["k"] + 1)
+        for g in tree.graph["groups"].values():
+            for leaf in trees.walk(g.body):
+                if isinstance(leaf, Content) and isinstance(leaf.index, OffsetIndex):
+                    need = max(need, abs(leaf.index.offset) + 2)
+        return need
+
+    def work(self, length: int) -> float:
+        """Index tuples one evaluation visits per input of ``length`` (``evaluate.work``)."""
+        if length not in self._work:
+            self._work[length] = work(self._evaluated, length)
+        return self._work[length]
+
+    @cached_property
+    def _work(self) -> dict[int, float]:
+        return {}
+
+    @cached_property
+    def _evaluated(self) -> Expr:
+        return nested(self.expr)
+
+    @property
+    def reads_tokens_as_numbers(self) -> bool:
+        """Whether a selection compares tokens themselves (``max(x[t] for t in T)``): scalar tokens only."""
+        return reads_tokens_as_numbers(self.expr)
 
     # ---- measures, computed by trees (imported lazily: it needs sympy and networkx) ----------
     @property

@@ -23,12 +23,14 @@ from .depth_separation import prove_depth_separation
 from .head_count import prove_head_count
 from .intrinsic_dimension import prove_intrinsic_dimension
 from .kth_retrieval import prove_kth_retrieval
+from .multilayer_retrieval import prove_multilayer_retrieval
 from .result import Evidence, ProofResult
 from .triangle_center import prove_triangle_center
 
 __all__ = ["ALL", "Evidence", "ProofResult", "UnknownProofError", "check_names", "prove", "prove_all"]
 
-# name -> proof, in the order of model.md section 5 (papers' theorems first, then the experiments)
+# name -> proof, in the order of model.md section 5 (papers' theorems first, then the experiments), then
+# paper 2's multi-layer conjecture
 ALL: Mapping[str, Callable[[], ProofResult]] = MappingProxyType({
     "depth_separation": prove_depth_separation,
     "kth_retrieval": prove_kth_retrieval,
@@ -36,6 +38,7 @@ ALL: Mapping[str, Callable[[], ProofResult]] = MappingProxyType({
     "head_count": prove_head_count,
     "intrinsic_dimension": prove_intrinsic_dimension,
     "triangle_center": prove_triangle_center,
+    "multilayer_retrieval": prove_multilayer_retrieval,
 })
 
 

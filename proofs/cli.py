@@ -2,8 +2,9 @@
 
 With no name (or ``--all``) every proof runs. The default output is one line per proof (name, holds,
 seconds) followed by its evidence; ``--json`` prints one JSON document instead (schema: ``proofs.render``);
-``--report FILE`` also writes a Markdown report. Exit codes: 0 when every requested proof holds, 1 when
-one does not, 2 on bad input (an unknown proof name, a malformed option, a report path whose folder does
+``--report FILE`` also writes a Markdown report; ``--timeout S`` is one deadline for the whole run. Exit
+codes: 0 when every requested proof holds, 1 when one does not, 3 when none is disproved but one is unknown
+(a question ran out of time), 2 on bad input (an unknown proof name, a malformed option, a report path whose folder does
 not exist), reported in one line on stderr, without a traceback.
 
 ``main`` is a plain function returning the exit code, so ``infoflow prove`` can call it.
@@ -20,8 +21,9 @@ from pathlib import Path
 from typing import NoReturn
 
 import proofs
+from infoflow_smt import InvalidSpecError
 
-from . import render
+from . import harness, render
 
 
 class BadInput(Exception):
@@ -41,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--all", action="store_true", help="run every proof (the default without NAME)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument("--report", metavar="FILE", help="also write a Markdown report to FILE")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="one deadline for the whole run (default: each question its own, 60 s); what is "
+                             "unfinished then is unknown (exit 3), never disproved")
     parser.add_argument("--explain", action="store_true",
                         help="print the solver's reasons under every inefficient answer, not only mismatches")
     return parser
@@ -71,7 +76,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     names = _requested(args)
     report = _report_path(args)
-    results = [proofs.ALL[name]() for name in names]
+    try:
+        with harness.within(args.timeout):
+            results = [proofs.ALL[name]() for name in names]
+    except InvalidSpecError as err:  # a timeout that is not a positive finite number
+        raise BadInput(f"--timeout {args.timeout}: {err}") from None
     if args.json:
         print(render.json_document(results))
     else:
@@ -81,7 +90,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             report.write_text(render.markdown(results))
         except OSError as err:
             raise BadInput(f"--report {args.report}: {err.strerror or err}") from None
-    return 0 if all(result.holds for result in results) else 1
+    if all(result.holds for result in results):
+        return 0
+    return 3 if all(result.holds or result.unknown for result in results) else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,13 +6,15 @@ Three consequences, each checked on several widths and input dimensions:
   bounded in ``T``; each head decodes what it gathers, so ``h`` heads of one layer split the positions and
   the largest part, ``ceil(T0 / h)`` tokens, sets the exponent; without positional encoding no program
   tells the positions apart at all;
-* global aggregation of all ``T`` tokens costs ``T*d/E - 1``: inefficient at a fixed width, efficient when
-  the width grows like ``T`` (a sum over every position needs exactly that);
+* global aggregation of all ``T`` tokens costs ``T*d/E - 1`` whenever tokens must be recovered from the
+  aggregate (a sum over every *pair* of positions): inefficient at a fixed width, efficient when the width
+  grows like ``T``; a mean or sum of per-token values is a linear statistic instead, which decodes no
+  token and costs exponent 1 at any width (docs/model.md, section 2);
 * memorization (paper 2, Theorem 2(3)): with ``E = T*d`` one head gathers everything at exponent 0, so
   D-retrieval is efficient at one head, with or without subsets and positions.
 
-Widths are chosen with ``E <= T0*d``: for a wider state the law (the paper's, as the model states it)
-gives a negative exponent, which the model does not clamp at 0, and which says nothing a reader can check.
+An exponent is never below 0: for a state wider than ``T0*d`` the law's ``T0*d/E - 1`` is negative and the
+cost is a constant, exponent 0 (one row checks it).
 
 >>> from proofs.decoding_cost import prove_decoding_cost
 >>> prove_decoding_cost().holds
@@ -22,14 +24,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .harness import T, aggregation_exponent, architecture, exactly, infinite, linear, observe, run_proof
+from .harness import (
+    FrontierCheck,
+    T,
+    aggregation_exponent,
+    architecture,
+    exactly,
+    general_claim,
+    infinite,
+    linear,
+    observe,
+    run_proof,
+)
 from .result import Evidence, ProofResult
 
 NAME = "decoding_cost"
 STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 3: decoding T0 tokens of dimension d from a width-E "
-             "state costs exponent T0*d/E - 1, so specific positions cost 3*d/E - 1 (with positional "
-             "encoding), global aggregation of T tokens T*d/E - 1, and with E = T*d memorization makes "
-             "D-retrieval efficient at one head (paper 2, Theorem 2(3)).")
+             "state costs exponent max(0, T0*d/E - 1), so specific positions cost 3*d/E - 1 (with positional "
+             "encoding), global aggregation of T tokens T*d/E - 1 when tokens must be recovered (a mean of "
+             "per-token values decodes none: exponent 1), and with E = T*d memorization makes D-retrieval "
+             "efficient at one head (paper 2, Theorem 2(3)).")
 
 # (positions, heads, E, d), one layer: the default three positions at several widths, then more heads (each
 # decodes its own part: a single softmax couples what it averages, separate heads do not), then other T0
@@ -45,17 +59,24 @@ SPECIFIC: tuple[tuple[tuple[int, ...], tuple[int, ...], int, int], ...] = (
     ((1, 2, 5, 7), (2,), 4, 2),  # parts of 2 and 2 tokens
     ((1, 2), (1,), 2, 2),
     ((1, 2, 5, 7), (1,), 4, 2),
+    ((1, 2, 3), (1,), 16, 2),    # 3*2/16 - 1 < 0: a constant cost, exponent 0
 )
-# (target text, heads, E, d) for global aggregation: the sum needs every position
-SUM = "sum(f1(x[t]) for t in T)"
-MEAN = "mean(f1(x[t]) for t in T)"
+# (target text, heads, E, d) for global aggregation: a sum over pairs needs the tokens back from the aggregate
+PAIRS = "sum(f1(x[s], x[t]) for s in T for t in T)"
+PAIR_MEAN = "mean(dot(x[s], x[t])**2 for s in T for t in T)"
 GLOBAL = (
-    (SUM, (1,), 16, 2),
-    (MEAN, (2,), 8, 4),
-    (SUM, (1, 1), 24, 3),
-    (SUM, (1,), T, 2),
-    (SUM, (1,), 2 * T, 4),
-    (MEAN, (1,), T, 1),
+    (PAIRS, (1,), 16, 2),
+    (PAIR_MEAN, (2,), 8, 4),
+    (PAIRS, (1, 1), 24, 3),
+    (PAIRS, (1,), T, 2),
+    (PAIRS, (1,), 2 * T, 4),
+    (PAIR_MEAN, (1,), T, 1),
+)
+# (target text, heads, E, d): linear statistics of per-token values, exponent 1 at any width
+LINEAR = (
+    ("sum(f1(x[t]) for t in T)", (1,), 16, 2),
+    ("mean(f1(x[t]) for t in T)", (2,), 8, 4),
+    ("mean(f1(x[t]) for t in T) * sum(f2(x[t]) for t in T)", (1,), 4, 4),
 )
 # (D, subsets, positional, d) for memorization at E = T*d, one head
 MEMORIZE = ((2, True, True, 2), (3, True, True, 3), (4, False, True, 2), (5, False, False, 1), (3, False, False, 4))
@@ -78,12 +99,29 @@ def _evidence() -> Iterator[Evidence]:
             yield observe(text, architecture(heads, E, d), "infeasible", linear(exponent, via="global aggregation"))
         else:
             yield observe(text, architecture(heads, E, d), "feasible", exactly(exponent))
+    for text, heads, E, d in LINEAR:
+        yield observe(text, architecture(heads, E, d), "feasible", exactly(1))
     for D, subsets, positional, d in MEMORIZE:
         spec = f"d_retrieval:D={D}" + ("" if subsets else ",subsets=false")
         arch = architecture((1,), d * T, d, positional=positional)
         yield observe(spec, arch, "feasible", exactly(aggregation_exponent(arch.embed_dim, d)))
 
 
+GENERAL = ("Over every architecture at a constant width: x[1] + x[2] + x[3] is efficient from one layer of one head "
+           "on with positional encoding and on no architecture without it, a sum over every pair of positions is "
+           "efficient on none, and a mean of per-token values on every one.")
+
+
+def _general():
+    return general_claim(GENERAL, [
+        FrontierCheck("specific_positions", {"embed_dim": 4, "input_dim": 2, "positional": True}, ((1, 1),)),
+        FrontierCheck("specific_positions", {"embed_dim": 4, "input_dim": 2, "positional": False}, ()),
+        FrontierCheck(PAIRS, {"embed_dim": 16, "input_dim": 2}, ()),
+        FrontierCheck("mean(f1(x[t]) for t in T)", {"embed_dim": 8, "input_dim": 4}, ((1, 1),)),
+    ])
+
+
 def prove_decoding_cost() -> ProofResult:
-    """Theorem 3 of paper 1 and its consequences (see ``STATEMENT``)."""
-    return run_proof(NAME, STATEMENT, _evidence)
+    """Theorem 3 of paper 1 and its consequences, on instances and over every architecture (see
+    ``STATEMENT`` and ``GENERAL``)."""
+    return run_proof(NAME, STATEMENT, _evidence, _general)

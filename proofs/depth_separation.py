@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .harness import aggregation_exponent, architecture, exactly, linear, observe, run_proof
+from .harness import (
+    FrontierCheck,
+    aggregation_exponent,
+    architecture,
+    exactly,
+    general_claim,
+    linear,
+    observe,
+    run_proof,
+)
 from .result import Evidence, ProofResult
 
 NAME = "depth_separation"
@@ -21,7 +30,7 @@ STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 1: min_{s,t} <x_s, x_t
              "one-layer transformer with h = 1..8 heads (best exponent T*d/E - 1, linear in T) and efficient, "
              "with exponent 1, for two layers of one head each.")
 TARGET = "min_pairwise_dot"
-CHAIN = "chain of 2 dependent selection(s)"  # the reason one layer fails: two selections, one after the other
+CHAIN = "chain of 2 dependent selections"  # the reason one layer fails: two selections, one after the other
 
 # (E, d) pairs with different slopes d/E, so the one-layer exponent is checked as a law, not a constant
 ONE_LAYER_WIDTHS = ((16, 2), (64, 4), (12, 3))
@@ -51,6 +60,17 @@ def _evidence() -> Iterator[Evidence]:
         yield observe(TARGET, arch, "feasible", exactly(1))
 
 
+GENERAL = ("Over every architecture of L layers of h heads (any L, any h) at a constant width: no one-layer "
+           "architecture is efficient, and every architecture from two layers of one head on is: the frontier is "
+           "exactly {(2, 1)}.")
+
+
+def _general():
+    return general_claim(GENERAL, [FrontierCheck("min_pairwise_dot", {"embed_dim": E, "input_dim": d}, ((2, 1),))
+                                   for E, d in ((16, 2), (64, 4))])
+
+
 def prove_depth_separation() -> ProofResult:
-    """Theorem 1 of paper 1 on several one- and two-layer architectures (see ``STATEMENT``)."""
-    return run_proof(NAME, STATEMENT, _evidence)
+    """Theorem 1 of paper 1 on several one- and two-layer architectures, and over every architecture
+    (see ``STATEMENT`` and ``GENERAL``)."""
+    return run_proof(NAME, STATEMENT, _evidence, _general)

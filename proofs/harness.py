@@ -5,6 +5,10 @@ A proof module states a result, lists the (target, architecture, prediction) tri
 program the solver returned with ``ifs.check`` on fresh inputs, and records every way the answer differs
 from the prediction. Nothing raised by the solver escapes: it becomes a mismatch that names the error.
 
+``within(seconds)`` sets one deadline for every question asked inside it (a whole run of proofs): each
+question gets what is left, and what is unfinished at the deadline is UNKNOWN, so the proof is unknown,
+never disproved.
+
 >>> import infoflow_smt as ifs
 >>> ev = observe("max_retrieval", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), "feasible", exactly(1))
 >>> ev.matches, ev.replayed, str(ev.obtained_exponent)
@@ -14,6 +18,8 @@ from the prediction. Nothing raised by the solver escapes: it becomes a mismatch
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,8 +27,9 @@ from dataclasses import dataclass
 import sympy
 
 import infoflow_smt as ifs
+from infoflow_smt.deadline import seconds as checked_seconds
 
-from .result import Evidence, ProofResult
+from .result import Evidence, GeneralClaim, ProofResult
 
 T = ifs.T
 
@@ -31,6 +38,24 @@ T = ifs.T
 REPLAY_LENGTH = 10
 REPLAY_SAMPLES = 20
 REPLAY_SEED = 1
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("proof_deadline", default=None)
+
+
+@contextlib.contextmanager
+def within(seconds: float | None):
+    """One deadline (``time.monotonic``) for every question asked inside; None: each its own default."""
+    token = _DEADLINE.set(None if seconds is None else time.monotonic() + checked_seconds(seconds))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def timeout() -> float | None:
+    """What is left of the run's deadline, for the next question (None: no run-wide deadline)."""
+    end = _DEADLINE.get()
+    return None if end is None else max(end - time.monotonic(), 1e-3)
 
 
 @dataclass(frozen=True)
@@ -95,7 +120,7 @@ def observe(spec: str, arch: ifs.Architecture, status: str, claim: Claim, *,
     started = time.perf_counter()
     try:
         target = ifs.catalogue.parse_spec(spec)
-        verdict = ifs.decide(target, arch)
+        verdict = ifs.decide(target, arch, timeout=timeout())
         program = verdict.witness if verdict.witness is not None else verdict.best_program
         replayed = None if program is None else replays(program, target, arch)
     except Exception as err:  # noqa: BLE001 -- a solver bug is evidence too: report it, prove the rest
@@ -127,12 +152,50 @@ def raised(spec: str, arch: str, status: str, claim: Claim, err: Exception, star
                     detail=f"{type(err).__name__}: {err}", seconds=time.perf_counter() - started)
 
 
-def run_proof(name: str, statement: str, gather: Callable[[], Iterable[Evidence]]) -> ProofResult:
-    """Collect the evidence of one proof and time it; it holds iff every evidence matches."""
+def run_proof(name: str, statement: str, gather: Callable[[], Iterable[Evidence]],
+              general: Callable[[], GeneralClaim] | None = None) -> ProofResult:
+    """Collect the evidence of one proof and its general claim, and time them; it holds iff every evidence
+    matches and the general claim holds."""
     started = time.perf_counter()
     evidence = tuple(gather())
-    holds = bool(evidence) and all(e.matches for e in evidence)  # no evidence proves nothing
-    return ProofResult(name, statement, holds, evidence, time.perf_counter() - started)
+    claim = general() if general is not None else None
+    holds = bool(evidence) and all(e.matches for e in evidence) and (claim is None or claim.holds)
+    return ProofResult(name, statement, holds, evidence, time.perf_counter() - started, claim)
+
+
+@dataclass(frozen=True)
+class FrontierCheck:
+    """One question of a general claim: ``decide_all(spec, **options)`` must give the frontier ``shapes``
+    (``(layers, heads)`` pairs; empty: inefficient on every architecture), or satisfy ``test``."""
+
+    spec: str
+    options: dict
+    shapes: tuple[tuple[int, int], ...] | None = None
+    test: Callable | None = None
+    expected: str = ""
+
+
+def general_claim(statement: str, checks: Iterable[FrontierCheck]) -> GeneralClaim:
+    """Ask every frontier; the claim holds iff each is as expected. Nothing raised escapes."""
+    frontiers, problems, unknown = [], [], 0
+    for check in checks:
+        try:
+            frontier = ifs.decide_all(check.spec, **check.options, timeout=timeout())
+        except ifs.SolverUnknownError as err:  # the deadline: the claim is unknown, not false
+            problems.append(f"{check.spec} {check.options}: unknown: {err}")
+            unknown += 1
+            continue
+        except Exception as err:  # noqa: BLE001 -- a solver error is a failed claim, reported
+            problems.append(f"{check.spec} {check.options}: {type(err).__name__}: {err}")
+            continue
+        record = frontier.to_json() | {"spec": check.spec, "options": {k: str(v) for k, v in check.options.items()}}
+        frontiers.append(record)
+        if check.shapes is not None and frontier.shapes != check.shapes:
+            problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.shapes}")
+        if check.test is not None and not check.test(frontier):
+            problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.expected}")
+    return GeneralClaim(statement, not problems, tuple(frontiers), "; ".join(problems),
+                        unknown=bool(problems) and unknown == len(problems))
 
 
 def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim: int,
@@ -142,12 +205,16 @@ def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim:
 
 
 def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sympy.Expr = T) -> sympy.Expr:
-    """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from width E costs T0*d/E - 1.
+    """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from width E costs T0*d/E - 1, and
+    never less than a constant (exponent 0).
 
     Written out here rather than taken from ``infoflow_smt.cost``, so the proofs check the solver against
     the paper's law, not against the code that implements it.
 
-    >>> aggregation_exponent(16, 2)
-    T/8 - 1
+    >>> aggregation_exponent(16, 2), aggregation_exponent(16, 2, tokens=3)
+    (T/8 - 1, 0)
     """
-    return sympy.simplify(sympy.sympify(tokens) * input_dim / sympy.sympify(embed_dim) - 1)
+    law = sympy.simplify(sympy.sympify(tokens) * input_dim / sympy.sympify(embed_dim) - 1)
+    if not law.has(T):
+        return sympy.Max(law, 0)
+    return law if sympy.limit(law, T, sympy.oo) > 0 else sympy.Integer(0)

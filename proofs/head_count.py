@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .harness import aggregation_exponent, architecture, exactly, linear, observe, run_proof
+from .harness import (
+    FrontierCheck,
+    aggregation_exponent,
+    architecture,
+    exactly,
+    general_claim,
+    linear,
+    observe,
+    run_proof,
+)
 from .result import Evidence, ProofResult
 
 NAME = "head_count"
@@ -46,6 +55,22 @@ def _evidence() -> Iterator[Evidence]:
                                   mentions="gives the output token")  # the reason: its head budget
 
 
+GENERAL = ("Over every architecture of one layer: D-retrieval is efficient exactly from h = D heads on (every "
+           "one-layer point of the frontier is (1, D)), in each of the three variants, for every h.")
+
+
+def _one_layer_point(D: int):
+    return lambda frontier: [s for s in frontier.shapes if s[0] == 1] == [(1, D)]
+
+
+def _general():
+    checks = [FrontierCheck(_spec(D, subsets), {"embed_dim": E, "input_dim": d, "positional": positional},
+                            test=_one_layer_point(D), expected=f"one one-layer point, (1, {D})")
+              for D, (E, d) in WIDTHS.items() if D <= 3 for subsets, positional in VARIANTS]
+    return general_claim(GENERAL, checks)
+
+
 def prove_head_count() -> ProofResult:
-    """Theorem 2(1)-(2) of paper 2 for D = 2..5 and h = 1..D+1 (see ``STATEMENT``)."""
-    return run_proof(NAME, STATEMENT, _evidence)
+    """Theorem 2(1)-(2) of paper 2 for D = 2..5 and h = 1..D+1, and over every one-layer architecture
+    (see ``STATEMENT`` and ``GENERAL``)."""
+    return run_proof(NAME, STATEMENT, _evidence, _general)

@@ -20,7 +20,18 @@ import sympy
 
 import infoflow_smt as ifs
 
-from .harness import aggregation_exponent, architecture, exactly, linear, observe, raised, replays, run_proof
+from .harness import (
+    FrontierCheck,
+    aggregation_exponent,
+    architecture,
+    exactly,
+    general_claim,
+    linear,
+    observe,
+    raised,
+    replays,
+    run_proof,
+)
 from .result import Evidence, ProofResult
 
 NAME = "intrinsic_dimension"
@@ -79,6 +90,32 @@ def _evidence() -> Iterator[Evidence]:
         yield pareto_evidence(D, E, d)
 
 
+GENERAL = ("Over every architecture, for D = 2..6: no one-layer architecture is efficient, the only two-layer point "
+           "of the frontier is (D, D), and over every L the frontier is the minimal (L, h) with (L - 1) * h >= D.")
+
+
+def predicted_frontier(D: int) -> tuple[tuple[int, int], ...]:
+    """The minimal (L, h) with (L - 1) * h >= D: the inputs make one first selection per head in each of
+    the first L - 1 layers, the output token the second one a layer later.
+
+    >>> predicted_frontier(3)
+    ((2, 3), (3, 2), (4, 1))
+    """
+    points, best = [], None
+    for L in range(2, D + 2):
+        h = -(-D // (L - 1))
+        if best is None or h < best:
+            points.append((L, h))
+            best = h
+    return tuple(points)
+
+
+def _general():
+    return general_claim(GENERAL, [FrontierCheck(_spec(D), {"embed_dim": E, "input_dim": d}, predicted_frontier(D))
+                                   for D, (E, d) in WIDTHS.items()])
+
+
 def prove_intrinsic_dimension() -> ProofResult:
-    """Experiment 1 of paper 1 as the model predicts it, D = 2..6 (see ``STATEMENT``)."""
-    return run_proof(NAME, STATEMENT, _evidence)
+    """Experiment 1 of paper 1 as the model predicts it, D = 2..6, and over every architecture (see
+    ``STATEMENT`` and ``GENERAL``)."""
+    return run_proof(NAME, STATEMENT, _evidence, _general)

@@ -18,7 +18,17 @@ import sympy
 
 from infoflow_smt import cost
 
-from .harness import T, aggregation_exponent, architecture, exactly, linear, observe, run_proof
+from .harness import (
+    FrontierCheck,
+    T,
+    aggregation_exponent,
+    architecture,
+    exactly,
+    general_claim,
+    linear,
+    observe,
+    run_proof,
+)
 from .result import Evidence, ProofResult
 
 NAME = "kth_retrieval"
@@ -71,6 +81,18 @@ def _evidence() -> Iterator[Evidence]:
         yield observe("max_retrieval", arch, "feasible", exactly(1))
 
 
+GENERAL = ("Over every architecture at a constant width, depth never helps the k-th largest as the model decides "
+           "it: for k = 2 and 3 no number of layers or heads is efficient, while the largest is efficient from one "
+           "layer of one head on.")
+
+
+def _general():
+    checks = [FrontierCheck(f"kth_largest:k={k}", {"embed_dim": E, "input_dim": d}, ())
+              for k in (2, 3) for E, d in ((8, 4), (32, 2))]
+    return general_claim(GENERAL, checks + [FrontierCheck("max_retrieval", {"embed_dim": 32, "input_dim": 2}, ((1, 1),))])
+
+
 def prove_kth_retrieval() -> ProofResult:
-    """Theorem 2 of paper 1 for k = 1, 2, 3 on several one-layer architectures (see ``STATEMENT``)."""
-    return run_proof(NAME, STATEMENT, _evidence)
+    """Theorem 2 of paper 1 for k = 1, 2, 3 on several one-layer architectures, and over every
+    architecture (see ``STATEMENT`` and ``GENERAL``)."""
+    return run_proof(NAME, STATEMENT, _evidence, _general)

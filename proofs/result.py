@@ -8,7 +8,7 @@ result and strings in its JSON form (``to_dict``).
 ...               obtained_status="feasible", expected_exponent="1", obtained_exponent=sympy.Integer(1),
 ...               replayed=True, matches=True)
 >>> result = ProofResult("demo", "A statement.", holds=True, evidence=(ev,), seconds=0.1)
->>> result.to_dict()["evidence"][0]["obtained_exponent"]
+>>> result.to_dict()["instances"][0]["obtained_exponent"]
 '1'
 >>> result.mismatches
 ()
@@ -60,24 +60,56 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class GeneralClaim:
+    """A claim over every architecture (every number of layers and heads), checked with ``ifs.decide_all``:
+    each frontier it rests on is recorded with its saturation bounds, the reason the claim is general."""
+
+    statement: str
+    holds: bool
+    frontiers: tuple[dict[str, Any], ...]   # Frontier.to_json() of every question asked
+    detail: str = ""                        # why it does not hold (empty when it does)
+    unknown: bool = False                   # a question ran out of time: the claim is undecided, not false
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"statement": self.statement, "holds": self.holds, "detail": self.detail,
+                "frontiers": list(self.frontiers)}
+
+
+@dataclass(frozen=True)
 class ProofResult:
-    """A known result, reproduced (or not) by the solver: ``holds`` iff every evidence matches."""
+    """A known result, reproduced (or not) by the solver: ``holds`` iff every evidence matches and the
+    general claim holds."""
 
     name: str
     statement: str                        # one sentence, citing the paper and the theorem or experiment
     holds: bool
     evidence: tuple[Evidence, ...]
     seconds: float
+    general: GeneralClaim | None = None
+    notes: tuple[str, ...] = ()           # Markdown lines a report shows after the evidence (tables, tests)
 
     @property
     def mismatches(self) -> tuple[Evidence, ...]:
         return tuple(e for e in self.evidence if not e.matches)
+
+    @property
+    def unknown(self) -> bool:
+        """Undecided rather than disproved: it does not hold, and every failure is a question that ran out of
+        time (an UNKNOWN answer), none a wrong answer."""
+        if self.holds:
+            return False
+        undecided = [e.obtained_status == "unknown" for e in self.mismatches]
+        claim_failed = self.general is not None and not self.general.holds
+        return (all(undecided) and (any(undecided) or claim_failed)
+                and (not claim_failed or self.general.unknown))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "statement": self.statement,
             "holds": self.holds,
+            "unknown": self.unknown,
             "seconds": round(self.seconds, 3),
-            "evidence": [e.to_dict() for e in self.evidence],
+            "general": self.general.to_dict() if self.general else None,
+            "instances": [e.to_dict() for e in self.evidence],
         }

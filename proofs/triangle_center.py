@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .harness import aggregation_exponent, architecture, linear, observe, run_proof
+from .harness import (
+    FrontierCheck,
+    aggregation_exponent,
+    architecture,
+    general_claim,
+    linear,
+    observe,
+    run_proof,
+)
 from .result import Evidence, ProofResult
 
 NAME = "triangle_center"
@@ -44,6 +52,17 @@ def _evidence() -> Iterator[Evidence]:
                       mentions="comparison order 3")
 
 
+GENERAL = ("Over every architecture: the triangle center, squared or not, is inefficient for every number of layers "
+           "and heads at every constant width, with or without positional encoding.")
+
+
+def _general():
+    return general_claim(GENERAL, [
+        FrontierCheck(spec, {"embed_dim": E, "input_dim": 2, "positional": positional}, ())
+        for spec in ("triangle_center", "triangle_center:squared=false") for E, positional in ((24, False), (48, True))])
+
+
 def prove_triangle_center() -> ProofResult:
-    """Experiment 2 of paper 1 on fixed architectures up to 4 layers x 8 heads (see ``STATEMENT``)."""
-    return run_proof(NAME, STATEMENT, _evidence)
+    """Experiment 2 of paper 1 on fixed architectures up to 4 layers x 8 heads, and over every
+    architecture (see ``STATEMENT`` and ``GENERAL``)."""
+    return run_proof(NAME, STATEMENT, _evidence, _general)

@@ -11,172 +11,65 @@ import multiprocessing
 import os
 import random
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 
 import pytest
 import sympy
+from generators import VARIABLES, Case, random_case
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import infoflow_smt as ifs
 from infoflow_smt import cost
 from infoflow_smt import expr as ex
-from infoflow_smt.enumerator import enumerate_programs
+from infoflow_smt.enumerator import enumerate_programs, replay_length
 from infoflow_smt.errors import WitnessCheckError
 from infoflow_smt.language import to_text
 from infoflow_smt.program import Action, Mode
 from infoflow_smt.trees import comparison_tree
 
-VARIABLES = "stuvw"
 CASE_COUNT = 200
 CHECK_SAMPLES = 4   # fresh inputs for the re-check (seed 1: neither the solver nor the search saw them)
 WORKERS = 2         # the cases are spread over two processes (the suite's budget is 2 cores)
-
-
-# ---- a seeded generator of small targets -----------------------------------------------------------
-class _TargetText:
-    """Small target texts: 1-3 groups; joint min/max over 1-2 variables, nested selections, argmax
-    indices, kth_largest, sum/mean; dot, bilinear, f1, f2, F0. Domains other than T, fixed positions and
-    offsets only when ``positional``. Every variable a reduction binds is read by its body."""
-
-    def __init__(self, rng: random.Random, positional: bool):
-        self.rng, self.positional = rng, positional
-
-    def fresh(self, scope: list[tuple[str, str]]) -> str:
-        return next(v for v in VARIABLES if v not in {name for name, _ in scope})
-
-    def domain(self) -> str:
-        if self.positional and self.rng.random() < 0.4:
-            return self.rng.choice(["S1", "S2", "range(2, T+1)"])
-        return "T"
-
-    def vector(self, scope, must: list[str], depth: int) -> str:
-        r = self.rng
-        if must:  # a variable the enclosing reduction binds must be read
-            v = must.pop(0)
-            return f"x[{v}-1]" if dict(scope)[v] == "range(2, T+1)" and r.random() < 0.5 else f"x[{v}]"
-        roll = r.random()
-        if depth > 0 and roll < 0.25 and len(scope) < 3:
-            u = self.fresh(scope)
-            outer = [scope[-1][0]] if scope and r.random() < 0.7 else []
-            body = self.score(scope + [(u, "T")], [u] + outer, depth - 1)
-            return f"x[{r.choice(['argmax', 'argmin'])}({body} for {u} in T)]"
-        if self.positional and roll < 0.4:
-            return r.choice(["x[1]", "x[2]", "x[T]"])
-        return f"x[{r.choice(scope)[0]}]" if scope else "a1"
-
-    def score(self, scope, must: list[str], depth: int) -> str:
-        must = list(must)
-        text = self.shape(scope, must, depth)
-        while must:  # every variable handed down is read (a variable no score reads is another matter)
-            text = f"{text} + f1({self.vector(scope, must, 0)})"
-        return text
-
-    def shape(self, scope, must: list[str], depth: int) -> str:
-        r = self.rng
-        shapes = ["dot", "bilinear", "f1", "f2", "sum"]
-        shapes += ["nested"] * 2 if depth > 0 and len(scope) < 3 else []
-        shape = r.choice(shapes)
-        if shape == "nested":  # the inner reduction reads the variables handed down
-            inner = self.group(scope, depth - 1, must)
-            must.clear()
-            return f"f1(x[{scope[-1][0]}]) + {inner}" if scope and r.random() < 0.5 else inner
-        if shape == "sum":
-            first = self.score(scope, must[:1], 0)
-            rest, must[:] = must[1:], []
-            return f"{first} {r.choice('+-')} {self.score(scope, rest, 0)}"
-        if shape == "dot":
-            return f"dot({self.vector(scope, must, depth)}, {self.vector(scope, must, depth)})"
-        if shape == "bilinear":
-            a, b = self.vector(scope, must, depth), self.vector(scope, must, depth)
-            return f"bilinear(A{r.randint(1, 2)}, {a}, {b})"
-        if shape == "f1":
-            if len(must) > 1:
-                return f"f1({self.vector(scope, must, depth)} + {self.vector(scope, must, depth)})"
-            return f"f1({self.vector(scope, must, depth)})"
-        return f"f2({self.vector(scope, must, depth)}, {self.vector(scope, must, depth)})"
-
-    def group(self, scope, depth: int, outer_must=()) -> str:
-        r = self.rng
-        kind = r.choice(["min", "max", "min", "max", "kth", "sum", "mean"])
-        count = r.choice([1, 1, 2]) if kind in ("min", "max") and len(scope) < 2 else 1
-        new: list[tuple[str, str]] = []
-        for _ in range(count):
-            new.append((self.fresh(scope + new), self.domain()))
-        body = self.score(scope + new, [v for v, _ in new] + list(outer_must), depth)
-        if kind == "kth":
-            return f"kth_largest(2, {body} for {new[0][0]} in {new[0][1]})"
-        if count == 2 and r.random() < 0.5:  # nested same-kind reductions: also one joint group
-            (v1, d1), (v2, d2) = new
-            return f"{kind}({kind}({body} for {v2} in {d2}) for {v1} in {d1})"
-        return f"{kind}({body} {' '.join(f'for {v} in {d}' for v, d in new)})"
-
-
-def random_target(rng: random.Random, positional: bool) -> str:
-    gen = _TargetText(rng, positional)
-    count = rng.choice([1, 1, 2, 2, 3])
-    groups = [gen.group([], rng.choice([0, 1, 1])) for _ in range(count)]
-    if count == 1:
-        return groups[0]
-    return rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
-
-
-def random_architecture(rng: random.Random, positional: bool) -> ifs.Architecture:
-    layers = rng.choice([1, 2, 2])
-    return ifs.Architecture(heads=tuple(rng.choice([1, 2]) for _ in range(layers)),
-                            embed_dim=rng.choice([8, 32, 2 * ifs.T]), input_dim=rng.choice([1, 2]),
-                            positional=positional)
-
-
-@dataclass(frozen=True)
-class Case:
-    index: int
-    text: str
-    arch: ifs.Architecture
-
-    def __str__(self) -> str:
-        return f"case {self.index}: {self.text} on {self.arch}"
-
-
-def random_case(index: int) -> Case:
-    """Case ``index`` of the fixed set: a positional target goes, mostly, to a positional architecture."""
-    rng = random.Random(index)
-    positional = rng.random() < 0.35
-    text = random_target(rng, positional)
-    return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))
+ENUMERATION_BUDGET_S = 20  # the search is exponential in the anchors: a case over it is left unconfirmed
+MAX_UNCONFIRMED = 4        # ... and no more than this many of the fixed cases may be (2 %)
 
 
 CASES = [random_case(i) for i in range(CASE_COUNT)]
 
 
 # ---- one comparison ---------------------------------------------------------------------------------
-def disagreements(case: Case) -> list[str]:
-    """Every way solver, enumerator and interpreter disagree on ``case`` (empty when they agree)."""
+UNCONFIRMED = "unconfirmed"  # the enumeration ran out of its budget: the solver's witness is still replayed
+
+
+def disagreements(case: Case, budget_s: float | None = None) -> list[str]:
+    """Every way solver, enumerator and interpreter disagree on ``case`` (empty when they agree); ends with
+    ``UNCONFIRMED`` when the enumeration ran past ``budget_s``."""
     target = ifs.parse_target(case.text)
     try:
         verdict = ifs.decide(target, case.arch)
     except WitnessCheckError as err:
         return [f"{case}: the solver's witness fails its replay: {err}"]
-    found = enumerate_programs(target, case.arch)
+    found = enumerate_programs(target, case.arch, budget_s=budget_s)
     problems = []
     if verdict.status is ifs.Status.UNKNOWN:
         problems.append(f"{case}: the solver says unknown ({verdict.reason_unknown})")
-    elif verdict.feasible != (found.found is not None):
+    elif found is not None and verdict.feasible != (found.found is not None):
         problems.append(f"{case}: solver {verdict.status.value}, enumerator "
                         f"{'found' if found.found else 'found nothing'}\n{verdict.witness or found.found}")
-    for who, program in (("solver", verdict.witness), ("enumerator", found.found)):
+    programs = (("solver", verdict.witness), ("enumerator", found.found if found else None))
+    for who, program in programs:
         if program is not None:
-            report = ifs.check(program, target, case.arch, seq_len=found.seq_len, samples=CHECK_SAMPLES,
-                               seed=1)
+            length = found.seq_len if found else replay_length(target, case.arch)
+            report = ifs.check(program, target, case.arch, seq_len=length, samples=CHECK_SAMPLES, seed=1)
             if not report.ok:
                 problems.append(f"{case}: the {who}'s program fails a fresh replay\n{program}\n{report}")
-    return problems
+    return problems + ([UNCONFIRMED] if found is None else [])
 
 
 def _isolated(case: Case) -> list[str]:
     """``disagreements``, with any crash reported against its own case rather than the whole set."""
     try:
-        return disagreements(case)
+        return disagreements(case, ENUMERATION_BUDGET_S)
     except Exception as err:  # noqa: BLE001 - a crash is a finding about this case
         return [f"{case}: raised {type(err).__name__}: {err}"]
 
@@ -192,7 +85,15 @@ def outcomes() -> dict[int, list[str]]:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"case{c.index}")
 def test_solver_enumerator_interpreter_agree(case: Case, outcomes: dict[int, list[str]]) -> None:
-    assert outcomes[case.index] == []
+    problems = [p for p in outcomes[case.index] if p != UNCONFIRMED]
+    assert problems == []
+    if UNCONFIRMED in outcomes[case.index]:
+        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case} (its witness, if any, replays)")
+
+
+def test_few_cases_are_left_unconfirmed(outcomes: dict[int, list[str]]) -> None:
+    left = [c for c in CASES if UNCONFIRMED in outcomes[c.index]]
+    assert len(left) <= MAX_UNCONFIRMED, "\n".join(map(str, left))
 
 
 def test_the_case_set_is_fixed_and_varied() -> None:

@@ -243,3 +243,14 @@ def test_brute_force_names_bad_input(call, match):
 
     with pytest.raises(ifs.InvalidSpecError, match=match):
         call(brute_force_decide)
+
+
+def test_a_search_over_its_budget_answers_none() -> None:
+    target = "max(f1(x[t]) for t in T)"
+    assert enumerate_programs(target, arch((2, 2)), budget_s=30).found is not None
+    with pytest.raises(ifs.InvalidSpecError, match="budget_s"):
+        enumerate_programs(target, arch((1,)), budget_s=0)
+    # four anchors, two heads: about 15^5 * 10 operation sets per state in the first layer
+    wide = ("kth_largest(2, sum(dot(x[t], x[s]) for t in range(2, T+1)) for s in T) + min(f1(x[t]) + "
+            "max(f2(x[u], x[s]) + f1(x[t]) for u in T) for s in T for t in S2) + max(dot(x[s], x[s]) for s in T)")
+    assert enumerate_programs(wide, arch((2, 1), positional=True, input_dim=1), budget_s=0.5) is None

@@ -196,10 +196,12 @@ def test_offsets_outside_the_sequence_read_padding():
         np.testing.assert_allclose(got[b], X[b, int(np.argmax(scores))])
 
 
-def test_vector_body_of_a_selection_is_refused():
+def test_a_selection_of_tokens_needs_scalar_tokens():
     expr = Reduce(ReduceKind.MAX, Content(VarIndex("t")), (Binding("t", AllPositions()),))
-    with pytest.raises(InvalidSpecError, match="body of max must be a scalar"):
+    with pytest.raises(InvalidSpecError, match="needs scalar tokens .input_dim=1., got input_dim=2"):
         evaluate_expr(expr, _X(), Realization(0))
+    X = np.random.default_rng(0).standard_normal((4, 6, 1))
+    np.testing.assert_allclose(evaluate_expr(expr, X, Realization(0)), X[:, :, 0].max(axis=1))
 
 
 def test_input_validation_lists_every_problem():

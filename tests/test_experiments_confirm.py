@@ -49,7 +49,7 @@ def test_confirm_a_target_text_within_its_budget() -> None:
     text = str(result)
     assert "threshold fixed before training: efficient = best validation NMSE < 0.01" in text
     assert "decided" in text and "one layer fewer" in text and "agreement:" in text
-    doc = json.loads(result.to_json())
+    doc = json.loads(json.dumps(result.to_json()))  # JSON-ready
     assert doc["threshold"] == DEFAULT_THRESHOLD and doc["budget_s"] == 6.0
     assert [row["heads"] for row in doc["rows"]] == [[1, 1], [1]]
     assert {"status", "exponent", "nmse", "agree", "measured_efficient"} <= set(doc["rows"][0])

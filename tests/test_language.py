@@ -51,6 +51,7 @@ EXAMPLES = [
     "(-x[1])**2",
     "2**-dot(x[1], x[2])",
     "dot(x[1], x[1])**0.5 * 1e-05",
+    "max(x[t] for t in T) + min(x[t] for t in T)",   # scalar tokens: decide and evaluate check d = 1
 ]
 
 
@@ -160,7 +161,6 @@ ERRORS = [
     ("min(f1(x[t]) for t in T if t)", "'if' filters"),
     ("min(f1(x[t]) for (t, s) in T)", "binds one index variable"),
     ("f1(x[t] for t in T)", "generator expression outside"),
-    ("min(x[t] for t in T)", "body of min must be a scalar"),
     ("min(f1(x[t]) for t in T for t in T)", "bound twice in one reduction"),
     ("min(max(f1(x[t]) for t in T) for t in T)", "already bound by an enclosing reduction"),
     ("dot(t, x[1]) + max(f1(x[t]) for t in T)", "'t' is used both as an index variable and as a parameter"),

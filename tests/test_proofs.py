@@ -38,7 +38,8 @@ def test_every_proof_holds(results):
     for r in results:
         one_sentence = r.statement.endswith(".") and not re.search(r"[.;]\s+[A-Z]", r.statement)
         assert one_sentence, r.statement
-        assert "Paper" in r.statement and ("Theorem" in r.statement or "Experiment" in r.statement)
+        assert "Paper" in r.statement and any(w in r.statement for w in ("Theorem", "Experiment", "Conjecture"))
+        assert r.general is not None and r.general.holds and r.general.frontiers, r.name
         assert len({e.architecture for e in r.evidence}) >= 3, f"{r.name}: tried on too few architectures"
         for e in r.evidence:
             if e.obtained_status == "feasible":
@@ -53,7 +54,10 @@ def test_json_document_schema(results):
     for proof in document:
         assert tuple(proof) == render.SCHEMA_KEYS
         assert isinstance(proof["holds"], bool) and isinstance(proof["seconds"], float)
-        for ev in proof["evidence"]:
+        assert proof["general"]["holds"] is True and proof["general"]["frontiers"]
+        for frontier in proof["general"]["frontiers"]:
+            assert {"frontier", "head_bound", "layer_bound", "explanation"} <= set(frontier)
+        for ev in proof["instances"]:
             assert tuple(ev) == render.EVIDENCE_KEYS
             assert isinstance(ev["obtained_exponent"], str) and isinstance(ev["explanation"], list)
             sympy.sympify(ev["obtained_exponent"])  # sympy's str reads back
@@ -84,9 +88,12 @@ def test_cli_exit_codes_and_report(monkeypatch, capsys, tmp_path):
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("failing  DOES NOT HOLD")
     assert "MISMATCH" in out and "why: status feasible, expected infeasible" in out
-    assert "| failing | **no** |" in report.read_text()
+    assert "| [failing](#failing) | **no** |" in report.read_text()
     assert cli.main(["failing", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)[0]["holds"] is False
+    assert cli.main(["failing"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "A statement that does not hold." in lines[1] and lines[-1] == "0 of 1 proofs hold (0.1 s)."
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -115,7 +122,7 @@ def test_cli_one_real_proof_as_json_end_to_end():
     assert run.returncode == 0, run.stderr
     (proof,) = json.loads(run.stdout)
     assert proof["name"] == "kth_retrieval" and proof["holds"] is True
-    assert {ev["obtained_exponent"] for ev in proof["evidence"]} >= {"T/9 - 1/3", "T/16 - 1", "1"}
+    assert {ev["obtained_exponent"] for ev in proof["instances"]} >= {"T/9 - 1/3", "T/16 - 1", "1"}
 
 
 def _doctests():
@@ -135,3 +142,22 @@ def test_docstring_examples(test):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.failures == 0, f"{test.name}: {runner.failures} failing example(s)"
+
+
+def test_json_lists_seven_results_with_their_general_claims(results):
+    document = json.loads(render.json_document(results))
+    assert len(document) == 7
+    assert all({"name", "statement", "holds", "instances", "general"} <= set(p) for p in document)
+
+
+def test_the_committed_report_is_current(results):
+    """docs/proofs.md is what ``python -m proofs --report docs/proofs.md`` writes (it has no timings)."""
+    assert (ROOT / "docs" / "proofs.md").read_text() == render.markdown(results)
+
+
+def test_a_run_out_of_time_is_unknown_not_disproved(capsys):
+    """One deadline for the whole run: what is unfinished is UNKNOWN, exit 3, never a disproof."""
+    assert cli.main(["depth_separation", "--timeout", "0.05"]) == 3
+    out = capsys.readouterr().out
+    assert "UNKNOWN" in out and "1 unknown" in out and "DOES NOT HOLD" not in out
+    assert cli.main(["depth_separation", "--timeout", "-1"]) == 2

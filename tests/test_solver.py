@@ -57,13 +57,14 @@ def test_concrete_length_gives_a_number():
 def test_explanations_read_as_sentences():
     v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(2, 3), embed_dim=32, input_dim=2))
     text = " ".join(map(str, v.explanation))
-    assert "Layer 1 gives each input position 2 head(s)" in text and "3 selection(s)" in text
+    assert "Layer 1 gives each input position 2 heads" in text and "3 selections" in text
     v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(3, 2), embed_dim=32, input_dim=2))
     text = " ".join(map(str, v.explanation))
-    assert "Layer 2 gives the output token 2 head(s)" in text
+    assert "Layer 2 gives the output token 2 heads" in text
     v = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2))
     text = " ".join(map(str, v.explanation))
-    assert "chain of 2 dependent selection(s)" in text and "1 layer(s)" in text
+    assert "chain of 2 dependent selections" in text and "has 1 layer." in text
+    assert "(s)" not in text and "R_F" not in text
     assert all(r.constraint for r in v.explanation)
 
 
@@ -98,10 +99,10 @@ def test_too_short_sequence_is_refused():
 
 
 def test_minimize_keeps_points_where_more_heads_lower_the_exponent():
-    """Three positions at E=4, d=2: one head decodes 3 tokens (1/2), two heads 2 (0), three heads 1 (-1/2)."""
+    """Three positions at E=4, d=2: one head decodes 3 tokens (1/2), two heads 2 (0); three heads decode 1
+    each, -1/2 by Theorem 3's law, but an exponent is never below 0, so (3,) is no better than (2,)."""
     front = ifs.minimize("specific_positions", max_layers=1, max_heads=4, embed_dim=4, input_dim=2)
-    assert [(v.architecture.heads, v.exponent) for v in front] == [
-        ((1,), sympy.Rational(1, 2)), ((2,), 0), ((3,), sympy.Rational(-1, 2))]
+    assert [(v.architecture.heads, v.exponent) for v in front] == [((1,), sympy.Rational(1, 2)), ((2,), 0)]
 
 
 def test_minimize_returns_pareto_front_with_witnesses():

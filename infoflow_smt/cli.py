@@ -1,0 +1,577 @@
+"""The ``infoflow`` command (``python -m infoflow_smt`` is the same command; with no arguments it runs the demo).
+
+    infoflow decide TARGET --heads 2,2 [--embed-dim 32] [--input-dim 2] [--positional] [--seq-len N]
+                           [--timeout S] [--json] [--plot FILE] [--train [--budget 60]]
+    infoflow explain TARGET --heads ...            what the target needs and why the answer is what it is
+    infoflow minimize TARGET --max-layers 4 --max-heads 8
+    infoflow frontier TARGET                       every (L, h) at once: decide_all
+    infoflow sweep TARGET... --layers 1..6 --heads 1..8 [--plot FILE] [--workers N] [--backend ray]
+    infoflow catalogue [NAME]                      infoflow export-smtlib TARGET --heads ... --output FILE
+    infoflow prove [--all | NAME] [--json] [--report FILE]
+    infoflow experiment run|validate|report|confirm ...
+
+TARGET is a catalogue name with parameters (``intrinsic_dimension:D=3``) or target text. Exit codes: 0
+feasible, proved or done; 1 infeasible or disproved; 2 bad input (one line on stderr naming the problem and
+the fix, never a traceback); 3 unknown; 130 interrupted. ``--json`` prints one JSON document whose schema is
+in docs/cli.md. ``main(argv)`` returns the exit code, so tests and other tools call it in-process.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import sympy
+
+from .errors import InfoflowError, InvalidSpecError
+from .symbols import T
+
+PROG = "infoflow"
+DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__"}   # commands with their own parser
+
+
+class BadInput(Exception):
+    """A user error: one line on stderr, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse prints usage and exits 2 itself; we want one line
+        raise BadInput(f"{message} (see `{self.prog} --help`)")
+
+
+# ---- reading option values --------------------------------------------------------------------------
+def heads_per_layer(text: str) -> tuple[int, ...]:
+    """``"2,2"`` -> ``(2, 2)``: one count per layer."""
+    pieces = [p.strip() for p in text.split(",")]
+    if not pieces or not all(p.isdigit() and int(p) >= 1 for p in pieces):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give whole numbers >= 1, one per layer, separated by commas (e.g. --heads 2,2)")
+    return tuple(int(p) for p in pieces)
+
+
+def integer_range(text: str) -> list[int]:
+    """``"1..6"``, ``"1,2,4"`` or ``"3"`` -> the whole numbers it names (each >= 1)."""
+    try:
+        if ".." in text:
+            low, high = (int(p) for p in text.split("..", 1))
+            values = list(range(low, high + 1))
+        else:
+            values = [int(p) for p in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1 or len(values) > 256:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a range like 1..6 or a list like 1,2,4 of whole "
+                                         "numbers >= 1 (at most 256 of them)")
+    return sorted(set(values))
+
+
+def width(text: str) -> int | sympy.Expr:
+    """``"32"`` or an expression in ``T`` (``"2*T"``, ``"T/4 + 8"``): read with a whitelist, never executed."""
+    problem = argparse.ArgumentTypeError(
+        f"{text!r}: give a positive whole number (e.g. 32) or an expression in T such as 2*T")
+    if len(text) > 100:
+        raise problem
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        raise problem from None
+
+    def value(node) -> sympy.Expr:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return sympy.Integer(node.value)
+        if isinstance(node, ast.Name) and node.id == "T":
+            return T
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+            left, right = value(node.left), value(node.right)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Div) and right != 0:
+                return left / right
+            if isinstance(node.op, ast.Pow) and right.is_Rational and abs(right) <= 4:  # no huge powers
+                return left ** right
+        raise problem
+
+    result = sympy.simplify(value(tree))
+    if result.is_number and not (result.is_Integer and result > 0):
+        raise problem
+    return int(result) if result.is_Integer else result
+
+
+def _positive(kind: str):
+    def read(text: str):
+        try:
+            number = int(text) if kind == "int" else float(text)
+        except ValueError:
+            number = None
+        if number is None or not number > 0 or number == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a positive {'whole ' * (kind == 'int')}number")
+        return number
+    return read
+
+
+# ---- the parser -------------------------------------------------------------------------------------------
+def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> None:
+    if heads:
+        p.add_argument("--heads", type=heads_per_layer, required=True, metavar="H1,H2,...",
+                       help="heads in each layer, e.g. 2,2 for two layers of two heads")
+    p.add_argument("--embed-dim", type=width, default=32, metavar="E",
+                   help="the width: a whole number or an expression in T such as 2*T (default 32)")
+    p.add_argument("--input-dim", type=_positive("int"), default=None, metavar="d",
+                   help="dimension of each input token (default: 1 for targets that read tokens as numbers, "
+                        "else 2)")
+    p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
+                   help="positional encoding (default: on exactly when the target names fixed positions)")
+
+
+def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
+    p.add_argument("--seq-len", type=_positive("int"), default=None, metavar="T",
+                   help="decide at this one sequence length instead of for all large T")
+    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS",
+                   help="one deadline for the whole answer (default 60); what is unfinished is unknown")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Decide, with an SMT solver, which transformer architectures "
+                     "compute a target efficiently (InfoFlow). Exit codes: 0 feasible/proved, 1 infeasible/"
+                     "disproved, 2 bad input, 3 unknown.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("decide", help="decide one architecture: a replayed witness or the reasons it fails")
+    p.add_argument("target", metavar="TARGET", help="catalogue name (intrinsic_dimension:D=3) or target text")
+    _architecture_options(p)
+    _question_options(p)
+    p.add_argument("--plot", metavar="FILE", help="draw the information flow (.png or .svg)")
+    p.add_argument("--train", action="store_true",
+                   help="also train the architecture and its neighbours (needs the experiments extra)")
+    p.add_argument("--budget", default="60", metavar="SECONDS", help="training budget for --train (default 60)")
+
+    p = sub.add_parser("explain", help="what the target needs, and why an architecture does or does not reach it")
+    p.add_argument("target", metavar="TARGET")
+    _architecture_options(p)
+    _question_options(p)
+
+    p = sub.add_parser("minimize", help="the Pareto-minimal architectures (layers, heads, exponent)")
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("--max-layers", type=_positive("int"), default=4, metavar="L")
+    p.add_argument("--max-heads", type=_positive("int"), default=8, metavar="H")
+    _architecture_options(p, heads=False)
+    _question_options(p)
+
+    p = sub.add_parser("frontier", help="every (L, h) at once: the minimal efficient architectures, or none")
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("--head-dim", type=_positive("int"), default=None, metavar="n",
+                   help="a width that grows with the heads, E = n*h (instead of --embed-dim)")
+    _architecture_options(p, heads=False)
+    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS")
+    p.add_argument("--json", action="store_true", help="print one JSON document (docs/cli.md)")
+
+    p = sub.add_parser("sweep", help="a grid of targets by architectures: cached, resumable, with a phase diagram")
+    p.add_argument("targets", nargs="+", metavar="TARGET")
+    p.add_argument("--layers", type=integer_range, default=[1, 2, 3], metavar="RANGE", help="e.g. 1..6")
+    p.add_argument("--heads", type=integer_range, default=[1, 2, 3, 4], metavar="RANGE",
+                   help="heads in every layer, e.g. 1..8")
+    _architecture_options(p, heads=False)
+    _question_options(p)
+    p.add_argument("--plot", metavar="FILE", help="draw the phase diagram (.png or .svg; one per target: "
+                   "FILE, FILE-2, ... when there are several)")
+    p.add_argument("--cache", metavar="FILE", help="the results cache (default ~/.cache/infoflow_smt/sweeps.jsonl)")
+    p.add_argument("--no-cache", action="store_true", help="decide every cell again and keep nothing")
+    p.add_argument("--no-infer", action="store_true", help="decide every cell instead of inferring by monotonicity")
+    p.add_argument("--workers", type=_positive("int"), default=None, metavar="N", help="processes (default: cores)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--address", default=None, metavar="ADDR", help="the Ray cluster (default: a local one)")
+
+    p = sub.add_parser("catalogue", help="the named targets and their parameters")
+    p.add_argument("name", nargs="?", metavar="NAME")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("export-smtlib", help="write the question as an SMT-LIB 2 script for any solver")
+    p.add_argument("target", metavar="TARGET")
+    _architecture_options(p)
+    p.add_argument("--output", "-o", required=True, metavar="FILE")
+    p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
+    p.add_argument("--any-cost", action="store_true", help="ask for any program, efficient or not")
+
+    sub.add_parser("prove", help="reproduce the papers' theorems (python -m proofs; see `infoflow prove --help`)",
+                   add_help=False)
+    sub.add_parser("experiment", help="train real transformers (run|validate|report|confirm; needs the "
+                   "experiments extra)", add_help=False)
+    return parser
+
+
+# ---- shared steps -----------------------------------------------------------------------------------------
+def _target(spec: str):
+    from .catalogue import parse_spec
+    return parse_spec(spec)
+
+
+def _input_dim(args, target) -> int:
+    if args.input_dim is not None:
+        return args.input_dim
+    return 1 if target.reads_tokens_as_numbers else 2
+
+
+def _positional(args, target) -> bool:
+    return bool(target.needs_positional) if args.positional is None else args.positional
+
+
+def _architecture(args, target, heads=None):
+    from .architecture import Architecture
+    return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
+                        positional=_positional(args, target))
+
+
+def _writable(path: str, option: str) -> Path:
+    """Checked before any solving, so a typo costs nothing."""
+    out = Path(path)
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise BadInput(f"{option} {path}: give a .png or .svg file name")
+    if out.is_dir() or not out.parent.is_dir():
+        raise BadInput(f"{option} {path}: not a file in an existing folder")
+    return out
+
+
+def _console():
+    from rich.console import Console
+    columns = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+    return Console(file=sys.stdout, width=columns, highlight=False, markup=False, emoji=False)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None):
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(box=box.SIMPLE_HEAD, title=Text(title) if title else None, title_justify="left",
+                  pad_edge=False, show_edge=False, collapse_padding=True)
+    for i, header in enumerate(headers):   # the last column wraps; the others keep their cells whole
+        table.add_column(header, no_wrap=i < len(headers) - 1)
+    for row in rows:
+        table.add_row(*(Text(str(cell)) for cell in row))   # Text: brackets in x[t] are not rich markup
+    return table
+
+
+def _print_table(table) -> None:
+    """A rich table as plain lines without trailing blanks (stable in files, pipes and golden tests)."""
+    console = _console()
+    with console.capture() as captured:
+        console.print(table)
+    print("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def _print_json(document) -> None:
+    print(json.dumps(document, indent=2, sort_keys=False))
+
+
+# ---- the commands -----------------------------------------------------------------------------------------
+def cmd_decide(args) -> int:
+    from .solver import decide
+    target = _target(args.target)
+    plot = _writable(args.plot, "--plot") if args.plot else None
+    arch = _architecture(args, target)
+    if args.train:   # a missing extra or a bad budget is reported before the solver runs
+        confirm, parse_budget = _experiments_confirm()
+        budget = parse_budget(args.budget)
+    verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
+    document = verdict.to_json()
+    if plot is not None:
+        from .plots import plot_flow
+        plot_flow(verdict, plot)
+        document["plot"] = str(plot)
+    if args.train:
+        confirmation = confirm(verdict, budget=budget)
+        document["training"] = confirmation.to_json()
+    if args.json:
+        _print_json(document)
+    else:
+        print(verdict)
+        if plot is not None:
+            print(f"  diagram: {plot}")
+        if args.train:
+            print(confirmation)
+    return verdict.status.exit_code
+
+
+def _experiments_confirm():
+    try:
+        from experiments import confirm, parse_budget
+    except ImportError as err:
+        raise BadInput(f"--train needs the experiments extra ({err.name or err} is missing): "
+                       "pip install 'infoflow_smt[experiments]'") from None
+    return confirm, parse_budget
+
+
+def cmd_explain(args) -> int:
+    from .explain import describe_node
+    from .solver import decide
+    target = _target(args.target)
+    arch = _architecture(args, target)
+    verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
+    tree = target.tree()
+    selections = [describe_node(tree, n) for n in tree.nodes if tree.nodes[n]["kind"] not in ("output", "fixed")]
+    if args.json:
+        _print_json({"target": target.text, "comparison_order": target.comparison_order,
+                     "comparison_dimension": target.comparison_dimension,
+                     "comparison_number": str(target.comparison_number), "depth": target.depth,
+                     "selections": selections, "verdict": verdict.to_json()})
+        return verdict.status.exit_code
+    print(f"target: {target.text}")
+    print(f"  comparison order {target.comparison_order} (selections one after another), dimension "
+          f"{target.comparison_dimension} (selections side by side), number {target.comparison_number}, "
+          f"depth {target.depth}")
+    if selections:
+        print("  selections, innermost first:")
+        print("\n".join(f"    - {s}" for s in selections))
+    print(verdict)
+    return verdict.status.exit_code
+
+
+def cmd_minimize(args) -> int:
+    from .solver import minimize
+    target = _target(args.target)
+    front = minimize(target, args.max_layers, args.max_heads, embed_dim=args.embed_dim,
+                     input_dim=_input_dim(args, target), positional=_positional(args, target),
+                     seq_len=args.seq_len, timeout=args.timeout)
+    code = 0 if front else (3 if front.largest is not None and front.largest.status.exit_code == 3 else 1)
+    if args.json:
+        _print_json(front.to_json() | {"target": target.text})
+        return code
+    print(f"target: {target.text}")
+    if not front:
+        print(front)
+        return code
+    rows = [(v.architecture.layers, v.architecture.heads[0], v.exponent,
+             v.witness.operations if v.witness else "-") for v in front]
+    _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
+                            title=f"Pareto-minimal architectures ({front.tried} tried)"))
+    return code
+
+
+def cmd_frontier(args) -> int:
+    from .frontier import decide_all
+    target = _target(args.target)
+    frontier = decide_all(target, embed_dim=args.embed_dim, head_dim=args.head_dim,
+                          input_dim=_input_dim(args, target), positional=args.positional, timeout=args.timeout)
+    if args.json:
+        _print_json(frontier.to_json())
+    else:
+        print(frontier)
+    return 1 if frontier.none else 0
+
+
+def cmd_sweep(args) -> int:
+    from .architecture import Architecture
+    from .sweeps import sweep
+    if args.no_cache and args.cache:
+        raise BadInput("give --cache FILE or --no-cache, not both")
+    targets = [_target(spec) for spec in args.targets]
+    plots = [_writable(_numbered(args.plot, i), "--plot") for i in range(len(targets))] if args.plot else []
+    cache = False if args.no_cache else args.cache
+    grid = [(L, h) for L in args.layers for h in args.heads]
+    cells, seconds, cache_path = [], 0.0, None
+    with _progress(len(grid) * len(targets)) as progress:
+        for by_dim in _grouped(args, targets):   # one sweep per token dimension (targets may read numbers)
+            specs = [args.targets[i] for i in by_dim]
+            first = targets[by_dim[0]]
+            archs = [Architecture(heads=(h,) * L, embed_dim=args.embed_dim, input_dim=_input_dim(args, first),
+                                  positional=_positional(args, first)) for L, h in grid]
+            offset = len(cells)
+            result = sweep(specs, archs, timeout=args.timeout, cache=cache, workers=args.workers,
+                           backend=args.backend, address=args.address, infer=not args.no_infer,
+                           seq_len=args.seq_len, progress=lambda done, _total, o=offset: progress(o + done))
+            cells += result.cells
+            seconds += result.seconds
+            cache_path = result.cache_path
+    from .sweeps import Sweep
+    result = Sweep(cells, seconds, cache_path)
+    for i, spec in enumerate(args.targets if plots else []):
+        result.plot(plots[i], target=spec)
+    unknown = any(c.status.exit_code == 3 for c in cells)
+    if args.json:
+        _print_json(result.to_json() | {"plots": [str(p) for p in plots]})
+        return 3 if unknown else 0
+    for spec in dict.fromkeys(args.targets):
+        _print_table(_phase_table(spec, [c for c in cells if c.target == spec], args.layers, args.heads))
+    print(f"{len(cells)} cells: {result.decided} decided, {result.inferred} inferred by monotonicity (marked *), "
+          f"{result.cached} from the cache" + (f" ({cache_path})" if cache_path else ""))
+    for path in plots:
+        print(f"phase diagram: {path}")
+    return 3 if unknown else 0
+
+
+def _numbered(path: str, i: int) -> str:
+    if i == 0:
+        return path
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}-{i + 1}{p.suffix}"))
+
+
+def _grouped(args, targets) -> list[list[int]]:
+    groups: dict[tuple, list[int]] = {}
+    for i, target in enumerate(targets):
+        groups.setdefault((_input_dim(args, target), _positional(args, target)), []).append(i)
+    return list(groups.values())
+
+
+def _phase_table(spec: str, cells, layers, heads):
+    marks = {"feasible": "yes", "infeasible": "no", "unknown": "?"}
+    by_shape = {(c.architecture.layers, c.architecture.heads[0]): c for c in cells}
+    rows = []
+    for L in layers:
+        row = [str(L)]
+        for h in heads:
+            c = by_shape[(L, h)]
+            bound = {"at most": "<=", "at least": ">="}.get(c.bound, "")
+            exponent = f" {bound}{c.exponent.replace(' ', '')}" if c.exponent else ""
+            row.append(f"{marks[c.status.value]}{exponent}{'*' if c.inferred else ''}")
+        rows.append(row)
+    return _table(["L \\ h", *map(str, heads)], rows,
+                  title=f"{spec}: efficient? (cost exponent) on L layers of h heads")
+
+
+class _progress:
+    """A progress bar on stderr when it is a terminal; silent otherwise (pipes, tests, CI logs)."""
+
+    def __init__(self, total: int):
+        self.total, self.bar = total, None
+
+    def __enter__(self):
+        from rich.console import Console
+        console = Console(stderr=True)
+        if console.is_terminal:
+            from rich.progress import Progress
+            self.bar = Progress(console=console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("deciding cells", total=self.total)
+        return self.update
+
+    def update(self, done: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def cmd_catalogue(args) -> int:
+    from . import catalogue
+    if args.name:
+        if args.json:
+            _print_json(catalogue.entry(args.name).to_json())
+        else:
+            print(catalogue.describe(args.name))
+        return 0
+    entries = [catalogue.entry(name) for name in catalogue.names()]
+    if args.json:
+        _print_json({"targets": [e.to_json() for e in entries]})
+        return 0
+    rows = [(e.name, e.signature or "-", e.summary) for e in entries]
+    _print_table(_table(("name", "parameters (defaults)", "what it computes"), rows))
+    print("Use a name with parameters as TARGET, e.g. intrinsic_dimension:D=3; `infoflow catalogue NAME` for "
+          "its text and source.")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .solver import export_smtlib
+    target = _target(args.target)
+    if Path(args.output).exists() and not args.overwrite:
+        raise BadInput(f"--output {args.output} exists; add --overwrite to replace it")
+    path = export_smtlib(target, _architecture(args, target), args.output, efficient=not args.any_cost,
+                         overwrite=args.overwrite)
+    print(f"wrote {path}: satisfiable iff {'a' if args.any_cost else 'an efficient'} program exists")
+    return 0
+
+
+COMMANDS = {"decide": cmd_decide, "explain": cmd_explain, "minimize": cmd_minimize, "frontier": cmd_frontier,
+            "sweep": cmd_sweep, "catalogue": cmd_catalogue, "export-smtlib": cmd_export}
+
+
+# ---- entry points -----------------------------------------------------------------------------------------
+def _one_line(message: str) -> str:
+    """No newlines or control characters from a hostile input reach the terminal; long texts are cut."""
+    text = " ".join(str(message).split())
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                   for c in text)
+    return text if len(text) <= 400 else text[:400] + "..."
+
+
+def _hint(err: Exception) -> str:
+    """The fix, where the message alone does not say it."""
+    subject = getattr(err, "subject", None)
+    if subject == "catalogue":
+        return f" (`{PROG} catalogue` lists the names)"
+    if subject == "target":
+        return (" (TARGET is a catalogue name such as intrinsic_dimension:D=3, or target text such as "
+                "'max(f1(x[t]) for t in T)'; docs/model.md describes the text)")
+    return ""
+
+
+def _delegate(command: str, argv: list[str]) -> int:
+    import importlib
+    try:
+        module = importlib.import_module(DELEGATED[command])
+    except ImportError as err:
+        raise BadInput(f"`{PROG} {command}` needs the experiments extra ({err.name or err} is missing): "
+                       "pip install 'infoflow_smt[experiments]'") from None
+    return module.main(argv)
+
+
+def run(argv: Sequence[str]) -> int:
+    """Parse and run; raises ``BadInput`` or ``InvalidSpecError`` for bad input."""
+    argv = list(argv)
+    if argv and argv[0] in DELEGATED:
+        return _delegate(argv[0], argv[1:])
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        raise BadInput(f"give a command: {', '.join([*COMMANDS, *DELEGATED])} (see `{PROG} --help`)")
+    return COMMANDS[args.command](args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command; returns its exit code. No arguments: the demo."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        from .__main__ import demo
+        return demo()
+    try:
+        return run(argv)
+    except (BadInput, InvalidSpecError) as err:
+        print(f"{PROG}: error: {_one_line(str(err))}{_hint(err)}", file=sys.stderr)
+        return 2
+    except InfoflowError as err:   # a solver that could not answer where an answer was required
+        print(f"{PROG}: {_one_line(str(err))}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; finished sweep cells stay in the cache, nothing else was written",
+              file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    """The console script. A reader that stops early (`infoflow catalogue | head`) ends it quietly."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:  # stdout's reader left: it has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 0
+        else:
+            raise
+    sys.exit(code)

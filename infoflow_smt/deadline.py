@@ -1,0 +1,56 @@
+"""One deadline for a whole answer: encoding, solving, minimization and replay all spend from it.
+
+>>> d = Deadline(30)
+>>> 0 < d.left() <= 30 and not d.passed
+True
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from .errors import InfoflowError, InvalidSpecError, Problem
+from .limits import DEFAULT_TIMEOUT
+
+
+class OutOfTime(InfoflowError):
+    """The deadline passed while ``what`` was under way (turned into UNKNOWN, never into INFEASIBLE)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(f"the deadline passed during {what}")
+
+
+def seconds(timeout, subject: str = "timeout") -> float:
+    """A validated timeout in seconds: a positive finite number; None is the default deadline."""
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    ok = isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0
+    if not ok:
+        raise InvalidSpecError([Problem(f"{subject} must be a positive, finite number of seconds, got {timeout!r}")],
+                               "decision")
+    return float(timeout)
+
+
+class Deadline:
+    """A point in time (``time.monotonic``) by which an answer is due."""
+
+    def __init__(self, timeout=None):
+        self.seconds = seconds(timeout)
+        self.end = time.monotonic() + self.seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    @property
+    def passed(self) -> bool:
+        return self.left() <= 0
+
+    def check(self, what: str) -> None:
+        """Raise ``OutOfTime`` when the deadline has passed."""
+        if self.passed:
+            raise OutOfTime(what)
+
+    def milliseconds(self) -> int:
+        """What is left, for a solver's timeout option (at least 1: z3 reads 0 as no limit)."""
+        return max(1, int(self.left() * 1000))

@@ -1,0 +1,21 @@
+"""Every size limit of the project, in one place (README, "Limits"; docs/model.md, section 7).
+
+Each bounds the work or the memory that one question can ask for, whatever its input: the parser and
+``Architecture`` refuse a larger value in one line that names the limit and the value, and the solver's
+default deadline bounds the time. None of them cuts a result short: a target or architecture inside the
+limits is decided in full (or answered UNKNOWN at its deadline, never INFEASIBLE).
+"""
+from __future__ import annotations
+
+MAX_TEXT_CHARS = 20_000   # characters of target text
+MAX_POSITION = 256        # fixed positions x[k], x[T-k] and range bounds: a replay needs T > k
+MAX_RANK = 64             # k of kth_largest
+MAX_OFFSET = 64           # |k| of an offset x[t-k]
+MAX_NESTING = 12          # reductions nested inside one another (dependent selections in a chain)
+MAX_JOINT = 8             # variables of one joint reduction (its variable orders are searched)
+MAX_EVALUATION = 10**8    # index tuples one evaluation of a target may visit per input (Target.evaluate)
+MAX_REPLAY_WORK = 8**6     # the same, for the replay of a solver's answer (many per decision, at T >= 8)
+MAX_INPUT_DIM = 1024      # d: a replay holds samples x T x d numbers, a bilinear form d x d
+MAX_LAYERS = 32           # layers of an architecture (the encoding grows linearly with them)
+MAX_HEADS = 256           # heads in one layer
+DEFAULT_TIMEOUT = 60.0    # seconds: the deadline of one answer when the caller gives none

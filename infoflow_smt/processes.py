@@ -1,0 +1,66 @@
+"""Worker processes that die with their parent.
+
+A pool's workers are spawned (no z3 or torch state crosses a fork) and ask the kernel to kill them when the
+process that started them dies (Linux ``prctl(PR_SET_PDEATHSIG)``), with a watchdog thread where that call
+is missing. So a sweep killed with SIGKILL or SIGTERM leaves no worker behind, and with the workers gone
+multiprocessing's resource tracker sees its pipe close and exits too. Workers ignore Ctrl-C (the terminal
+sends it to the whole process group): the parent alone decides, and a pool left by an exception, an
+interrupt included, kills its workers instead of waiting for their jobs.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Called first in every worker: end this process when ``parent`` ends; leave Ctrl-C to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0 and os.getppid() == parent:
+            return
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent is already gone
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+_POOLS: dict[int, ProcessPoolExecutor] = {}   # kept between calls: a spawned worker takes a second to start
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int):
+    """A pool of ``workers`` spawned processes that die with this one (a context manager). The pool is kept
+    for the next call in this process (idle workers cost memory, not time); a pool left by an exception, an
+    interrupt included, is killed and forgotten."""
+    pool = _POOLS.get(workers)
+    if pool is None or getattr(pool, "_broken", False):
+        pool = _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                                     initializer=die_with_parent, initargs=(os.getpid(),))
+    try:
+        yield pool
+    except BaseException:
+        _POOLS.pop(workers, None)
+        # shutdown() would wait for the running jobs (minutes); the executor keeps its processes in a private
+        # attribute, the only handle on them
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)  # quick with the workers gone; frees the pool's queues
+        raise

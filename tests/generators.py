@@ -1,0 +1,124 @@
+"""Seeded generators of small targets and architectures, shared by the differential and metamorphic tests.
+
+``random_case(i)`` is case ``i`` of a fixed set: any failure reproduces from its index alone.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import infoflow_smt as ifs
+
+VARIABLES = "stuvw"
+
+
+class _TargetText:
+    """Small target texts: 1-3 groups; joint min/max over 1-2 variables, nested selections, argmax
+    indices, kth_largest, sum/mean; dot, bilinear, f1, f2, F0. Domains other than T, fixed positions and
+    offsets only when ``positional``. Every variable a reduction binds is read by its body."""
+
+    def __init__(self, rng: random.Random, positional: bool):
+        self.rng, self.positional = rng, positional
+
+    def fresh(self, scope: list[tuple[str, str]]) -> str:
+        return next(v for v in VARIABLES if v not in {name for name, _ in scope})
+
+    def domain(self) -> str:
+        if self.positional and self.rng.random() < 0.4:
+            return self.rng.choice(["S1", "S2", "range(2, T+1)"])
+        return "T"
+
+    def vector(self, scope, must: list[str], depth: int) -> str:
+        r = self.rng
+        if must:  # a variable the enclosing reduction binds must be read
+            v = must.pop(0)
+            return f"x[{v}-1]" if dict(scope)[v] == "range(2, T+1)" and r.random() < 0.5 else f"x[{v}]"
+        roll = r.random()
+        if depth > 0 and roll < 0.25 and len(scope) < 3:
+            u = self.fresh(scope)
+            outer = [scope[-1][0]] if scope and r.random() < 0.7 else []
+            body = self.score(scope + [(u, "T")], [u] + outer, depth - 1)
+            return f"x[{r.choice(['argmax', 'argmin'])}({body} for {u} in T)]"
+        if self.positional and roll < 0.4:
+            return r.choice(["x[1]", "x[2]", "x[T]"])
+        return f"x[{r.choice(scope)[0]}]" if scope else "a1"
+
+    def score(self, scope, must: list[str], depth: int) -> str:
+        must = list(must)
+        text = self.shape(scope, must, depth)
+        while must:  # every variable handed down is read (a variable no score reads is another matter)
+            text = f"{text} + f1({self.vector(scope, must, 0)})"
+        return text
+
+    def shape(self, scope, must: list[str], depth: int) -> str:
+        r = self.rng
+        shapes = ["dot", "bilinear", "f1", "f2", "sum"]
+        shapes += ["nested"] * 2 if depth > 0 and len(scope) < 3 else []
+        shape = r.choice(shapes)
+        if shape == "nested":  # the inner reduction reads the variables handed down
+            inner = self.group(scope, depth - 1, must)
+            must.clear()
+            return f"f1(x[{scope[-1][0]}]) + {inner}" if scope and r.random() < 0.5 else inner
+        if shape == "sum":
+            first = self.score(scope, must[:1], 0)
+            rest, must[:] = must[1:], []
+            return f"{first} {r.choice('+-')} {self.score(scope, rest, 0)}"
+        if shape == "dot":
+            return f"dot({self.vector(scope, must, depth)}, {self.vector(scope, must, depth)})"
+        if shape == "bilinear":
+            a, b = self.vector(scope, must, depth), self.vector(scope, must, depth)
+            return f"bilinear(A{r.randint(1, 2)}, {a}, {b})"
+        if shape == "f1":
+            if len(must) > 1:
+                return f"f1({self.vector(scope, must, depth)} + {self.vector(scope, must, depth)})"
+            return f"f1({self.vector(scope, must, depth)})"
+        return f"f2({self.vector(scope, must, depth)}, {self.vector(scope, must, depth)})"
+
+    def group(self, scope, depth: int, outer_must=()) -> str:
+        r = self.rng
+        kind = r.choice(["min", "max", "min", "max", "kth", "sum", "mean"])
+        count = r.choice([1, 1, 2]) if kind in ("min", "max") and len(scope) < 2 else 1
+        new: list[tuple[str, str]] = []
+        for _ in range(count):
+            new.append((self.fresh(scope + new), self.domain()))
+        body = self.score(scope + new, [v for v, _ in new] + list(outer_must), depth)
+        if kind == "kth":
+            return f"kth_largest(2, {body} for {new[0][0]} in {new[0][1]})"
+        if count == 2 and r.random() < 0.5:  # nested same-kind reductions: also one joint group
+            (v1, d1), (v2, d2) = new
+            return f"{kind}({kind}({body} for {v2} in {d2}) for {v1} in {d1})"
+        return f"{kind}({body} {' '.join(f'for {v} in {d}' for v, d in new)})"
+
+
+def random_target(rng: random.Random, positional: bool) -> str:
+    gen = _TargetText(rng, positional)
+    count = rng.choice([1, 1, 2, 2, 3])
+    groups = [gen.group([], rng.choice([0, 1, 1])) for _ in range(count)]
+    if count == 1:
+        return groups[0]
+    return rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+
+
+def random_architecture(rng: random.Random, positional: bool) -> ifs.Architecture:
+    layers = rng.choice([1, 2, 2])
+    return ifs.Architecture(heads=tuple(rng.choice([1, 2]) for _ in range(layers)),
+                            embed_dim=rng.choice([8, 32, 2 * ifs.T]), input_dim=rng.choice([1, 2]),
+                            positional=positional)
+
+
+@dataclass(frozen=True)
+class Case:
+    index: int
+    text: str
+    arch: ifs.Architecture
+
+    def __str__(self) -> str:
+        return f"case {self.index}: {self.text} on {self.arch}"
+
+
+def random_case(index: int) -> Case:
+    """Case ``index`` of the fixed set: a positional target goes, mostly, to a positional architecture."""
+    rng = random.Random(index)
+    positional = rng.random() < 0.35
+    text = random_target(rng, positional)
+    return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))

@@ -1,0 +1,121 @@
+"""Sweeps and verdicts for every architecture: inference by monotonicity agrees with deciding every cell,
+the cache makes a rerun decide nothing, and decide_all's frontiers and bounds."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import infoflow_smt as ifs
+
+GRID = [ifs.Architecture(heads=(h,) * L, embed_dim=32, input_dim=2) for L in (1, 2, 3) for h in (1, 2, 3, 4)]
+TARGETS = ["intrinsic_dimension:D=3", "linear_max_sum:D=3", "min_pairwise_dot", "kth_largest:k=2",
+           "max(f1(x[t]) + max(f2(x[s]) for s in T) for t in T)"]
+
+
+@pytest.fixture(scope="module")
+def inferred():
+    return ifs.sweep(TARGETS, GRID, cache=False, workers=2)
+
+
+def test_inferred_cells_agree_with_deciding_every_cell(inferred):
+    every = ifs.sweep(TARGETS, GRID, cache=False, workers=2, infer=False)
+    assert every.inferred == 0 and inferred.inferred > 0
+    for a, b in zip(inferred.cells, every.cells):
+        assert a.status is b.status, (a, b)
+        if a.inferred and a.bound == "at most":
+            assert ifs.cost.asymptotic_key(__import__("sympy").sympify(b.exponent)) <= ifs.cost.asymptotic_key(
+                __import__("sympy").sympify(a.exponent))
+        if not a.inferred:
+            assert a.exponent == b.exponent
+
+
+def test_every_decided_feasible_cell_has_a_replayed_witness(inferred):
+    for cell in inferred.cells:
+        if cell.status is ifs.Status.FEASIBLE and not cell.inferred:
+            target = ifs.catalogue.parse_spec(cell.target)
+            assert ifs.check(cell.witness, target, cell.architecture, seq_len=10, samples=4, seed=3).ok
+
+
+def test_the_phase_diagram_of_intrinsic_dimension_4():
+    grid = [ifs.Architecture(heads=(h,) * L, embed_dim=32, input_dim=2) for L in range(1, 7) for h in range(1, 9)]
+    result = ifs.sweep(["intrinsic_dimension:D=4"], grid, cache=False, workers=1)
+    feasible = {(c.architecture.layers, c.architecture.heads[0]) for c in result.cells
+                if c.status is ifs.Status.FEASIBLE}
+    minimal = {(L, h) for L, h in feasible if (L - 1, h) not in feasible and (L, h - 1) not in feasible}
+    assert minimal == {(2, 4), (3, 2), (5, 1)}
+    assert result.decided + result.inferred == 48 and result.decided <= 6 + 8
+
+
+def test_an_interrupted_sweep_reruns_nothing_finished(tmp_path: Path):
+    cache = tmp_path / "cells.jsonl"
+    script = (f"import infoflow_smt as ifs\n"
+              f"grid = [ifs.Architecture(heads=(h,) * L, input_dim=2) for L in (1, 2, 3) for h in (1, 2, 3)]\n"
+              f"ifs.sweep({TARGETS!r}, grid, cache={str(cache)!r}, workers=1, infer=False)\n")
+    process = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 120
+    while time.time() < deadline and (not cache.exists() or len(cache.read_text().splitlines()) < 5):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done = len(cache.read_text().splitlines())
+    assert done >= 5
+    grid = [ifs.Architecture(heads=(h,) * L, input_dim=2) for L in (1, 2, 3) for h in (1, 2, 3)]
+    rerun = ifs.sweep(TARGETS, grid, cache=cache, workers=1, infer=False)
+    fresh = ifs.sweep(TARGETS, grid, cache=False, workers=1, infer=False)
+    assert rerun.cached >= done - 1 and rerun.decided == len(grid) * len(TARGETS) - rerun.cached
+    assert [(c.status, c.exponent) for c in rerun.cells] == [(c.status, c.exponent) for c in fresh.cells]
+    again = ifs.sweep(TARGETS, grid, cache=cache, workers=1, infer=False)
+    assert again.decided == 0 and again.cached == len(grid) * len(TARGETS)
+
+
+def test_a_corrupt_cache_line_is_skipped(tmp_path: Path):
+    cache = tmp_path / "cells.jsonl"
+    cache.write_text('{"model": "2", "key": "x", "status": "nonsense"}\nnot json\n{"truncated": \n')
+    result = ifs.sweep(["max_retrieval"], [ifs.Architecture(heads=(1,))], cache=cache, workers=1)
+    assert result.cells[0].status is ifs.Status.FEASIBLE and result.decided == 1
+    assert json.loads(cache.read_text().splitlines()[-1])["status"] == "feasible"
+
+
+def test_sweep_names_bad_input():
+    with pytest.raises(ifs.InvalidSpecError, match="workers must be an integer >= 1, got 0"):
+        ifs.sweep(["max_retrieval"], GRID, workers=0)
+    with pytest.raises(ifs.InvalidSpecError, match="backend must be 'local' or 'ray'"):
+        ifs.sweep(["max_retrieval"], GRID, backend="spark")
+    with pytest.raises(ifs.InvalidSpecError, match="must be ifs.Architecture"):
+        ifs.sweep(["max_retrieval"], [(1, 1)])
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("min_pairwise_dot", ((2, 1),)),
+    ("triangle_center", ()),
+    ("intrinsic_dimension:D=3", ((2, 3), (3, 2), (4, 1))),
+    ("linear_max_sum:D=3", ((1, 3), (2, 1))),
+    ("kth_largest:k=2", ()),
+])
+def test_decide_all_frontiers(spec, shapes):
+    frontier = ifs.decide_all(spec)
+    assert frontier.shapes == shapes, str(frontier)
+    assert frontier.head_bound >= 1 and frontier.layer_bound >= max((L for L, _ in shapes), default=1)
+    assert frontier.explanation and all(s.endswith(".") for s in frontier.explanation)
+
+
+def test_decide_all_agrees_with_every_cell_inside_its_bounds():
+    """Every cell of the bounded grid, decided one by one, gets the status the frontier implies; one
+    step past the bounds changes nothing."""
+    frontier = ifs.decide_all("intrinsic_dimension:D=2")
+    for L in range(1, frontier.layer_bound + 2):
+        for h in range(1, frontier.head_bound + 2):
+            verdict = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads=(h,) * L, input_dim=2))
+            efficient = any(L >= l2 and h >= h2 for l2, h2 in frontier.shapes)
+            assert verdict.feasible == efficient, (L, h)
+
+
+def test_decide_all_with_a_width_per_head():
+    frontier = ifs.decide_all("intrinsic_dimension:D=2", head_dim=8)
+    assert frontier.width == "E=8*h" and frontier.shapes == ((2, 2), (3, 1))
