@@ -1,24 +1,28 @@
-"""Batched versus one-after-another training of paper 1 Exp. 1's 15 configurations.
+"""Training throughput: optimizer steps per second before and after the step was made faster.
 
-The 15 configurations: D in 2..6 times heads (D,D), (D-1,D), (D,D-1); d = 4, E = 32, two layers, residual
-on, no PE / LN (paper 1 Exp. 1). Both modes run the same number of optimizer steps per model on the same
-data; the batched mode trains all 15 as one BatchedTransformer (heads padded and masked), the sequential
-mode trains 15 single models in a row. Prints samples/second for both and the ratio.
+"Before" is the reference step (experiments/step.py: every parameter masked in every forward and backward,
+AdamW's per-parameter loop), the step this module had until the fast one replaced it; "after" is the fast
+step (unmasked forward, fused AdamW, padding masks applied once per step) and, on CUDA, the same step
+recorded once as a CUDA graph and replayed. Each mode trains the same models on the same data for the same
+number of steps; each is timed twice, alternating, and the faster of the two is kept (this machine's
+timings vary by 10-20% from run to run).
 
-On CPU the defaults are reduced (T = 8, batch 16, 40 steps; printed). Why so small: on 2 CPU cores a
-training step is compute-bound as soon as a model's own work exceeds the ~5 ms of fixed per-step cost
-(kernel dispatch, autograd, optimizer), and batching only removes that fixed cost. Measured on the project
-machine: ratio 3.5 at T = 8, batch 16; 1.8 at T = 16, batch 64 (``--seq-len 16 --batch 64``).
-``--device cuda`` defaults to the paper's T = 64 with batch 256, where every step is launch-bound
-(measured on one H200: ratio 11, 275 000 samples/s batched).
+Two workloads:
+  tiny   one model, paper 2's one-layer network with h = 4 (E = 32) at T = 8, batch 16: launch-bound, where
+         per-step overhead is all there is;
+  batch  paper 1 Exp. 1's 15 configurations (D = 2..6, (D,D), (D-1,D), (D,D-1)) as one batched job.
+Then, for the batch workload, batched against one-model-at-a-time training with the fast step.
 
-    python benchmarks/train_bench.py [--device cuda] [--steps N] [--seq-len T] [--batch B] [--threads N]
+On CPU: T = 8, batch 16 (reduced; printed). ``--device cuda`` uses paper 1's T = 64 and batch 256.
+
+    python benchmarks/train_bench.py [--device cuda] [--steps N] [--threads N]
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -27,29 +31,74 @@ from experiments.model import ModelConfig
 from experiments.train import TrainConfig, configure_threads, device_name, pick_device, train_models
 
 
-def configs(seq_len: int, embed_dim: int = 32) -> list[ModelConfig]:
+def paper1_configs(seq_len: int, embed_dim: int = 32) -> list[ModelConfig]:
     """Paper 1 Exp. 1: D = 2..6, (D,D), (D-1,D), (D,D-1)."""
     return [ModelConfig(input_dim=4, seq_len=seq_len, heads=h, embed_dim=embed_dim, residual=True)
             for D in range(2, 7) for h in ((D, D), (D - 1, D), (D, D - 1))]
 
 
-def _timed(fn) -> float:
+def tiny_config(seq_len: int) -> list[ModelConfig]:
+    return [ModelConfig(input_dim=4, seq_len=seq_len, heads=(4,), embed_dim=32, head_dim=8, cls_as_key=False)]
+
+
+def _sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
-    start = time.perf_counter()
-    fn()
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
+
+
+def _best_time(fns: dict[str, Callable[[], object]], repeats: int = 2) -> dict[str, float]:
+    """The faster of ``repeats`` timings of each function, the functions alternating."""
+    best = {k: float("inf") for k in fns}
+    for _ in range(repeats):
+        for key, fn in fns.items():
+            _sync()
+            start = time.perf_counter()
+            fn()
+            _sync()
+            best[key] = min(best[key], time.perf_counter() - start)
+    return best
+
+
+def _modes(device: torch.device) -> list[str]:
+    return ["reference", "fast"] + (["graph"] if device.type == "cuda" else [])
+
+
+def bench_steps(name: str, cfgs: list[ModelConfig], T: int, batch: int, steps: int, device: torch.device) -> None:
+    """Steps per second of each step implementation on one workload."""
+    train = TrainConfig(steps=steps, batch_size=batch, eval_every=steps, n_train=8 * batch, n_val=64)
+    data = make_dataset("intrinsic_dimension:D=2", T, 4, train.n_train, train.n_val, seed=0)
+    seeds = list(range(len(cfgs)))
+    warm = TrainConfig(steps=3, batch_size=batch, eval_every=3, n_train=train.n_train, n_val=64)
+    for mode in _modes(device):
+        train_models(data, cfgs, seeds, warm, device, step=mode)
+    times = _best_time({m: (lambda m=m: train_models(data, cfgs, seeds, train, device, step=m))
+                        for m in _modes(device)})
+    before = steps / times["reference"]
+    print(f"{name}: {len(cfgs)} model(s), T={T}, batch {batch}, {steps} steps")
+    for mode, t in times.items():
+        label = "before" if mode == "reference" else "after "
+        print(f"  {label} {mode:<9}: {steps / t:8.1f} steps/s  ({t:.2f} s)  x{steps / t / before:.2f}")
+
+
+def bench_batching(cfgs: list[ModelConfig], T: int, batch: int, steps: int, device: torch.device) -> None:
+    """The batched job against one model at a time, both with the fast step."""
+    train = TrainConfig(steps=steps, batch_size=batch, eval_every=steps, n_train=8 * batch, n_val=64)
+    data = make_dataset("intrinsic_dimension:D=2", T, 4, train.n_train, train.n_val, seed=0)
+    seeds = list(range(len(cfgs)))
+    times = _best_time({"batched": lambda: train_models(data, cfgs, seeds, train, device),
+                        "sequential": lambda: [train_models(data, [c], [s], train, device)
+                                               for c, s in zip(cfgs, seeds)]}, repeats=1)
+    samples = len(cfgs) * steps * batch
+    print(f"batching: {len(cfgs)} configurations, {steps} steps each")
+    for mode, t in times.items():
+        print(f"  {mode:<10}: {samples / t:10.0f} samples/s  ({t:.2f} s)")
+    print(f"  throughput ratio batched / sequential: {times['sequential'] / times['batched']:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
-    parser.add_argument("--steps", type=int, default=None,
-                        help="optimizer steps per model (cpu 40, cuda 200)")
-    parser.add_argument("--seq-len", type=int, default=None, help="T (cpu 8, cuda 64 as the paper)")
-    parser.add_argument("--batch", type=int, default=None, help="minibatch per model (cpu 16, cuda 256)")
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps per timing (cpu 60, cuda 300)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default 1, see experiments/train.py)")
     args = parser.parse_args(argv)
@@ -60,25 +109,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     gpu = device.type == "cuda"
     threads = configure_threads(args.threads) if not gpu else torch.get_num_threads()
-    T = args.seq_len or (64 if gpu else 8)
-    batch = args.batch or (256 if gpu else 16)
-    steps = args.steps or (200 if gpu else 40)
-    cfgs = configs(T)
-    seeds = list(range(len(cfgs)))
-    # Evaluation only at the last step, on a small validation set: the benchmark measures training.
-    train = TrainConfig(steps=steps, batch_size=batch, eval_every=steps, n_train=4 * batch, n_val=64)
-    data = make_dataset("intrinsic_dimension:D=2", T, 4, train.n_train, train.n_val, seed=0)
-    reduced = "" if gpu else " (reduced for CPU; paper: T=64)"
-    print(f"device: {device.type} ({device_name(device)}), torch {torch.__version__}, threads {threads}")
-    print(f"{len(cfgs)} configurations of paper 1 Exp. 1, T={T}{reduced}, batch {batch}, {steps} steps each")
-    train_models(data, cfgs[:2], seeds[:2], TrainConfig(steps=2, batch_size=batch, eval_every=2,
-                                                        n_train=train.n_train, n_val=64), device)  # warm-up
-    t_batched = _timed(lambda: train_models(data, cfgs, seeds, train, device))
-    t_seq = _timed(lambda: [train_models(data, [c], [s], train, device) for c, s in zip(cfgs, seeds)])
-    samples = len(cfgs) * steps * batch
-    print(f"batched    : {samples / t_batched:12.0f} samples/s  ({t_batched:.2f} s)")
-    print(f"sequential : {samples / t_seq:12.0f} samples/s  ({t_seq:.2f} s)")
-    print(f"throughput ratio batched / sequential: {t_seq / t_batched:.2f}")
+    T, batch, steps = (64, 256, args.steps or 300) if gpu else (8, 16, args.steps or 60)
+    print(f"device: {device.type} ({device_name(device)}), torch {torch.__version__}, threads {threads}"
+          + ("" if gpu else "; CPU sizes reduced: T=8, batch 16 (paper: T=64)"))
+    bench_steps("tiny", tiny_config(T), T, batch, steps * 2, device)
+    bench_steps("batch", paper1_configs(T), T, batch, steps, device)
+    bench_batching(paper1_configs(T), T, batch, steps // 2, device)
+    if not gpu:
+        print("GPU: not measured here (no CUDA device); run with --device cuda on a GPU machine")
     return 0
 
 

@@ -4,12 +4,33 @@ The only part of the project that imports torch. One concern per module, in pipe
 
 * ``data``     seeded inputs with the papers' distributions, labels from ``Target.evaluate``
 * ``model``    the papers' transformer, as a batch of models sharing one forward pass
-* ``train``    AdamW + cosine, many configurations in one batched job, validation NMSE
-* ``profiles`` smoke / cpu / paper: tables of target, T, architectures, settings
-* ``store``    SQLite record of every run (config, seed, versions, hardware, metrics), resumable
-* ``run``      plans a profile's jobs, skips finished runs, trains the rest (worker processes)
-* ``validate`` ``ifs.decide`` versus trained NMSE: the agreement table
-* ``report``   tables, JSON, transition checks and plots beside ``paper_figures``
+* ``step``     one optimizer step: reference, fast (fused), CUDA graph
+* ``train``    the recipe (warm-up, cosine, early stopping), batched jobs, validation NMSE, learning curves
+* ``profiles`` smoke / cpu / paper: tables of target, T, architectures, recipes, and the checks they must pass
+* ``store``    SQLite record of every run (config, seed, versions, hardware, metrics), checked on open
+* ``run``      plans a profile's jobs, skips finished runs, trains the rest (``infoflow_smt.processes``: workers that die with their parent)
+* ``validate`` ``ifs.decide`` versus trained NMSE over a profile's tables: the agreement table
+* ``confirm``  one decided case: the architecture and its neighbours, trained within a budget
+* ``report``   tables, JSON, checks; ``plots`` NMSE against T and heads beside ``paper_figures``, curves
 
-Command line: ``python -m experiments run|validate|report --profile smoke|cpu|paper``.
+Command line: ``python -m experiments run|validate|report|confirm`` (``python -m experiments --help``).
+Python: ``experiments.confirm(verdict, budget=60)``, ``experiments.parse_budget("2m")``.
 """
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Confirmation", "confirm", "parse_budget"]
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy: ``import experiments`` stays light; torch loads on first use of ``confirm``."""
+    if name in ("confirm", "Confirmation"):
+        from . import confirmation as module
+
+        return getattr(module, name)
+    if name == "parse_budget":
+        from .budget import parse_budget
+
+        return parse_budget
+    raise AttributeError(f"module 'experiments' has no attribute {name!r}")

@@ -1,25 +1,41 @@
-"""Command line: ``python -m experiments run|validate|report``.
+"""Command line: ``python -m experiments run|validate|report|confirm``.
 
   python -m experiments run --profile cpu [--results DIR] [--device cpu|cuda] [--threads N] [--workers N]
                                     [--label-workers N]
   python -m experiments validate --profile smoke [--target SPEC --heads 2,2 --embed-dim 24 --input-dim 4
                                                   --seq-len 8] [--results DIR]
   python -m experiments report --profile cpu [--results DIR] [--json] [--plots DIR] [--markdown FILE]
+  python -m experiments confirm TARGET --heads 2,2 --embed-dim 16 --input-dim 4 [--seq-len 16]
+                                    [--budget 60s] [--threshold 1e-2] [--json]
 
-Each command is a function returning an exit code. Bad input (unknown profile, unknown target spec,
-malformed option) prints one line on stderr and exits 2, without a traceback.
+Each command is a function returning an exit code:
+  0  done (report: every transition check holds; confirm: every decided row agrees)
+  1  a failing check (report: a transition check FAILS; confirm: a row disagrees)
+  2  bad input, an unusable results store (corrupt, truncated, foreign) or an unwritable path:
+     one line on stderr, no traceback
+  130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: one line; finished runs stay in the store and a rerun
+     resumes
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 130, 143
 
 
 class BadInput(Exception):
     """A user error: reported in one line, exit code 2."""
+
+
+class Terminated(BaseException):
+    """Raised in the main thread by the SIGTERM handler (a BaseException, like KeyboardInterrupt)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,11 +43,36 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(message)
 
 
+def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} wants an integer >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{what} wants an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"wants a number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"wants a finite number > 0, got {text!r}")
+    return value
+
+
 def _heads(text: str) -> tuple[int, ...]:
     try:
         heads = tuple(int(h) for h in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"--heads wants comma-separated integers, got {text!r}") from None
+    if any(h < 1 for h in heads):
+        raise argparse.ArgumentTypeError(f"--heads wants integers >= 1 (heads per layer), got {text!r}")
     return heads
 
 
@@ -43,13 +84,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                           progress=not args.quiet, workers=args.workers, label_workers=args.label_workers)
     print(f"profile {summary.profile}: trained {summary.trained} runs, skipped {summary.skipped} finished, "
           f"{summary.wall_s:.1f} s -> {summary.path}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Decide and train; print the agreement table(s)."""
     from .profiles import get_profile
-    from .validate import validate, validate_table
+    from .validate import table_views, validate, validate_table
 
     prof = get_profile(args.profile)
     if args.target:
@@ -60,12 +101,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         archs = [ifs.Architecture(heads=h, embed_dim=args.embed_dim, input_dim=args.input_dim,
                                   positional=args.positional) for h in args.heads]
         print(validate(args.target, archs, args.seq_len, prof, device=args.device, results_dir=args.results))
-        return 0
-    for table in prof.tables:
-        for T in table.seq_lens:
-            print(validate_table(table, T, prof, device=args.device, results_dir=args.results))
-            print()
-    return 0
+        return EXIT_OK
+    for table, T in table_views(prof):
+        print(validate_table(table, T, prof, device=args.device, results_dir=args.results))
+        print()
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -81,34 +121,55 @@ def cmd_report(args: argparse.Namespace) -> int:
     records = ResultStore(path).runs(prof.name)
     rows = report.summarize(records)
     plot_dir = args.plots or os.path.join(args.results, f"{prof.name}_plots")
-    plots = report.plot(rows, plot_dir) if not args.no_plots else []
+    plots = report.plot(rows, plot_dir, records) if not args.no_plots else []
     if args.markdown:
-        report.write_markdown(rows, records, prof.name, args.markdown)
+        report.write_markdown(rows, records, prof, args.markdown, plots)
+    checks = report.run_checks(rows, prof.name)
+    failed = any(not ok for ok, _ in checks)
     if args.json:
-        print(report.to_json(rows))
-        return 0
+        print(report.to_json(rows, prof, checks))
+        return EXIT_FAILED if failed else EXIT_OK
+    if prof.name == "smoke":
+        print(report.SMOKE_NOTE)
     print(report.format_table(rows))
     print(f"\nhardware: {report.hardware_line(records)}")
-    for ok, text in report.run_checks(rows):
+    for ok, text in checks:
         print(f"{'holds' if ok else 'FAILS'}: {text}")
     for p in plots:
         print(f"plot: {p}")
-    return 0
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """Decide TARGET on one architecture, train it and its neighbours within --budget, print the table."""
+    import infoflow_smt as ifs
+
+    from .confirmation import confirm
+
+    arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
+                            positional=args.positional)
+    verdict = ifs.decide(args.target, arch, seq_len=args.seq_len)
+    result = confirm(verdict, budget=args.budget, threshold=args.threshold, device=args.device,
+                     threads=args.threads)
+    print(json.dumps(result.to_json(), indent=1) if args.json else f"{verdict}\n\n{result}")
+    good, total = result.agreement
+    return EXIT_OK if good == total else EXIT_FAILED
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m experiments", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     common = _Parser(add_help=False)
-    common.add_argument("--profile", default="smoke", help="smoke | cpu | paper")
+    common.add_argument("--profile", default="smoke", help="smoke | cpu | depth | paper")
     common.add_argument("--results", default="results",
                         help="directory of <profile>.sqlite (default results/)")
     common.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when present")
     p = sub.add_parser("run", parents=[common], help=cmd_run.__doc__)
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: usable cores)")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--threads", type=_int_at_least(1, "--threads"), default=None,
+                   help="torch CPU threads per process (default 1)")
+    p.add_argument("--workers", type=_int_at_least(1, "--workers"), default=None,
                    help="parallel job processes (default: one per CPU core on cpu, 1 on cuda)")
-    p.add_argument("--label-workers", type=int, default=1,
+    p.add_argument("--label-workers", type=_int_at_least(1, "--label-workers"), default=1,
                    help="processes evaluating each dataset's labels (O(T^3) targets at large T)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
@@ -116,51 +177,125 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target",
                    help="catalogue spec or target text (ad-hoc validation instead of the profile)")
     p.add_argument("--heads", type=_heads, action="append", help="e.g. 2,2; repeat for several architectures")
-    p.add_argument("--embed-dim", type=int, default=32)
-    p.add_argument("--input-dim", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=8)
-    p.add_argument("--positional", action="store_true")
+    _arch_options(p)
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("report", parents=[common], help=cmd_report.__doc__)
-    p.add_argument("--json", action="store_true", help="print one JSON document (a list of configurations)")
+    p.add_argument("--json", action="store_true", help="print one JSON document (configurations and checks)")
     p.add_argument("--plots", default=None, help="plot directory (default <results>/<profile>_plots)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--markdown", default=None, help="also write the report as Markdown to this file")
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("confirm", help=cmd_confirm.__doc__)
+    p.add_argument("target", help="catalogue spec (intrinsic_dimension:D=2) or target text")
+    p.add_argument("--heads", type=_heads, required=True, help="heads per layer, e.g. 2,2")
+    _arch_options(p, seq_len=None)
+    p.add_argument("--budget", default="60s", help="wall time for the training: 60, 60s, 2m (default 60s)")
+    p.add_argument("--threshold", type=_positive_float, default=None,
+                   help="efficient = NMSE below this, fixed before training (default 1e-2)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None)
+    p.add_argument("--threads", type=_int_at_least(1, "--threads"), default=None)
+    p.add_argument("--json", action="store_true", help="print the table as one JSON document")
+    p.set_defaults(func=cmd_confirm)
     return parser
+
+
+def _arch_options(p: argparse.ArgumentParser, seq_len: int | None = 8) -> None:
+    p.add_argument("--embed-dim", type=_int_at_least(1, "--embed-dim"), default=32)
+    p.add_argument("--input-dim", type=_int_at_least(1, "--input-dim"), default=4)
+    p.add_argument("--seq-len", type=_int_at_least(2, "--seq-len"), default=seq_len)
+    p.add_argument("--positional", action="store_true")
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """Reject bad input before any work starts (so a later KeyError is a bug, not a user error)."""
     from .profiles import get_profile
 
-    try:
-        get_profile(args.profile)
-    except KeyError as exc:
-        raise BadInput(exc.args[0]) from None
+    if hasattr(args, "profile"):
+        try:
+            get_profile(args.profile)
+        except KeyError as exc:
+            raise BadInput(exc.args[0]) from None
+        if os.path.exists(args.results) and not os.path.isdir(args.results):
+            raise BadInput(f"--results {args.results} is a file, not a directory")
     if args.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise BadInput("--device cuda requested but no CUDA device is available")
     if getattr(args, "target", None):
-        from .data import resolve_target
+        _check_target(args.target)
+    if getattr(args, "threshold", None) is None and args.command == "confirm":
+        from .confirmation import DEFAULT_THRESHOLD
 
-        try:
-            resolve_target(args.target)
-        except (KeyError, ValueError) as exc:  # InvalidSpecError is a ValueError
-            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-            raise BadInput(f"unknown target {args.target!r}: {' '.join(str(message).split())}") from None
+        args.threshold = DEFAULT_THRESHOLD
+    if args.command == "confirm":
+        from .budget import parse_budget
+
+        args.budget = parse_budget(args.budget)
+    for option in ("markdown", "plots"):
+        if getattr(args, option, None):
+            _check_writable(getattr(args, option), f"--{option}", directory=option == "plots")
+
+
+def _check_target(target: str) -> None:
+    from .data import resolve_target
+
+    try:
+        resolve_target(target)
+    except (KeyError, ValueError) as exc:  # InvalidSpecError is a ValueError
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        raise BadInput(f"unknown target {target!r}: {' '.join(str(message).split())}") from None
+
+
+def _check_writable(path: str, option: str, directory: bool) -> None:
+    """The output path can be written: an existing directory (plots) or a file in a writable directory."""
+    if directory and os.path.exists(path) and not os.path.isdir(path):
+        raise BadInput(f"{option} {path} is a file, not a directory")
+    if not directory and os.path.isdir(path):
+        raise BadInput(f"{option} {path} is a directory, not a file")
+    parent = path if directory and os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInput(f"{option} {path}: {parent} is not a writable directory")
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import infoflow_smt
+
+    from .store import StoreError
+
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    command = None
     try:
         args = build_parser().parse_args(argv)
+        command = args.command
         _check_inputs(args)
         return args.func(args)
-    except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (BadInput, StoreError, infoflow_smt.InvalidSpecError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:   # an output path that became unwritable, a full disk
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"interrupted (Ctrl-C){_INTERRUPTED.get(command, '')}", file=sys.stderr)
+        return EXIT_SIGINT
+    except Terminated:
+        print(f"terminated (SIGTERM){_INTERRUPTED.get(command, '')}", file=sys.stderr)
+        return EXIT_SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+_INTERRUPTED = {"run": ": finished runs are kept in the store; rerun the command to resume",
+                "validate": ": finished runs are kept in the store; rerun the command to resume",
+                "confirm": ": nothing is stored; rerun with the same budget"}
 
 
 if __name__ == "__main__":

@@ -129,12 +129,11 @@ def label(tgt: Any, X: np.ndarray, workers: int = 1) -> np.ndarray:
         return head
     if workers <= 1 or projected < _POOL_WORTH_S or len(rest) < 2 * workers:
         return np.concatenate([head, np.asarray(tgt.evaluate(rest), dtype=np.float64)])
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from infoflow_smt.processes import worker_pool
 
     chunks = np.array_split(rest, 4 * workers)  # several chunks per worker: evens out uneven progress
     spec, seed = target_label(tgt), int(getattr(tgt, "seed", 0))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with worker_pool(workers) as pool:
         parts = list(pool.map(_evaluate_chunk, [(spec, seed, c) for c in chunks]))
     return np.concatenate([head, *parts])
 

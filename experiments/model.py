@@ -40,17 +40,27 @@ class ModelConfig:
     heads: tuple[int, ...] = (4,)  # h_l heads in layer l; len(heads) = L layers
     embed_dim: int = 32            # E, the residual-stream width
     head_dim: int | None = None    # n per head; None -> E // h_l (paper 1), 8 in paper 2 (with E = 8 h)
-    mlp_hidden: int = 32           # N, hidden width of token MLP, FFNs and readout (paper 2 Fig. 1a: 32)
+    mlp_hidden: int = 32           # N, hidden width of token MLP and readout (paper 2 Fig. 1a: 32)
+    ffn_hidden: int | None = None  # hidden width of the FFN between layers; None -> mlp_hidden. Paper 1's
+                                   # two-hop targets need it wide: it must form x_s^T A x_t (profiles.py)
     output_dim: int = 1            # scalar targets; d for vector targets such as specific_positions
     positional: bool = False       # learned positional encoding (paper 2: off, the task is permutation-free)
     residual: bool = False         # paper 2: no residual; paper 1: residual on
     layernorm: bool = False        # pre-LN; both papers' synthetic runs: off
     ffn: bool = True               # token FFN between attention layers (no effect with one layer)
     cls_as_key: bool = True        # the output token is also a key; paper 2's 1-layer formula: False
+    attn_beta: float = 1.0           # inverse temperature beta of every head (paper 2 eq. 4 writes it out),
+                                     # on top of 1/sqrt(n); the starting value when it is learned
+    learn_temperature: bool = False  # learn log beta per head: the same function class, but Adam moves
+                                     # log beta by ~lr a step, so attention can sharpen in hundreds of steps
 
     @property
     def layers(self) -> int:
         return len(self.heads)
+
+    @property
+    def ffn_width(self) -> int:
+        return self.ffn_hidden if self.ffn_hidden is not None else self.mlp_hidden
 
     def head_width(self, layer: int) -> int:
         """n_l for 0-based ``layer``."""
@@ -72,9 +82,11 @@ def _param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         for name in ("q", "k", "v"):
             shapes[f"l{l}.w{name}"] = (h, n, E)
             shapes[f"l{l}.b{name}"] = (h, n)
-        shapes.update({f"l{l}.wo": (E, h, n), f"l{l}.bo": (E,), f"l{l}.ln1.g": (E,), f"l{l}.ln1.b": (E,)})
+        shapes.update({f"l{l}.wo": (E, h, n), f"l{l}.bo": (E,), f"l{l}.ln1.g": (E,), f"l{l}.ln1.b": (E,),
+                       f"l{l}.temp": (h,)})
         if l < cfg.layers - 1:
-            shapes.update({f"l{l}.ffn.w1": (N, E), f"l{l}.ffn.b1": (N,), f"l{l}.ffn.w2": (E, N),
+            Nf = cfg.ffn_width
+            shapes.update({f"l{l}.ffn.w1": (Nf, E), f"l{l}.ffn.b1": (Nf,), f"l{l}.ffn.w2": (E, Nf),
                            f"l{l}.ffn.b2": (E,), f"l{l}.ln2.g": (E,), f"l{l}.ln2.b": (E,)})
     shapes.update({"lnf.g": (E,), "lnf.b": (E,), "out.w1": (N, E), "out.b1": (N,), "out.w2": (k, N),
                    "out.b2": (k,)})
@@ -87,7 +99,8 @@ def _fan_in(cfg: ModelConfig, name: str) -> int:
     if name.startswith("enc."):
         return cfg.input_dim if part.endswith("1") else cfg.mlp_hidden
     if name.startswith("out.") or ".ffn." in name:
-        return cfg.embed_dim if part.endswith("1") else cfg.mlp_hidden
+        hidden = cfg.ffn_width if ".ffn." in name else cfg.mlp_hidden
+        return cfg.embed_dim if part.endswith("1") else hidden
     layer = int(name[1:name.index(".")])
     if part in ("wo", "bo"):
         return cfg.heads[layer] * cfg.head_width(layer)
@@ -105,7 +118,10 @@ def init_params(cfg: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
     shapes = _param_shapes(cfg)
     params: dict[str, torch.Tensor] = {}
     for name, shape in shapes.items():
-        if ".ln" in name or name.startswith("lnf"):
+        if name.endswith(".temp"):         # log beta (no random draw: the other inits stay as they were)
+            params[name] = torch.full(shape, math.log(cfg.attn_beta) if cfg.learn_temperature else 0.0,
+                                      dtype=torch.float64)
+        elif ".ln" in name or name.startswith("lnf"):
             params[name] = torch.ones(shape, dtype=torch.float64) if name.endswith(".g") else \
                 torch.zeros(shape, dtype=torch.float64)
         elif name in ("cls", "pos"):
@@ -137,6 +153,7 @@ class BatchedTransformer(nn.Module):
         first = configs[0]
         self.layers, self.residual, self.layernorm = first.layers, first.residual, first.layernorm
         self.ffn, self.cls_as_key = first.ffn, first.cls_as_key
+        self.learned_temperature = any(c.learn_temperature for c in configs)
         true = [init_params(c, s) for c, s in zip(configs, seeds)]
         shapes = [_param_shapes(c) for c in configs]
         # Per layer, one of two layouts for the heads (same function, different cost):
@@ -172,17 +189,42 @@ class BatchedTransformer(nn.Module):
             if name == "pos":  # a model without positional encoding must never learn one
                 mask = mask * torch.tensor([float(c.positional) for c in configs],
                                            dtype=torch.float64)[:, None, None]
+            if name.endswith(".temp"):  # fixed temperature: log beta held at 0 like a padded entry
+                mask = mask * torch.tensor([float(c.learn_temperature) for c in configs],
+                                           dtype=torch.float64)[:, None]
             self.params[name.replace(".", "_")] = nn.Parameter(stacked.to(dtype))
             self.register_buffer("mask_" + name.replace(".", "_"), mask.to(dtype))
         # LayerNorm statistics over each model's true width; attention logits scaled by 1/sqrt(n_l)
         self.register_buffer("width", torch.tensor([float(c.embed_dim) for c in configs], dtype=dtype))
         for l in range(self.layers):
-            scale = [1.0 / math.sqrt(c.head_width(l)) for c in configs]
+            scale = [(1.0 if c.learn_temperature else c.attn_beta) / math.sqrt(c.head_width(l)) for c in configs]
             self.register_buffer(f"scale{l}", torch.tensor(scale, dtype=dtype))
+
+        # Parameters with padded (masked-out) entries; the others need no mask at all.
+        self._padded = tuple(name for name in self.params if not bool(self._buffer("mask_" + name).all()))
+        self._padded_set = frozenset(self._padded)
+        self.masked_forward = True   # False: padded entries are kept at zero by ``enforce_masks`` instead
+        self.trace: dict[str, torch.Tensor] | None = None   # a dict: forward records attention and states
 
     def _p(self, name: str) -> torch.Tensor:
         key = name.replace(".", "_")
+        if not self.masked_forward or key not in self._padded_set:
+            return self.params[key]
         return self.params[key] * self._buffer("mask_" + key)  # padded entries: exactly zero, zero grad
+
+    @torch.no_grad()
+    def enforce_masks(self) -> None:
+        """Zero every padded entry in place (one fused multiply over the padded parameters).
+
+        The fast training step (train.py) runs the forward without masks (``masked_forward = False``) and
+        calls this after each optimizer step instead. The forward then sees exactly the values the masked
+        forward sees (padded entries are zero either way), so every true entry gets the same gradient and
+        the same AdamW update: the two ways train identically (tested), but this one launches one kernel
+        per step instead of two per parameter per forward and backward.
+        """
+        if self._padded:
+            torch._foreach_mul_([self.params[n] for n in self._padded],
+                                [self._buffer("mask_" + n) for n in self._padded])
 
     def _buffer(self, name: str) -> torch.Tensor:
         buffer = getattr(self, name)
@@ -216,7 +258,9 @@ class BatchedTransformer(nn.Module):
         u = self._layernorm(z, f"l{l}.ln1") if self.layernorm else z
         q = self._linear(u[:, :, -1:] if cls_only else u, f"l{l}.wq")
         k, v = self._linear(u, f"l{l}.wk"), self._linear(u, f"l{l}.wv")
-        scale = self._buffer(f"scale{l}").view(-1, 1, 1, 1, 1)
+        scale = self._buffer(f"scale{l}").view(-1, 1, 1, 1, 1)                  # 1/sqrt(n_l)
+        if self.learned_temperature:   # times beta per head (1 where it is not learned): (M,1,H,1,1)
+            scale = scale * torch.exp(self._p(f"l{l}.temp"))[:, None, :, None, None]
         if l in self.flat:                       # rows (M,B,P,D); head j owns the rows member[:, j]
             member = self._buffer(f"member{l}")[:, None, :, None, :]            # (M,1,H,1,D)
             M, B, P, D = q.shape
@@ -231,6 +275,8 @@ class BatchedTransformer(nn.Module):
         if not self.cls_as_key:  # paper 2's single layer: the softmax runs over t = 1..T only
             scores[..., -1] = float("-inf")
         attn = torch.softmax(scores, dim=-1)
+        if self.trace is not None:
+            self.trace[f"attn{l}"] = attn.detach()                                # (M,B,H,queries,P)
         if l in self.flat:
             o = ((attn.reshape(M, B, H * P, -1) @ v).reshape(M, B, H, P, D) * member).sum(2)  # (M,B,P,D)
         else:
@@ -254,8 +300,12 @@ class BatchedTransformer(nn.Module):
         for l in range(self.layers):
             last = l == self.layers - 1
             z = self._attention(l, z, cls_only=last)
+            if self.trace is not None:
+                self.trace[f"attn_out{l}"] = z.detach()
             if self.ffn and not last:
                 z = self._ffn(l, z)
+                if self.trace is not None:
+                    self.trace[f"ffn_out{l}"] = z.detach()
         out = z[:, :, -1]
         if self.layernorm:
             out = self._layernorm(out, "lnf")

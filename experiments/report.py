@@ -1,12 +1,21 @@
-"""Report a profile's results: a table (text, Markdown, JSON), the transition checks, and plots.
+"""Report a profile's results: a table (text, Markdown, JSON), the profile's checks, and plots.
 
 Every measured row sits beside the paper's figure for the same configuration (paper_figures.py), with the
-paper's T named when it differs. Plots use matplotlib's Agg backend (no display needed); each figure has the
-measured panel on the left and the paper's on the right.
+paper's T named when it differs. The checks are the profile's ``criteria`` (profiles.py) plus one plumbing
+check (every configuration trained to a finite NMSE); ``python -m experiments report`` exits 1 when one
+fails. Plots (plots.py): NMSE against T and against heads with the papers' figures beside, learning curves.
+
+JSON schema (``report --json``, one document)::
+
+    {"profile": "cpu", "note": "... (smoke only)",
+     "configurations": [{"table", "target", "heads", "embed_dim", "seq_len", "seeds", "nmse_min",
+                         "nmse_median", "device", "wall_s", "paper_nmse", "paper_seq_len", "paper_source"}],
+     "checks": [{"holds": true, "text": "..."}]}
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 from collections.abc import Callable
@@ -14,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import paper_figures
+from .profiles import Criterion, Profile, get_profile
 from .store import RunRecord
 
 
@@ -53,11 +63,6 @@ def summarize(records: list[RunRecord]) -> list[ReportRow]:
     return rows
 
 
-def to_json(rows: list[ReportRow]) -> str:
-    """ONE JSON document: a list of configurations (the schema of ``infoflow experiment report --json``)."""
-    return json.dumps([{**asdict(r), "heads": list(r.heads), "seeds": list(r.seeds)} for r in rows], indent=1)
-
-
 def format_table(rows: list[ReportRow], markdown: bool = False) -> str:
     head = ["table", "target", "heads", "E", "T", "seeds", "nmse_min", "nmse_median", "paper", "paper src",
             "wall_s"]
@@ -74,54 +79,86 @@ def format_table(rows: list[ReportRow], markdown: bool = False) -> str:
     return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)) for line in [head, *body])
 
 
-# --- the transitions the cpu profile must show (README of the issue; each returns (holds, sentence)) ----
+SMOKE_NOTE = ("note: the smoke profile trains a dozen steps on tiny data; its numbers check the plumbing "
+              "only (every run trains, is stored and reported), not the papers' transitions")
+
 
 def _by(rows: list[ReportRow], table: str) -> list[ReportRow]:
     return [r for r in rows if r.table == table]
 
 
-def check_head_transition(rows: list[ReportRow], D: int) -> tuple[bool, str] | None:
-    """Paper 2: NMSE at h = D at least 5x lower than at h = D - 1 (one layer)."""
-    sel = {r.heads: r for r in _by(rows, f"lms_D{D}")}
-    if (D,) not in sel or (D - 1,) not in sel:
-        return None
-    ratio = sel[(D - 1,)].nmse_min / sel[(D,)].nmse_min
-    return ratio >= 5, f"linear_max_sum D={D}: NMSE(h={D - 1}) / NMSE(h={D}) = {ratio:.1f} (need >= 5)"
+def _fmt(heads: tuple[int, ...]) -> str:
+    return f"({','.join(map(str, heads))})"
 
 
-def check_triangle(rows: list[ReportRow]) -> tuple[bool, str] | None:
-    """Paper 1 Exp. 2: for every config, NMSE at the largest T at least 3x that at the smallest T."""
-    tri = _by(rows, "triangle")
-    if not tri:
-        return None
+def check_transition(rows: list[ReportRow], c: Criterion) -> tuple[bool, str] | None:
+    """``c.better`` at most ``c.max_nmse`` and ``c.ratio`` times below every ``c.worse``, at each T."""
     parts, ok = [], True
-    for key in dict.fromkeys((r.heads, r.embed_dim) for r in tri):
-        runs = sorted((r for r in tri if (r.heads, r.embed_dim) == key), key=lambda r: r.seq_len)
-        ratio = runs[-1].nmse_min / runs[0].nmse_min
-        ok &= ratio >= 3
-        parts.append(f"{key[0]}/E={key[1]}: T={runs[-1].seq_len} vs T={runs[0].seq_len} ratio {ratio:.1f}")
-    return ok, "triangle_center: " + "; ".join(parts) + " (need >= 3 each)"
+    for T in c.seq_lens:
+        sel = {r.heads: r.nmse_min for r in _by(rows, c.table) if r.seq_len == T}
+        if c.better not in sel or any(w not in sel for w in c.worse):
+            return None
+        best = sel[c.better]
+        text = f"T={T}: {_fmt(c.better)} {best:.2e}"
+        if c.max_nmse is not None:
+            ok &= best <= c.max_nmse
+            text += f" (need <= {c.max_nmse:g})"
+        for w in c.worse:
+            ratio = sel[w] / best
+            ok &= ratio >= c.ratio
+            text += f", {_fmt(w)} {sel[w]:.2e} = {ratio:.1f}x"
+        parts.append(text)
+    return ok, f"{c.table}: " + "; ".join(parts) + f" (need >= {c.ratio:g}x)"
 
 
-def check_intrinsic(rows: list[ReportRow], D: int = 2) -> tuple[bool, str] | None:
-    """Paper 1 Exp. 1: (D,D) lower NMSE than both (D-1,D) and (D,D-1)."""
-    sel = {r.heads: r.nmse_min for r in _by(rows, f"intrinsic_D{D}")}
-    need = [(D, D), (D - 1, D), (D, D - 1)]
-    if not all(h in sel for h in need):
+def check_range(rows: list[ReportRow], c: Criterion) -> tuple[bool, str] | None:
+    """Every configuration of the table at each T within [min_nmse, max_nmse]."""
+    sel = [r for r in _by(rows, c.table) if r.seq_len in c.seq_lens]
+    if not sel:
         return None
-    ok = sel[need[0]] < min(sel[need[1]], sel[need[2]])
-    return ok, (f"intrinsic_dimension D={D}: ({D},{D}) {sel[need[0]]:.2e} vs "
-                f"({D - 1},{D}) {sel[need[1]]:.2e}, "
-                f"({D},{D - 1}) {sel[need[2]]:.2e} (need the first lowest)")
+    lo = c.min_nmse if c.min_nmse is not None else -float("inf")
+    hi = c.max_nmse if c.max_nmse is not None else float("inf")
+    ok = all(lo <= r.nmse_min <= hi for r in sel)
+    want = " and ".join(x for x in (f">= {c.min_nmse:g}" if c.min_nmse is not None else "",
+                                    f"<= {c.max_nmse:g}" if c.max_nmse is not None else "") if x)
+    values = ", ".join(f"{_fmt(r.heads)}/E={r.embed_dim} T={r.seq_len} {r.nmse_min:.3g}" for r in sel)
+    return ok, f"{c.table}: {values} (need {want})"
 
 
-CHECKS: tuple[Callable[[list[ReportRow]], tuple[bool, str] | None], ...] = (
-    lambda rows: check_head_transition(rows, 2), lambda rows: check_head_transition(rows, 3),
-    check_triangle, check_intrinsic)
+def check_finite(rows: list[ReportRow]) -> tuple[bool, str]:
+    """Plumbing: every configuration trained to a finite NMSE."""
+    bad = [f"{r.table} {_fmt(r.heads)} T={r.seq_len}" for r in rows if not math.isfinite(r.nmse_min)]
+    return not bad, f"every configuration has a finite NMSE ({len(rows)} configurations" + (
+        f"; not finite: {', '.join(bad)})" if bad else ")")
 
 
-def run_checks(rows: list[ReportRow]) -> list[tuple[bool, str]]:
-    return [c for c in (check(rows) for check in CHECKS) if c is not None]
+_CHECKS: dict[str, Callable[[list[ReportRow], Criterion], tuple[bool, str] | None]] = {
+    "transition": check_transition, "range": check_range}
+
+
+def run_checks(rows: list[ReportRow], profile: str | Profile) -> list[tuple[bool, str]]:
+    """The plumbing check and the profile's criteria (those whose rows are present)."""
+    prof = get_profile(profile)
+    checks = [check_finite(rows)]
+    checks += [c for c in (_CHECKS[crit.kind](rows, crit) for crit in prof.criteria) if c is not None]
+    return checks
+
+
+def to_json(rows: list[ReportRow], profile: str | Profile | None = None,
+            checks: list[tuple[bool, str]] | None = None) -> str:
+    """ONE JSON document (the schema of ``infoflow experiment report --json``): the profile, its note,
+    every configuration, and every check with whether it holds."""
+    doc: dict[str, Any] = {"profile": get_profile(profile).name if profile is not None else None,
+                           "configurations": [{**asdict(r), "heads": list(r.heads), "seeds": list(r.seeds)}
+                                              for r in rows],
+                           "checks": [{"holds": ok, "text": text} for ok, text in (checks or [])]}
+    if doc["profile"] == "smoke":
+        doc["note"] = SMOKE_NOTE
+    return json.dumps(doc, indent=1, default=_json_default)
+
+
+def _json_default(value: object) -> object:
+    return None if isinstance(value, float) and not math.isfinite(value) else str(value)
 
 
 def hardware_line(records: list[RunRecord]) -> str:
@@ -132,95 +169,35 @@ def hardware_line(records: list[RunRecord]) -> str:
             f"versions {records[-1].versions if records else {}}")
 
 
-def write_markdown(rows: list[ReportRow], records: list[RunRecord], profile: str, path: str) -> None:
-    total = sum(r.wall_s for r in rows)
-    # elapsed: from the start of the first job (its commit time less its duration) to the last commit
+def elapsed_s(records: list[RunRecord]) -> float:
+    """From the start of the first job (its commit time less its duration) to the last commit."""
+    if not records:
+        return 0.0
     starts = [r.created - r.metrics.get("job_total_s", r.metrics.get("job_wall_s", 0.0)) for r in records]
-    elapsed = max(r.created for r in records) - min(starts) if records else 0.0
-    lines = [f"# Profile `{profile}`", "", f"Hardware: {hardware_line(records)}", "",
-             (f"Elapsed, first job start to last run committed (data generation included): {elapsed:.0f} s; "
-              f"training time summed over jobs: {total:.0f} s"), "", "## Results beside the papers", "",
-             format_table(rows, markdown=True), "", "## Transition checks", ""]
-    lines += [f"- {'holds' if ok else 'FAILS'}: {text}" for ok, text in run_checks(rows)]
+    return max(r.created for r in records) - min(starts)
+
+
+def write_markdown(rows: list[ReportRow], records: list[RunRecord], profile: str | Profile, path: str,
+                   plots: list[str] = ()) -> None:
+    prof = get_profile(profile)
+    total = sum(r.wall_s for r in rows)
+    lines = [f"# Profile `{prof.name}`", "", prof.description, ""]
+    if prof.name == "smoke":
+        lines += [SMOKE_NOTE, ""]
+    lines += [f"Hardware: {hardware_line(records)}", "",
+              (f"Elapsed, first job start to last run committed (data generation included): "
+               f"{elapsed_s(records):.0f} s; training time summed over jobs: {total:.0f} s"), "",
+              "## Results beside the papers", "", format_table(rows, markdown=True), "", "## Checks", ""]
+    lines += [f"- {'holds' if ok else 'FAILS'}: {text}" for ok, text in run_checks(rows, prof)]
+    if plots:
+        base = os.path.dirname(os.path.abspath(path))
+        lines += ["", "## Plots", ""] + [f"![{os.path.basename(p)}]({os.path.relpath(p, base)})" for p in plots]
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
-def plot(rows: list[ReportRow], outdir: str) -> list[str]:
-    """NMSE vs T per configuration, and NMSE over head configurations (the (h1, h2) phase diagram for
-    two-layer tables), each measured | paper side by side. Returns the files written."""
-    import matplotlib
+def plot(rows: list[ReportRow], outdir: str, records: list[RunRecord] | None = None) -> list[str]:
+    """NMSE against T, NMSE against heads (papers' figures dashed beside) and learning curves."""
+    from . import plots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(outdir, exist_ok=True)
-    written = []
-    for table in dict.fromkeys(r.table for r in rows):
-        sel = _by(rows, table)
-        configs = list(dict.fromkeys((r.heads, r.embed_dim) for r in sel))
-        label = {c: f"h={','.join(map(str, c[0]))} E={c[1]}" for c in configs}
-        fig, (ax_m, ax_p) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-        if len({r.seq_len for r in sel}) > 1:       # NMSE vs T
-            name = f"{table}_nmse_vs_T.png"
-            for c in configs:
-                pts = sorted((r.seq_len, r.nmse_min, r.paper_seq_len, r.paper_nmse) for r in sel
-                             if (r.heads, r.embed_dim) == c)
-                ax_m.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label[c])
-                paper = sorted({(p[2], p[3]) for p in pts if p[3] is not None})
-                if paper:
-                    ax_p.plot([p[0] for p in paper], [p[1] for p in paper], "s--", label=label[c])
-            for ax in (ax_m, ax_p):
-                ax.set_xscale("log", base=2)
-                ax.set_xlabel("T")
-        elif all(len(c[0]) == 2 for c in configs):  # the (h1, h2) phase diagram
-            name = f"{table}_phase.png"
-            fig.clf()
-            ax_m, ax_p = fig.subplots(1, 2)
-            for ax, key in ((ax_m, "nmse_min"), (ax_p, "paper_nmse")):
-                _phase_panel(ax, sel, key)
-        else:                                       # one layer: NMSE over the head count
-            name = f"{table}_heads.png"
-            xs = [label[c].replace(" ", "\n") for c in configs]
-            meas = [next(r.nmse_min for r in sel if (r.heads, r.embed_dim) == c) for c in configs]
-            ax_m.bar(xs, meas, color="tab:blue")
-            figs = [next((r.paper_nmse for r in sel if (r.heads, r.embed_dim) == c), None) for c in configs]
-            ax_p.bar(xs, [p if p is not None else float("nan") for p in figs], color="tab:gray")
-            ax_p.set_xticks(range(len(xs)), xs)
-        if not name.endswith("_phase.png"):
-            ax_m.set_yscale("log")
-            ax_m.set_ylabel("validation NMSE (min over seeds)")
-        seq_lens = ",".join(str(t) for t in sorted({r.seq_len for r in sel}))
-        ax_m.set_title(f"measured: {sel[0].target}, T={seq_lens}")
-        src = next((r.paper_source for r in sel if r.paper_source), None)
-        ax_p.set_title(f"paper: {src}" if src else "paper: no figure for this setting")
-        if ax_m.get_legend_handles_labels()[0]:
-            ax_m.legend(fontsize=7)
-        fig.tight_layout()
-        path = os.path.join(outdir, name)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
-def _phase_panel(ax: Any, rows: list[ReportRow], key: str) -> None:
-    """log10 NMSE on the (h1, h2) grid; each cell annotated with its value (blank where not run)."""
-    import numpy as np
-
-    h1s = sorted({r.heads[0] for r in rows})
-    h2s = sorted({r.heads[1] for r in rows})
-    grid = np.full((len(h2s), len(h1s)), np.nan)
-    for r in rows:
-        value = getattr(r, key)
-        if value is not None and r.seq_len == max(x.seq_len for x in rows):
-            grid[h2s.index(r.heads[1]), h1s.index(r.heads[0])] = np.log10(value)
-    im = ax.imshow(grid, origin="lower", cmap="viridis_r", vmin=-6, vmax=0)
-    for (i, j), v in np.ndenumerate(grid):
-        if not np.isnan(v):
-            ax.text(j, i, f"{10 ** v:.1e}", ha="center", va="center", color="w", fontsize=8)
-    ax.set_xticks(range(len(h1s)), h1s)
-    ax.set_yticks(range(len(h2s)), h2s)
-    ax.set_xlabel("h1 (layer 1 heads)")
-    ax.set_ylabel("h2 (layer 2 heads)")
-    ax.figure.colorbar(im, ax=ax, label="log10 NMSE")
+    return plots.plot_all(rows, records or [], outdir)

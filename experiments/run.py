@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from infoflow_smt.processes import worker_pool
+
 from .data import default_distribution, make_dataset
 from .profiles import Profile, Table, get_profile
 from .store import ResultStore, RunRecord, config_key, store_path
@@ -44,12 +46,19 @@ class RunSummary:
 
 
 def plan(profile: Profile) -> list[Job]:
-    """The profile's jobs, in table order then T order (then seed order for ``seed_jobs`` tables)."""
+    """The profile's jobs, in table order then T order (then seed or architecture order, ``Table.split``)."""
+    if any(t.split not in ("T", "seed", "arch") for t in profile.tables):
+        raise ValueError(f"Table.split must be T, seed or arch; got {[t.split for t in profile.tables]}")
     jobs = []
     for table in profile.tables:
-        for T in table.seq_lens:
-            for seeds in ([(s,) for s in table.seeds] if table.seed_jobs else [table.seeds]):
-                jobs.append(Job(table, T, tuple((tuple(h), E, s) for h, E in table.archs for s in seeds)))
+        runs = [(tuple(h), E, s) for h, E in table.archs for s in table.seeds]
+        if table.split == "seed":
+            groups = [[r for r in runs if r[2] == s] for s in table.seeds]
+        elif table.split == "arch":
+            groups = [[r for r in runs if (r[0], r[1]) == (tuple(h), E)] for h, E in table.archs]
+        else:
+            groups = [runs]
+        jobs += [Job(table, T, tuple(g)) for T in table.seq_lens for g in groups]
     return jobs
 
 
@@ -174,13 +183,12 @@ def run_profile(profile: str | Profile, results_dir: str | os.PathLike[str] = "r
         for job in pending:
             commit(run_job(job, prof.name, None, dev, progress=progress, label_workers=label_workers)[0])
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
 
         # biggest jobs first (steps x models x positions x layers; stable, so plan order breaks ties),
         # so the last worker to finish is not the one holding the biggest job
         pending.sort(key=lambda j: -j.table.train.steps * len(j.runs) * (j.seq_len + 1) * len(j.runs[0][0]))
-        with ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with worker_pool(n_workers) as pool:   # workers die with this process; Ctrl-C ends them
             futures = [pool.submit(_train_pending, job, prof.name, dev.type, threads, label_workers,
                                    n_workers) for job in pending]
             for future in as_completed(futures):

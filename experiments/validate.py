@@ -138,6 +138,21 @@ def validate_table(table: Table, seq_len: int, profile: str | Profile = "smoke",
     return ValidationResult(table.target, seq_len, prof.name, prof.nmse_threshold, tuple(rows))
 
 
+def table_views(profile: str | Profile) -> list[tuple[Table, int]]:
+    """(table, T) for every table and T of a profile, with the parts of a table that runs as several jobs
+    (same name, same settings, different architectures: profiles.py) merged back into one table."""
+    prof = get_profile(profile)
+    views: dict[tuple[str, int], Table] = {}
+    for table in prof.tables:
+        for T in table.seq_lens:
+            key = (table.name, T)
+            if key in views and replace(views[key], archs=(), seq_lens=()) == replace(table, archs=(), seq_lens=()):
+                views[key] = replace(views[key], archs=views[key].archs + table.archs)
+            else:
+                views.setdefault(key, table)
+    return [(table, T) for (_, T), table in views.items()]
+
+
 def validate(target: Any, architectures: Sequence[Any], seq_len: int, profile: str | Profile = "smoke",
              device: str | None = None,
              results_dir: str | os.PathLike[str] | None = None) -> ValidationResult:

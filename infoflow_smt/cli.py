@@ -281,8 +281,9 @@ def cmd_decide(args) -> int:
     target = _target(args.target)
     plot = _writable(args.plot, "--plot") if args.plot else None
     arch = _architecture(args, target)
-    if args.train:
-        confirm = _experiments_confirm()   # a missing extra is reported before the solver runs
+    if args.train:   # a missing extra or a bad budget is reported before the solver runs
+        confirm, parse_budget = _experiments_confirm()
+        budget = parse_budget(args.budget)
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
     document = verdict.to_json()
     if plot is not None:
@@ -290,7 +291,7 @@ def cmd_decide(args) -> int:
         plot_flow(verdict, plot)
         document["plot"] = str(plot)
     if args.train:
-        confirmation = confirm(verdict, budget=args.budget)
+        confirmation = confirm(verdict, budget=budget)
         document["training"] = confirmation.to_json()
     if args.json:
         _print_json(document)
@@ -305,11 +306,11 @@ def cmd_decide(args) -> int:
 
 def _experiments_confirm():
     try:
-        from experiments import confirm
+        from experiments import confirm, parse_budget
     except ImportError as err:
         raise BadInput(f"--train needs the experiments extra ({err.name or err} is missing): "
                        "pip install 'infoflow_smt[experiments]'") from None
-    return confirm
+    return confirm, parse_budget
 
 
 def cmd_explain(args) -> int:

@@ -103,12 +103,42 @@ def test_batched_training_equals_unbatched() -> None:
     assert batched[0].models_in_job == 3 and alone[0].models_in_job == 1
 
 
+def test_fast_step_trains_like_the_reference_step() -> None:
+    """Unmasked forward + fused AdamW + masks after the step == masked forward + AdamW's loop (float64)."""
+    ds = xdata.make_dataset("intrinsic_dimension:D=2", 5, 2, 64, 32, seed=0)
+    cfgs = [ModelConfig(input_dim=2, seq_len=5, heads=h, embed_dim=8, ffn_hidden=12, residual=True,
+                        layernorm=True) for h in ((2, 2), (1, 2), (2, 1))]
+    train = TrainConfig(steps=12, batch_size=8, eval_every=4, n_train=64, n_val=32, warmup_steps=3,
+                        dtype="float64")
+    fast = train_models(ds, cfgs, [0, 1, 2], train, step="fast")
+    ref = train_models(ds, cfgs, [0, 1, 2], train, step="reference")
+    for f, r in zip(fast, ref):
+        assert (f.step_kind, r.step_kind) == ("fast", "reference")
+        assert f.history == pytest.approx(r.history, rel=1e-9) and f.train_history == pytest.approx(
+            r.train_history, rel=1e-9)
+
+
+def test_early_stopping_freezes_each_model_at_its_own_plateau() -> None:
+    """A model that stops keeps the metrics it had then, whatever its batch mates do afterwards."""
+    ds = xdata.make_dataset("linear_max_sum:D=2", 6, 2, 64, 32, seed=0)
+    cfgs = [ModelConfig(input_dim=2, seq_len=6, heads=(h,), embed_dim=8 * h, head_dim=8, cls_as_key=False)
+            for h in (1, 2)]
+    train = TrainConfig(steps=60, batch_size=8, eval_every=2, n_train=64, n_val=32, patience=2,
+                        min_delta=0.5, lr=1e-4, dtype="float64")
+    both = train_models(ds, cfgs, [0, 1], train)
+    alone = train_models(ds, cfgs[:1], [0], train)[0]
+    assert both[0].stop_reason == "plateau" and both[0].steps < 60
+    assert both[0].steps == alone.steps and both[0].history_steps == alone.history_steps
+    assert both[0].history == pytest.approx(alone.history, rel=1e-9)
+    assert len(both[0].history) == len(both[0].history_steps) == len(both[0].train_history)
+
+
 # --- profile runs, store, report ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def smoke_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, object]:
     results = tmp_path_factory.mktemp("results")
-    return str(results), run_profile("smoke", results, device="cpu", progress=False)
+    return str(results), run_profile("smoke", results, device="cpu", progress=False, workers=1)
 
 
 def test_smoke_profile_runs_end_to_end(smoke_results: tuple[str, object]) -> None:
@@ -122,17 +152,34 @@ def test_smoke_profile_runs_end_to_end(smoke_results: tuple[str, object]) -> Non
     assert r.config["seed"] == r.seed and r.wall_s > 0 and "nmse_best" in r.metrics
 
 
+@pytest.mark.parametrize("name", ["cpu", "paper"])   # depth: the cpu profile's d3 table
+def test_profiles_run_at_smoke_size(name: str, tmp_path) -> None:
+    """Every table of the long profiles builds, trains, is stored and reported (tiny sizes, smallest T)."""
+    from experiments import report
+
+    prof = get_profile(name)
+    tiny = replace(prof, tables=tuple(
+        replace(t, seq_lens=(min(t.seq_lens),), seeds=t.seeds[:1],
+                train=replace(t.train, steps=3, eval_every=3, warmup_steps=1, n_train=24, n_val=12))
+        for t in prof.tables))
+    summary = run_profile(tiny, tmp_path, device="cpu", progress=False, workers=1)
+    assert summary.trained == sum(len(t.archs) for t in prof.tables)
+    rows = report.summarize(ResultStore(store_path(tmp_path, name)).runs(name))
+    assert {r.table for r in rows} == {t.name for t in prof.tables}
+    assert report.run_checks(rows, prof)[0][0]          # plumbing: every NMSE finite
+
+
 def test_rerun_skips_finished_runs(smoke_results: tuple[str, object]) -> None:
     results, _ = smoke_results
-    again = run_profile("smoke", results, device="cpu", progress=False)
+    again = run_profile("smoke", results, device="cpu", progress=False, workers=1)
     assert (again.trained, again.skipped, again.jobs_run) == (0, SMOKE_RUNS, 0)
 
 
 def test_interrupted_profile_resumes_without_losing_runs(tmp_path) -> None:
-    first = run_profile("smoke", tmp_path, device="cpu", progress=False, max_jobs=1)
+    first = run_profile("smoke", tmp_path, device="cpu", progress=False, max_jobs=1, workers=1)
     assert first.jobs_run == 1 and 0 < first.trained < SMOKE_RUNS
     keys = ResultStore(store_path(tmp_path, "smoke")).finished_keys()
-    rest = run_profile("smoke", tmp_path, device="cpu", progress=False)
+    rest = run_profile("smoke", tmp_path, device="cpu", progress=False, workers=1)
     assert rest.trained == SMOKE_RUNS - first.trained and rest.skipped == first.trained
     assert keys < ResultStore(store_path(tmp_path, "smoke")).finished_keys()
 
@@ -141,15 +188,38 @@ def test_report_json_schema_and_plots(smoke_results: tuple[str, object], capsys,
     results, _ = smoke_results
     assert cli_main(["report", "--profile", "smoke", "--results", results, "--json",
                      "--plots", str(tmp_path), "--markdown", str(tmp_path / "r.md")]) == 0
-    runs = json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["profile"] == "smoke" and "plumbing" in doc["note"]
+    runs = doc["configurations"]
     assert isinstance(runs, list) and runs
     need = {"target", "heads", "embed_dim", "seq_len", "seeds", "nmse_min", "nmse_median", "device", "wall_s"}
     for run in runs:
         assert need <= set(run) and run["nmse_min"] <= run["nmse_median"]
     assert {r["target"] for r in runs} == {t.target for t in SMOKE.tables}
+    assert [c["holds"] for c in doc["checks"]] == [True]          # smoke: the plumbing check only
     plots = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert plots == ["intrinsic_D2_phase.png", "lms_D2_nmse_vs_T.png"]
-    assert "Transition checks" in (tmp_path / "r.md").read_text()
+    assert plots == ["intrinsic_D2_learning_curves.png", "intrinsic_D2_nmse_vs_heads.png",
+                     "lms_D2_learning_curves.png", "lms_D2_nmse_vs_T.png", "lms_D2_nmse_vs_heads.png"]
+    text = (tmp_path / "r.md").read_text()
+    assert "## Checks" in text and "plumbing only" in text and "lms_D2_nmse_vs_T.png" in text
+
+
+def test_report_says_smoke_checks_plumbing(smoke_results: tuple[str, object], capsys) -> None:
+    results, _ = smoke_results
+    assert cli_main(["report", "--profile", "smoke", "--results", results, "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("note: the smoke profile") and "holds: every configuration has a finite NMSE" in out
+
+
+def test_a_failing_check_makes_report_exit_1(smoke_results: tuple[str, object], monkeypatch, capsys) -> None:
+    from experiments import profiles
+    from experiments.profiles import Criterion
+
+    results, _ = smoke_results
+    impossible = Criterion("transition", "lms_D2", (4,), better=(2,), worse=((1,),), ratio=1e9)
+    monkeypatch.setitem(profiles.PROFILES, "smoke", replace(SMOKE, criteria=(impossible,)))
+    assert cli_main(["report", "--profile", "smoke", "--results", results, "--no-plots"]) == 1
+    assert "FAILS: lms_D2: T=4" in capsys.readouterr().out
 
 
 # --- validate -----------------------------------------------------------------------------------------
@@ -197,15 +267,7 @@ def test_validate_accepts_architectures(tmp_path) -> None:
 
 # --- command line -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [["run", "--profile", "no_such_profile"],
-                                  ["validate", "--target", "no_such_target:D=2", "--heads", "1"],
-                                  ["report", "--profile", "smoke", "--results", "/nonexistent/dir"],
-                                  ["run", "--bogus-flag"]])
-def test_cli_bad_input_exits_2_with_one_line(argv: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "experiments", *argv], check=False, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+# Bad input on the command line: tests/test_experiments_hostile.py (in-process and real processes).
 
 
 def test_core_package_does_not_import_torch() -> None:
