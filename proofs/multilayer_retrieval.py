@@ -34,7 +34,7 @@ GENERAL = ("Over every architecture, for D = 1..8 without positions, the frontie
            "(L, h) with (2L-1)*h >= D (the conjecture's would be the minimal (L, h) with L*h >= D).")
 LAYERS, HEADS, DIMENSIONS = range(1, 5), range(1, 7), range(1, 9)
 WIDTH, INPUT_DIM = 32, 2
-EXPERIMENT = "docs/reproduction.md#d--3-on-two-layers-of-one-head"
+EXPERIMENT = "reproduction.md#d--3-on-two-layers-of-one-head"   # relative to docs/, where the report lives
 
 
 def model_efficient(layers: int, heads: int, D: int) -> bool:
@@ -99,7 +99,7 @@ def notes() -> tuple[str, ...]:
     lines += ["", (f"Cells of L <= 4, h <= 6 where they differ (efficient for the model, not for the conjecture): "
                   f"{cells}. Each is an instance above, with its witness replayed."), "",
               ("The test that decides between them: train 2 layers of 1 head on D = 3 retrieval, beside 1 layer of "
-              f"2 heads and 1 layer of 3 heads, at T = 8 and 16 ([the experiment]({EXPERIMENT})). The model "
+              f"2 heads and 1 layer of 3 heads, at T = 8 and 16 (docs/reproduction.md: [the experiment]({EXPERIMENT})). The model "
               "predicts two layers of one head efficient for D = 3, the conjecture does not.")]
     return tuple(lines)
 

@@ -21,7 +21,8 @@ def slug(heading: str) -> str:
 
 def anchors(page: Path) -> set[str]:
     text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
-    return {slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", text, re.MULTILINE)}
+    headings = {slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", text, re.MULTILINE)}
+    return headings | set(re.findall(r'<a (?:id|name)="([^"]+)"', text))  # explicit anchors (docs/proofs.md)
 
 
 def links(page: Path):
