@@ -168,7 +168,8 @@ def _cpu_lms(seq_len: int, steps: int) -> tuple[Table, Table]:
 CPU = Profile(
     name="cpu", description="issue 10's CPU tables: paper 2 Table 2 at T = 8 and 16, intrinsic dimension D = 2 "
                             "at T = 16 with E = 16, triangle center at T = 8 and 32, and the D = 3 depth-versus-"
-                            "heads experiment at T = 8 and 16; under 20 minutes on 2 CPU cores",
+                            "heads experiment at T = 8 (profile depth: T = 8 and 16, two seeds); under 20 minutes "
+                            "on 2 CPU cores",
     nmse_threshold=1e-2,  # see validate.NMSE_THRESHOLD_REASONS
     tables=(replace(_intrinsic(2, (16,), _CPU_ID, embed_dim=16, seeds=(0,)), ffn_hidden=128, layernorm=True,
                     learn_temperature=True),

@@ -212,15 +212,17 @@ def growing_costs(arch, law: cost.DecodeLaw, has_kth: bool) -> dict[str, sympy.E
     return out
 
 
-def clamped(program: Program, arch, law: cost.DecodeLaw) -> Reason | None:
-    """The sentence that says a decoding cost was clamped at 0 (Theorem 3's law gave less), if one was."""
+def clamped(program: Program, arch, law: cost.DecodeLaw, seq_len: int | None = None) -> Reason | None:
+    """The sentence that says a decoding cost was clamped at 0 (Theorem 3's law gave less), if one was
+    (at ``seq_len``, when the question is asked at one length)."""
     from .program import decoded_sizes
 
     for size in decoded_sizes(program).values():
-        raw = cost.decode_law(size, arch.input_dim, arch.width, law)
+        raw = cost.at(cost.decode_law(size, arch.input_dim, arch.width, law), seq_len)
         if cost.clamp(raw) == 0 and raw != 0:
             tokens = "T tokens" if size is None else plural(size, "token")
+            where = "" if seq_len is None or size is not None else f" at T = {seq_len}"
             return Reason("clamp", (
                 f"Decoding {tokens} of dimension {arch.input_dim} from a width-{arch.embed_dim} state gives exponent "
-                f"{raw} by Theorem 3's law, below 0; a cost never falls under a constant, so it counts as 0."))
+                f"{raw}{where} by Theorem 3's law, below 0; a cost never falls under a constant, so it counts as 0."))
     return None

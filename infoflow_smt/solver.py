@@ -286,7 +286,7 @@ class Questions:
             if (bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch)
                     and not any(a.op.mode is Mode.KTH for a in program.actions)):
                 exponent = self.replayed_exponent(program, arch, deadline)
-                notes = tuple(r for r in [explain.clamped(program, arch, self.law)] if r)
+                notes = tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
                 return Verdict(Status.FEASIBLE, self.target, arch, exponent, witness=program, best_program=program,
                                seq_len=self.seq_len, stats=Stats(extra={"reused_from": str(bigger.heads)}),
                                explanation=notes)
@@ -313,7 +313,7 @@ class Questions:
             calls[0] += session.calls
             if not note:  # fully minimized: the answer of every smaller architecture the witness fits
                 self.optimal.append((arch, program))
-            notes = tuple(r for r in [explain.clamped(program, arch, self.law)] if r)
+            notes = tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
             return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(note),
                            best_program=program, seq_len=seq_len, explanation=notes)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
@@ -330,7 +330,7 @@ class Questions:
                            seq_len=seq_len, reason_unknown=note)
         program, exponent, note = self._cheapest_program(session, level, every, model, arch)
         calls[0] += session.calls
-        reasons += tuple(r for r in [explain.clamped(program, arch, self.law)] if r)
+        reasons += tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
         return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(note),
                        best_program=program, seq_len=seq_len)
 
@@ -370,7 +370,8 @@ class Questions:
                                             f"{program}\n{report}", report)
             self.replays[key] = True
         exponent, _ = program_cost(program, comparison_tree(self.target, program.order_map), arch, self.law)
-        return cost.at(exponent, self.seq_len)
+        # at a given length a cost that grows with T may still be below a constant there: it counts as 0
+        return cost.clamp(cost.at(exponent, self.seq_len))
 
     def truth_of(self, order, tree, inputs: np.ndarray):
         """The true choices of every node on ``inputs`` (None when too large: the scalar replay decides)."""

@@ -117,11 +117,22 @@ class Sweep:
 
 # ---- which cell follows from which -------------------------------------------------------------------------
 def _frontier_order(archs: list[Architecture]) -> Callable:
-    """The next architecture to decide given what is known: on a grid of uniform heads, the staircase
-    walk (fewest layers first, most heads first within a row); elsewhere the smallest undecided one."""
-    def key(a: Architecture):
-        return (a.layers, -max(a.heads), -sum(a.heads))
-    return lambda pending: min(pending, key=key)
+    """The next architecture to decide given what is known: the fewest layers first (the encodings grow
+    with the walk); within those layers, by heads, the row's largest cell while it is open (infeasible
+    settles the whole row), then the median of the open cells, a bisection: each answer settles every cell
+    on one side of it (monotonicity, ``_inferred``)."""
+    def size(a: Architecture):
+        return (max(a.heads), sum(a.heads), a.heads)
+
+    rows: dict[int, list[Architecture]] = {}
+    for a in sorted(archs, key=size):
+        rows.setdefault(a.layers, []).append(a)
+
+    def choose(pending: list[Architecture]) -> Architecture:
+        layers = min(a.layers for a in pending)
+        left = [a for a in rows[layers] if a in pending]
+        return left[-1] if left[-1] is rows[layers][-1] else left[len(left) // 2]
+    return choose
 
 
 # ---- one target's cells --------------------------------------------------------------------------------------

@@ -54,6 +54,16 @@ def test_concrete_length_gives_a_number():
                       seq_len=10**6).exponent == 1
 
 
+def test_a_cost_below_a_constant_at_a_given_length_counts_as_0():
+    # global aggregation costs T/12 - 1 here: -1/3 at T = 8 (the cpu experiments' triangle), reported as 0
+    arch = ifs.Architecture(heads=(2, 2), embed_dim=24, input_dim=2)
+    at_8 = ifs.decide("triangle_center", arch, seq_len=8)
+    assert at_8.status is ifs.Status.INFEASIBLE and at_8.exponent == 0
+    assert any("-1/3 at T = 8" in str(r) and "counts as 0" in str(r) for r in at_8.explanation)
+    assert ifs.decide("triangle_center", arch, seq_len=32).exponent == sympy.Rational(5, 3)
+    assert ifs.decide("triangle_center", arch).exponent == ifs.T / 12 - 1
+
+
 def test_explanations_read_as_sentences():
     v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(2, 3), embed_dim=32, input_dim=2))
     text = " ".join(map(str, v.explanation))
