@@ -223,8 +223,11 @@ def test_ctrl_c_is_one_line_exit_130_and_keeps_the_cache(tmp_path):
     cache = tmp_path / "cache.jsonl"
     argv = _command("sweep", "intrinsic_dimension:D=8", "linear_max_sum:D=8", "--layers", "1..8", "--heads",
                     "1..8", "--no-infer", "--workers", "2", "--cache", str(cache))
+    # its own process group with SIGINT's default action, as a terminal would start it (a CI runner may
+    # start the suite with SIGINT ignored, and Python keeps an inherited SIG_IGN)
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)   # its own process group, as a terminal would make it
+                               start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and not (cache.exists() and cache.stat().st_size):
         time.sleep(0.2)   # interrupt once some cells are decided (and cached)

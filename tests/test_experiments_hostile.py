@@ -337,10 +337,16 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _as_in_a_terminal() -> None:
+    """SIGINT's default action, as a process started in a terminal has it: a CI runner may start the suite
+    with SIGINT ignored, Python keeps an inherited SIG_IGN, and Ctrl-C would then never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_workers(tmp_path: Path) -> tuple[subprocess.Popen[str], set[int]]:
     """``run --workers 2`` on the cpu profile (long enough to be killed mid-way) in its own session."""
     proc = _cli(["run", "--profile", "cpu", "--results", str(tmp_path), "--workers", "2", "--quiet"],
-                start_new_session=True)
+                start_new_session=True, preexec_fn=_as_in_a_terminal)
     deadline = time.time() + 90
     kids: set[int] = set()
     while time.time() < deadline and len(kids) < 3:    # 2 workers + the resource tracker
