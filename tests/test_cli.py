@@ -227,7 +227,7 @@ def test_ctrl_c_is_one_line_exit_130_and_keeps_the_cache(tmp_path):
     # start the suite with SIGINT ignored, and Python keeps an inherited SIG_IGN)
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509 - no thread runs here
     deadline = time.time() + 60
     while time.time() < deadline and not (cache.exists() and cache.stat().st_size):
         time.sleep(0.2)   # interrupt once some cells are decided (and cached)
