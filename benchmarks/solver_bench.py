@@ -85,6 +85,13 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
+def from_scratch(spec: str, arch: ifs.Architecture, seq_len: int | None = None):
+    """``ifs.decide`` as in a fresh session: without the questions kept from earlier calls (the same question
+    asked twice is answered from them)."""
+    forget_recent()
+    return ifs.decide(spec, arch, seq_len=seq_len)
+
+
 def t_independence(repeat: int) -> Figure:
     """The catalogue at seq_len 8, 10**6 and symbolic T: the best of ``repeat`` totals per setting."""
     settings = {"8": 8, "10**6": 10**6, "T": None}
@@ -93,10 +100,6 @@ def t_independence(repeat: int) -> Figure:
         for n in settings.values():
             ifs.decide(spec, arch, seq_len=n)
     passes: dict[str, list[float]] = {name: [] for name in settings}
-    def from_scratch(spec, arch, n):
-        forget_recent()
-        return ifs.decide(spec, arch, seq_len=n)
-
     for _ in range(repeat):  # settings interleaved, so that a burst of load hits them alike
         for name, n in settings.items():
             passes[name].append(sum(timed(partial(from_scratch, s, a, n))[0] for s, a in cases))
@@ -123,8 +126,8 @@ def speedup_vs_enumerator(repeat: int) -> Figure:
     rows, solver_total, brute_total, ratios, search_total, solver_on_search = [], 0.0, 0.0, [], 0.0, 0.0
     for spec in SPEEDUP:
         arch = architecture(spec, SPEEDUP_HEADS)
-        ifs.decide(spec, arch)  # warm
-        times = sorted(timed(partial(ifs.decide, spec, arch))[0] for _ in range(repeat))
+        from_scratch(spec, arch)  # imports and parse caches warm; each timed decision starts from scratch
+        times = sorted(timed(partial(from_scratch, spec, arch))[0] for _ in range(repeat))
         t_solver, verdict = times[len(times) // 2], ifs.decide(spec, arch)
         t_search, searched = timed(partial(enumerate_programs, spec, arch))
         search_total, solver_on_search = search_total + t_search, solver_on_search + t_solver
@@ -182,8 +185,7 @@ def decisions_per_second(workers: int, repeat: int) -> Figure:
         verdicts = []
         for spec in specs:
             for heads in GRID:
-                forget_recent()
-                verdicts.append(ifs.decide(spec, architecture(spec, heads)))
+                verdicts.append(from_scratch(spec, architecture(spec, heads)))
         return verdicts
 
     swept()  # warm: imports, sympy caches, worker start-up is inside every pass alike
@@ -256,6 +258,18 @@ def hard_worst_ms(repeat: int) -> Figure:
     return Figure("hard_worst_ms", 1000 * worst, "< 50 ms, each INFEASIBLE", ok, " ms", rows)
 
 
+def cpu_model() -> str:
+    """The processor's name (``/proc/cpuinfo`` on Linux, where ``platform.processor()`` is often empty)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the four figures; print them (or ``--json``); exit 0 (figures are not assertions)."""
     parser = argparse.ArgumentParser(description=__doc__,
@@ -269,8 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                hard_worst_ms(args.repeat), t_independence(args.repeat)]
     if args.enumerator:
         figures.append(speedup_vs_enumerator(args.repeat))
-    machine = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform(),
-               "load_average": list(os.getloadavg())}
+    machine = {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
+               "platform": platform.platform(), "load_average": list(os.getloadavg())}
     if args.json:
         print(json.dumps({"machine": machine, "figures": [asdict(f) for f in figures]}, indent=2))
         return 0
