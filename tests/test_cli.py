@@ -279,3 +279,22 @@ def test_a_public_function_is_not_shadowed_by_its_module():
     importlib.import_module("infoflow_smt.sweeps")
     importlib.import_module("infoflow_smt.solver")
     assert callable(ifs.sweep) and callable(ifs.decide) and callable(ifs.minimize) and callable(ifs.decide_all)
+
+
+# ---- decide --train (the experiments extra) ------------------------------------------------------------------
+def test_train_sets_trained_networks_beside_the_verdict(capsys):
+    pytest.importorskip("torch")
+    text = "max(f1(x[t]) + dot(a1, x[t]) for t in T)"   # no catalogue entry has this target
+    code, out, err = run(capsys, "decide", text, "--heads", "1", "--embed-dim", "16", "--seq-len", "8",
+                         "--train", "--budget", "4s", "--json")
+    document = json.loads(out)
+    validate(document, "decide")
+    assert code == 0 and document["status"] == "feasible" and err == ""
+    training = document["training"]
+    assert training["budget_s"] == 4 and [row["role"] for row in training["rows"]][0] == "decided"
+
+
+def test_a_bad_training_budget_is_refused_before_the_solver_runs(capsys):
+    pytest.importorskip("torch")
+    code, out, err = run(capsys, "decide", "min_pairwise_dot", "--heads", "1,1", "--train", "--budget", "0s")
+    assert code == 2 and out == "" and "budget" in err and err.count("\n") == 1
