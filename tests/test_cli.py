@@ -291,7 +291,7 @@ def test_train_sets_trained_networks_beside_the_verdict(capsys):
     validate(document, "decide")
     assert code == 0 and document["status"] == "feasible" and err == ""
     training = document["training"]
-    assert training["budget_s"] == 4 and [row["role"] for row in training["rows"]][0] == "decided"
+    assert training["budget_s"] == 4 and training["rows"][0]["role"] == "decided"
 
 
 def test_a_bad_training_budget_is_refused_before_the_solver_runs(capsys):
