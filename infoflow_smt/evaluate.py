@@ -41,6 +41,7 @@ from .expr import (
     VarIndex,
     children,
     free_variables,
+    map_children,
 )
 from .language import domain_to_text, to_text
 from .limits import MAX_EVALUATION
@@ -127,16 +128,8 @@ def nested(e: Expr) -> Expr:
     >>> to_text(nested(parse_target_expr("min(f1(x[a]) + dot(x[a], x[b]) for a in T for b in T)")))
     'min(f1(x[a]) + min(dot(x[a], x[b]) for b in T) for a in T)'
     """
-    if isinstance(e, Content) and isinstance(e.index, Reduce):
-        return Content(nested(e.index))
-    if isinstance(e, Call):
-        return Call(e.name, tuple(nested(a) for a in e.args))
-    if isinstance(e, BinOp):
-        return BinOp(e.op, nested(e.left), nested(e.right))
-    if isinstance(e, Neg):
-        return Neg(nested(e.operand))
     if not isinstance(e, Reduce):
-        return e
+        return map_children(e, nested)
     body = nested(e.body)
     if e.kind not in (ReduceKind.MIN, ReduceKind.MAX) or len(e.bindings) == 1:
         return Reduce(e.kind, body, e.bindings, e.k)

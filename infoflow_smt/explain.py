@@ -44,13 +44,7 @@ def _text(tree, e) -> str:
             return ex.Param(f"\x00{outermost(tree, node.group)}\x01")
         if isinstance(node, ex.Content) and isinstance(node.index, GroupRef):
             return ex.Content(ex.VarIndex(f"\x00{outermost(tree, node.index.group)}\x01"))
-        if isinstance(node, ex.Call):
-            return ex.Call(node.name, tuple(expand(a) for a in node.args))
-        if isinstance(node, ex.BinOp):
-            return ex.BinOp(node.op, expand(node.left), expand(node.right))
-        if isinstance(node, ex.Neg):
-            return ex.Neg(expand(node.operand))
-        return node
+        return ex.map_children(node, expand)
 
     text = to_text(expand(e))
     for n in tree.nodes:

@@ -166,6 +166,21 @@ def children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+def map_children(e: Expr, fn) -> Expr:
+    """``e`` rebuilt with ``fn`` applied to each of its ``children`` (everything else kept as it is)."""
+    if isinstance(e, Content):
+        return Content(fn(e.index)) if isinstance(e.index, Reduce) else e
+    if isinstance(e, Call):
+        return Call(e.name, tuple(fn(a) for a in e.args))
+    if isinstance(e, BinOp):
+        return BinOp(e.op, fn(e.left), fn(e.right))
+    if isinstance(e, Neg):
+        return Neg(fn(e.operand))
+    if isinstance(e, Reduce):
+        return Reduce(e.kind, fn(e.body), e.bindings, e.k)
+    return e
+
+
 def free_variables(e: Expr) -> frozenset[str]:
     """The index variables ``e`` reads that no reduction inside ``e`` binds.
 
@@ -188,17 +203,10 @@ def rename(e: Expr, names: dict[str, str]) -> Expr:
             return Content(VarIndex(names.get(index.name, index.name)))
         if isinstance(index, OffsetIndex):
             return Content(OffsetIndex(names.get(index.name, index.name), index.offset))
-        return Content(rename(index, names)) if isinstance(index, Reduce) else e
-    if isinstance(e, Call):
-        return Call(e.name, tuple(rename(a, names) for a in e.args))
-    if isinstance(e, BinOp):
-        return BinOp(e.op, rename(e.left, names), rename(e.right, names))
-    if isinstance(e, Neg):
-        return Neg(rename(e.operand, names))
     if isinstance(e, Reduce):
         bindings = tuple(Binding(names.get(b.var, b.var), b.domain) for b in e.bindings)
         return Reduce(e.kind, rename(e.body, names), bindings, e.k)
-    return e
+    return map_children(e, lambda c: rename(c, names))
 
 
 def height(e: Expr) -> int:

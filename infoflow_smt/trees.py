@@ -163,15 +163,7 @@ def collect_groups(expression) -> tuple[object, dict[str, Group]]:
             groups[gid] = Group(id=gid, kind=e.kind, variables=e.variables,
                                 domains=tuple(b.domain for b in e.bindings), body=rewrite(e.body), k=e.k or 1)
             return GroupRef(gid)
-        if isinstance(e, ex.Content):
-            return ex.Content(rewrite(e.index)) if isinstance(e.index, ex.Reduce) else e
-        if isinstance(e, ex.Call):
-            return ex.Call(e.name, tuple(rewrite(a) for a in e.args))
-        if isinstance(e, ex.BinOp):
-            return ex.BinOp(e.op, rewrite(e.left), rewrite(e.right))
-        if isinstance(e, ex.Neg):
-            return ex.Neg(rewrite(e.operand))
-        return e
+        return ex.map_children(e, rewrite)
 
     output = rewrite(expression)
     return output, dict(sorted(groups.items(), key=lambda item: int(item[0][1:])))

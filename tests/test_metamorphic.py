@@ -57,17 +57,7 @@ def _replace(e: ex.Expr, old: ex.Expr, new) -> ex.Expr:
         if node is old and not done[0]:
             done[0] = True
             return new(node)
-        if isinstance(node, ex.Content) and isinstance(node.index, ex.Reduce):
-            return ex.Content(walk(node.index))
-        if isinstance(node, ex.Call):
-            return ex.Call(node.name, tuple(walk(a) for a in node.args))
-        if isinstance(node, ex.BinOp):
-            return ex.BinOp(node.op, walk(node.left), walk(node.right))
-        if isinstance(node, ex.Neg):
-            return ex.Neg(walk(node.operand))
-        if isinstance(node, ex.Reduce):
-            return ex.Reduce(node.kind, walk(node.body), node.bindings, node.k)
-        return node
+        return ex.map_children(node, walk)
 
     return walk(e)
 
