@@ -42,6 +42,8 @@ from . import cost
 from . import expr as ex
 from .architecture import Architecture
 from .catalogue import as_target
+from .deadline import Deadline, OutOfTime
+from .deadline import seconds as checked_seconds
 from .errors import InfoflowError, InvalidSpecError
 from .interpreter import (
     EVERYTHING,
@@ -182,11 +184,11 @@ class _Search(_Vocabulary):
 
     def __init__(self, target, arch, order, efficient: bool, maximal: bool, law: cost.DecodeLaw,
                  anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray,
-                 deadline: float | None = None):
+                 deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
         self.replays = [_Replay(self.tree, X, target.realization) for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
-        self.deadline = deadline  # perf_counter time; None: search to the end
+        self.deadline = deadline  # None: search to the end
 
     def parts(self, layer: int, where: Where, rows: list[int], state
               ) -> dict[tuple, tuple[tuple[Op, ...], _Part]]:
@@ -223,8 +225,8 @@ class _Search(_Vocabulary):
             classes += [self.parts(layer, q, [q.position - 1], state) for q in self.anchors]
         for choice in itertools.product(*(c.values() for c in classes), outs.values()):
             self.explored += 1
-            if self.deadline is not None and self.explored % 256 == 0 and time.perf_counter() > self.deadline:
-                raise _OutOfTime
+            if self.deadline is not None and self.explored % 256 == 0:
+                self.deadline.check("the enumeration")
             new = []
             for i in range(len(state)):
                 held = np.vstack([choice[0][1][i][0], choice[-1][1][i][0]])
@@ -270,17 +272,6 @@ class _Search(_Vocabulary):
             seen += len(nxt)
             frontier = nxt
         return None, seen
-
-
-def _budget_problems(budget_s) -> list[str]:
-    if budget_s is None or (not isinstance(budget_s, bool) and isinstance(budget_s, (int, float))
-                            and budget_s > 0):
-        return []
-    return [f"budget_s must be a positive number of seconds or None, got {budget_s!r}"]
-
-
-class _OutOfTime(Exception):
-    """The search's budget ran out (``enumerate_programs(budget_s=...)`` then answers None)."""
 
 
 def _override(layer: int, q: ex.FixedIndex, inputs: tuple[Op, ...], own: tuple[Op, ...],
@@ -344,9 +335,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     True
     """
     started, target = time.perf_counter(), as_target(target)
-    if problems := _budget_problems(budget_s):
-        raise InvalidSpecError(problems, "enumeration")
-    deadline = None if budget_s is None else started + budget_s
+    deadline = None if budget_s is None else Deadline(checked_seconds(budget_s, "budget_s"))
     length = seq_len if seq_len is not None else replay_length(target, arch)
     if needs_positional(target) and not arch.positional:
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
@@ -363,7 +352,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
         with np.errstate(all="ignore"):
             try:
                 program, reached = search.search(initial)
-            except _OutOfTime:
+            except OutOfTime:
                 return None
         explored, states = explored + search.explored, states + reached
         if program is not None:
@@ -450,7 +439,9 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
-    problems += _budget_problems(budget_s)
+    if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
+                                 or budget_s <= 0):
+        problems.append(f"budget_s must be a positive number of seconds or None, got {budget_s!r}")
     if problems:
         raise InvalidSpecError(problems, "brute force")
 
