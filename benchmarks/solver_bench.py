@@ -182,11 +182,7 @@ def decisions_per_second(workers: int, repeat: int) -> Figure:
         return cells
 
     def one_by_one():  # every decision from scratch (targets parsed once, as in any session)
-        verdicts = []
-        for spec in specs:
-            for heads in GRID:
-                verdicts.append(from_scratch(spec, architecture(spec, heads)))
-        return verdicts
+        return [from_scratch(spec, architecture(spec, heads)) for spec in specs for heads in GRID]
 
     swept()  # warm: imports, sympy caches, worker start-up is inside every pass alike
     fast, slow, cells, verdicts = [], [], None, None
