@@ -22,7 +22,8 @@ by whoever needs it, from knowing the selection; nothing else is required where 
 Heads are *counted*, not named: at most ``h_l`` operations per class and layer, one of each kind, except
 specific-position aggregation, whose heads split the sources into disjoint blocks in one canonical order.
 The number of layers and of heads in each layer are chosen by assumption literals, so one encoding serves
-every architecture up to the one it was built for (a sweep asks one solver many questions). Each operation
+every architecture up to the one it was built for (a sweep asks one solver many questions), and ``grow``
+adds layers to it in place (a sweep walks from few layers to many). Each operation
 carries a cost level, also chosen by assumptions, so that an unsat core names the tracked constraints that
 clash.
 
@@ -144,6 +145,7 @@ class Encoding:
     _acting: dict[int, tuple] = field(default_factory=dict, repr=False)
     _weights: dict[tuple, z3.ArithRef] = field(default_factory=dict, repr=False)
     _excluded: list | None = field(default=None, repr=False)
+    _builder: object = field(default=None, repr=False)   # what wrote it: ``grow`` adds layers with it
 
     def var(self, name: str) -> z3.ExprRef:
         """The z3 constant ``name`` (declared by the encoding)."""
@@ -370,6 +372,12 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     return _Builder(target, arch, law, seq_len, anchors, portable, ctx).build()
 
 
+def grow(enc: Encoding, arch) -> bool:
+    """Extend ``enc`` in place to the larger ``arch`` (more layers, no more heads in the layers it has);
+    False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``)."""
+    return enc._builder is not None and enc._builder.grow(arch)
+
+
 class _Builder:
     """One encoding, written by named constraint families in ``build``."""
 
@@ -409,18 +417,47 @@ class _Builder:
     def build(self) -> Encoding:
         self.orders()
         self.position_classes()
-        self.state_variables()
+        layers = range(1, self.enc.arch.layers + 1)
+        self.state_variables(range(0, self.enc.arch.layers + 1))
         self.initial_state()
-        for layer in range(1, self.enc.arch.layers + 1):
+        for layer in layers:
             self.operations(layer)
             self.update_rules(layer)
         if self.enc.sources:
-            self.sizes()
-        self.goal()
+            self.sizes(layers)
+        self.goal(layers)
         self.costs()
         self.enc.text = "\n".join(self.lines)
         self.enc.solver.from_string(self.enc.text)
+        self.enc._builder = self
         return self.enc
+
+    def grow(self, arch) -> bool:
+        """Add the layers of ``arch`` beyond the encoding's to its solver (what a fresh encoding of ``arch``
+        asserts, the same lines: a sweep's walk adds a layer at a time, and its questions keep what z3 has
+        learnt). False, with the encoding unchanged, when ``arch`` needs more: more heads in a layer the
+        encoding has, anchors (they appear at two layers), or a cost level it lacks; then encode afresh."""
+        enc, old = self.enc, self.enc.arch
+        grows_layers = arch.layers > old.layers and all(a <= b for a, b in zip(arch.heads, old.heads))
+        if not grows_layers or self.portable or (self.use_anchors and self.pe and old.layers < 2):
+            return False
+        if not self.new_costs(arch) <= set(enc.levels):
+            return False
+        gathers, ops = len(enc.gathers), set(enc.ops)
+        self.lines, enc.arch = [], arch
+        layers = range(old.layers + 1, arch.layers + 1)
+        self.state_variables(layers)
+        for layer in layers:
+            self.operations(layer)
+            self.update_rules(layer)
+        if enc.sources:
+            self.sizes(layers)
+        self.goal(layers)
+        self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
+        text = "\n".join(self.lines)
+        enc.solver.from_string(text)  # the solver's parser knows the names it declared before
+        enc.text += "\n" + text
+        return True
 
     def orders(self) -> None:
         """Exactly one variable order (one elimination tree) per group."""
@@ -443,16 +480,18 @@ class _Builder:
         self.fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
         self.source_class = {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in self.fixed_sources}
 
-    def state_variables(self) -> None:
-        enc, layers = self.enc, range(self.enc.arch.layers + 1)
-        self.all = {(c, l): self.bool(f"all:{c}:{l}") for c in enc.classes for l in layers}
-        self.know = {(c, l, n): self.bool(f"know:{c}:{l}:{n}") for c in enc.classes for l in layers
-                     for n in enc.nodes}
-        self.xfix = {(c, l, q): self.bool(f"xfix:{c}:{l}:{q}") for c in enc.classes for l in layers
-                     for q in enc.fixed}
-        self.xoff = {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}") for c in enc.inputs for l in layers
-                     for k in enc.offsets}
-        for table in (self.all, self.know, self.xfix, self.xoff):
+    def state_variables(self, layers: range) -> None:
+        """The facts after each of ``layers`` (0: the tokens as they come in)."""
+        enc = self.enc
+        tables = (
+            {(c, l): self.bool(f"all:{c}:{l}") for c in enc.classes for l in layers},
+            {(c, l, n): self.bool(f"know:{c}:{l}:{n}") for c in enc.classes for l in layers for n in enc.nodes},
+            {(c, l, q): self.bool(f"xfix:{c}:{l}:{q}") for c in enc.classes for l in layers for q in enc.fixed},
+            {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}") for c in enc.inputs for l in layers for k in enc.offsets})
+        if layers.start == 0:
+            self.all, self.know, self.xfix, self.xoff = ({} for _ in tables)
+        for mine, table in zip((self.all, self.know, self.xfix, self.xoff), tables):
+            mine.update(table)
             for key, name in table.items():
                 enc.facts.setdefault(key[1], []).append(name[1:-1])
 
@@ -656,14 +695,17 @@ class _Builder:
                 self.add(f"(= {self.xoff[(c, l, k)]} {disj(gains)})")
 
     # ---- sizes, the goal, the costs -------------------------------------------------------------------
-    def sizes(self) -> None:
+    def sizes(self, layers: range) -> None:
         """``size[c,l]``: ``|I(c, l)|`` as ``program.set_sizes`` counts it (an upper bound: each gain in full,
-        a retrieval gaining the largest input class), and ``whole[c,l]``: that count is ``T``. Only encodings
-        with specific-position heads need them, whose cost is the decoding of what they gather."""
+        a retrieval gaining the largest input class), and ``whole[c,l]``: that count is ``T``, after each of
+        ``layers``. Only encodings with specific-position heads need them, whose cost is the decoding of what
+        they gather."""
         enc = self.enc
-        size = {(c, 0): "0" if c == OUT else "1" for c in enc.classes}
-        whole = {(c, 0): FALSE for c in enc.classes}
-        for l in range(1, enc.arch.layers + 1):
+        if layers.start == 1:
+            self.size = {(c, 0): "0" if c == OUT else "1" for c in enc.classes}
+            self.whole = {(c, 0): FALSE for c in enc.classes}
+        size, whole = self.size, self.whole
+        for l in layers:
             widest = size[(enc.inputs[0], l - 1)]
             for k in enc.inputs[1:]:
                 widest = f"(ite (> {size[(k, l - 1)]} {widest}) {size[(k, l - 1)]} {widest})"
@@ -694,19 +736,18 @@ class _Builder:
         own, kept = self.enc.ops.get((l, c, name)), self.enc.kept.get((l, c, name))
         return disj([q(v) for v in (own, kept) if v is not None])
 
-    def goal(self) -> None:
+    def goal(self, layers: range) -> None:
         """After the last layer the output token computes the target from what it holds; the number of
-        layers is an assumption (``depth``), so the goal is written for every depth."""
+        layers is an assumption (``depth``), so the goal is written for every depth in ``layers``."""
         enc = self.enc
         tree = comparison_tree(enc.target)
         reads = _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n)
-        goals = []
-        for L in range(1, enc.arch.layers + 1):
+        for L in layers:
             enc.depth[L] = self.bool(f"layers:{L}")[1:-1]
             reachable = either(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in reads.either]))
-            goals.append(implies(q(enc.depth[L]), reachable))
-        positions = self.positional_ok if needs_positional(enc.target) else TRUE  # else no program at any cost
-        self.track("goal", conj(goals + [positions]))
+            self.track("goal", implies(q(enc.depth[L]), reachable))
+        if layers.start == 1 and needs_positional(enc.target):  # else no program at any cost
+            self.track("goal", self.positional_ok)
 
     def costs(self) -> None:
         """Cost levels: every operation implies that its level (at the layer's head count) is allowed.
@@ -716,35 +757,55 @@ class _Builder:
         ``gather_cap`` bounds every gathered size, and excluding a level excludes the sizes that cost as
         much: at the cheapest allowed prefix of levels the solver then lowers the cap (``solver.py``), which
         makes the exponent exact. With a width that grows with ``T`` every bounded set costs alike."""
-        enc, arch, law, seq_len = self.enc, self.enc.arch, self.law, self.seq_len
-        candidates = {e for by_heads in enc.op_cost.values() for e in by_heads.values()}
-        everything = cost.decode(T, arch.input_dim, arch.width, law)
-        width = cost.at(arch.width, seq_len)
-        by_size = not width.has(T)
-        bounded_gather = cost.decode(1, arch.input_dim, arch.width, law)
-        if enc.gathers:
-            candidates |= {everything} | (set() if by_size else {bounded_gather})
-        key = (lambda e: cost.asymptotic_key(e)) if seq_len is None else (lambda e: (float(cost.at(e, seq_len)), 0.0))
-        enc.levels = sorted(candidates, key=key)
-        enc.level_vars = [self.bool(f"level:{i}")[1:-1] for i in range(len(enc.levels))]
-        level_of = {e: q(enc.level_vars[i]) for i, e in enumerate(enc.levels)}
-        for op, by_heads in enc.op_cost.items():
-            for h, e in by_heads.items():
-                self.add(implies(both(q(enc.ops[op]), q(enc.heads[(op[0], h)])), level_of[e]))
-        for _, acts, gathered, whole in enc.gathers:
-            self.add(implies(both(q(acts), q(whole)), level_of[everything]))
-            if not by_size:
-                self.add(implies(both(q(acts), neg(q(whole))), level_of[bounded_gather]))
-        if enc.gathers and by_size:
-            self.gather_levels(width)
-
-    def gather_levels(self, width) -> None:
-        """Tie the gathered sizes to the levels through one cap (``costs``)."""
         enc = self.enc
-        cap = self.int("gather:cap")
-        enc.gather_cap = cap[1:-1]
-        for _, acts, gathered, whole in enc.gathers:
-            self.add(implies(both(q(acts), neg(q(whole))), f"(<= {q(gathered)} {cap})"))
+        key = ((lambda e: cost.asymptotic_key(e)) if self.seq_len is None
+               else (lambda e: (float(cost.at(e, self.seq_len)), 0.0)))
+        enc.levels = sorted(self.new_costs(enc.arch), key=key)
+        enc.level_vars = [self.bool(f"level:{i}")[1:-1] for i in range(len(enc.levels))]
+        if enc.gathers and self.by_size:
+            enc.gather_cap = self.int("gather:cap")[1:-1]
+            self.gather_levels()
+        self.level_implications(list(enc.op_cost), enc.gathers)
+
+    @property
+    def by_size(self) -> bool:
+        """Whether bounded gathers cost by their size (a width that does not grow with ``T``)."""
+        return not cost.at(self.enc.arch.width, self.seq_len).has(T)
+
+    def new_costs(self, arch) -> set:
+        """The levels the operations of ``arch`` need: the encoding's operations (those of its layers; the
+        operations of a layer cost alike in every layer) and, with specific-position heads, their gathers."""
+        enc, law = self.enc, self.law
+        candidates = {e for by_heads in enc.op_cost.values() for e in by_heads.values()}
+        candidates |= {cost.kth_retrieval(i.k, arch.width / h) for i in enc.nodes.values()
+                       if i.kind == "kth" and self.admissible(i, IN) for h in range(1, max(arch.heads) + 1)}
+        if enc.sources:
+            candidates.add(cost.decode(T, arch.input_dim, arch.width, law))
+            if not self.by_size:
+                candidates.add(cost.decode(1, arch.input_dim, arch.width, law))
+        return candidates
+
+    def level_implications(self, ops: list, gathers: list) -> None:
+        """Each of ``ops`` and ``gathers`` implies its level; a bounded gather is at most the cap."""
+        enc, arch, law = self.enc, self.enc.arch, self.law
+        level_of = {e: q(v) for e, v in zip(enc.levels, enc.level_vars)}
+        everything = cost.decode(T, arch.input_dim, arch.width, law)
+        bounded_gather = cost.decode(1, arch.input_dim, arch.width, law)
+        for op in ops:
+            for h, e in enc.op_cost[op].items():
+                self.add(implies(both(q(enc.ops[op]), q(enc.heads[(op[0], h)])), level_of[e]))
+        for _, acts, gathered, whole in gathers:
+            self.add(implies(both(q(acts), q(whole)), level_of[everything]))
+            if not self.by_size:
+                self.add(implies(both(q(acts), neg(q(whole))), level_of[bounded_gather]))
+            elif enc.gather_cap is not None:
+                self.add(implies(both(q(acts), neg(q(whole))), f"(<= {q(gathered)} {q(enc.gather_cap)})"))
+
+    def gather_levels(self) -> None:
+        """Tie the cap on gathered sizes to the levels (``costs``): excluding a level excludes the sizes
+        whose decoding costs as much."""
+        enc = self.enc
+        width = cost.at(enc.arch.width, self.seq_len)
 
         def limit(value) -> sympy.Expr:  # decode(n) <= value  <=>  n <= limit(value), for value >= 0
             return (value + 1 if cost.DecodeLaw(self.law) is cost.DecodeLaw.SEED else value) * width / enc.arch.input_dim
@@ -756,7 +817,7 @@ class _Builder:
                 enc.gather_limits.append(None)
                 continue
             enc.gather_limits.append(int(sympy.floor(limit(value))))
-            self.add(implies(neg(q(var)), f"(< {cap} {int(sympy.ceiling(limit(value)))})"))
+            self.add(implies(neg(q(var)), f"(< {q(enc.gather_cap)} {int(sympy.ceiling(limit(value)))})"))
 
 
 # ---- reading a program back ---------------------------------------------------------------------------

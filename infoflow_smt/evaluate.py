@@ -98,14 +98,21 @@ def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
     X = np.asarray(X, dtype=float)
     if X.ndim != 3 or X.shape[1] < 1 or X.shape[2] < 1:
         raise _fail(f"X must have shape (batch, T, d) with T, d >= 1, got shape {X.shape}")
-    batch = X.shape[0]
     bound: dict[str, np.ndarray] = {}
     for name, positions in (env or {}).items():
         array = np.asarray(positions)
         if not np.issubdtype(array.dtype, np.integer):
             raise _fail(f"env[{name!r}] must hold integer positions, got dtype {array.dtype}")
-        bound[name] = np.broadcast_to(array, (batch,)).astype(np.int64)
-    expr = nested(expr)
+        bound[name] = np.broadcast_to(array, (X.shape[0],)).astype(np.int64)
+    return evaluate_nested(nested(expr), X, realization, bound)
+
+
+def evaluate_nested(expr: Expr, X: np.ndarray, realization: Realization,
+                    bound: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+    """``evaluate_expr`` of an expression already written by ``nested``, on a checked ``X`` of floats (a
+    target keeps its nested form: evaluated again and again, it is not rewritten each time)."""
+    bound = dict(bound or {})
+    batch = X.shape[0]
     cost = work(expr, X.shape[1], tuple(bound))
     if cost > MAX_EVALUATION:
         raise _fail(f"evaluating this target at T={X.shape[1]} compares about {cost:.2g} index tuples per input, "

@@ -9,6 +9,26 @@ import enum
 from dataclasses import dataclass
 
 
+def _hashed_once(cls):
+    """A frozen dataclass whose hash is computed once per node, not again for each enclosing node: the
+    normal form, the trees and the caches look expressions up by value, and a nested expression's hash
+    would otherwise walk the whole subtree at every lookup. The stored hash is left out of a pickle (a
+    string's hash differs between processes)."""
+    compute = cls.__hash__
+
+    def __hash__(self):
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = compute(self)  # frozen: set past __setattr__
+        return found
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    cls.__hash__, cls.__getstate__ = __hash__, __getstate__
+    return cls
+
+
 # ---- index terms: what goes inside x[...] ---------------------------------------------------
 @dataclass(frozen=True)
 class VarIndex:
@@ -94,6 +114,7 @@ class Num:
     value: float
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class Content:
     """``x[index]``: the d-dimensional content of one position. ``index`` may be an argmin/argmax Reduce."""
@@ -111,6 +132,7 @@ class Param:
     name: str
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class Call:
     """``dot``, ``norm``, ``bilinear``, or any other name: an uninterpreted smooth function."""
@@ -119,6 +141,7 @@ class Call:
     args: tuple[Expr, ...]
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class BinOp:
     op: str  # one of + - * / **
@@ -126,11 +149,13 @@ class BinOp:
     right: Expr
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class Neg:
     operand: Expr
 
 
+@_hashed_once
 @dataclass(frozen=True)
 class Reduce:
     """A reduction over one or more index variables at once (several bindings = a joint reduction)."""

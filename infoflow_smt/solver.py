@@ -65,14 +65,15 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
 
 
 # replays run on sequences long enough that no position holds every candidate by accident: longer than
-# the largest set the program gathers without aggregating the whole sequence (and than the target needs)
+# the largest set the program gathers without aggregating the whole sequence (and than the target needs),
+# rounded up to a power of two, so that the target's values at a few lengths serve every witness
 MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
 
 
 def _replay_length(program, target, arch, seq_len: int | None) -> int:
     gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
     shortest = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
-    length = max(shortest, min(gathered + 2, MAX_REPLAY_LENGTH))
+    length = max(shortest, min(1 << (gathered + 1).bit_length(), MAX_REPLAY_LENGTH))
     while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
         length -= 1
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
@@ -229,13 +230,15 @@ class Questions:
 
     ``fewest_heads=False`` keeps each witness as the solver finds it, without reducing it to the fewest acting
     heads (a sweep's cells need a checked answer and an exact exponent, not the smallest program): the
-    witness is replayed and its exponent is exact either way."""
+    witness is replayed and its exponent is exact either way. ``reasons=False`` leaves an infeasible verdict
+    without the sentences that say why (a sweep's cells keep only the status and exponent)."""
 
     target: object
     law: cost.DecodeLaw = cost.DecodeLaw.SEED
     seq_len: int | None = None
     samples: int = 12
     fewest_heads: bool = True
+    reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     context: z3.Context | None = field(default=None, repr=False, compare=False)
     encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
@@ -251,12 +254,14 @@ class Questions:
         if found is not None and found.arch.layers >= arch.layers and all(
                 H >= h for H, h in zip(found.arch.heads, arch.heads)):
             return found
-        if found is not None:  # grow: as many layers and heads as either asked
+        deadline.check("encoding")
+        if found is not None:  # grow: as many layers and heads as either asked; in place when it can
             layers = max(found.arch.layers, arch.layers)
             heads = tuple(max(found.arch.heads[l] if l < found.arch.layers else 0,
                               arch.heads[l] if l < arch.layers else 0) for l in range(layers))
             arch = arch.with_heads(heads)
-        deadline.check("encoding")
+            if encoder.grow(found, arch):
+                return found
         if self.context is None:  # making a z3 context costs more than a small question: one per thread
             self.context = _thread_context()
         self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors,
@@ -318,9 +323,11 @@ class Questions:
                            best_program=program, seq_len=seq_len, explanation=notes)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
         # program at any cost (above the bounded levels, which have none)
-        core = session.core or set()
-        has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
-        reasons = explain.explain(target, arch, core, explain.growing_costs(arch, self.law, has_kth))
+        reasons = ()
+        if self.reasons:
+            has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
+            reasons = explain.explain(target, arch, session.core or set(),
+                                      explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
         level, model, unknown = session.cheapest([i for i in every if i not in session.bounded])
         if unknown is not None or model is None:

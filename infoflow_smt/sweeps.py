@@ -165,7 +165,8 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
     law = cost.DecodeLaw(job.settings["decode_law"])
     # the encodings grow with the walk (fewest layers first): a small question asked of an encoding sized for
     # the whole grid can be far harder (many idle layers and heads for the solver to rule out)
-    questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"], fewest_heads=False)
+    questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"], fewest_heads=False,
+                          reasons=False)
     pending, results = list(job.archs), {}
     kth = _has_kth(target)
     choose = _frontier_order(job.archs)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import InvalidSpecError, Problem
-from .evaluate import evaluate_expr, nested, work
+from .evaluate import evaluate_nested, nested, work
 from .expr import Content, Expr, OffsetIndex, reads_tokens_as_numbers
 from .language import parse_target_expr, to_text
 from .realization import Realization
@@ -66,7 +66,7 @@ class Target:
             problems.append(Problem(f"X (shape {X.shape}) holds non-finite values"))
         if problems:
             raise InvalidSpecError(problems, subject="input")
-        return evaluate_expr(self.expr, X, self.realization)
+        return evaluate_nested(self._evaluated, np.asarray(X, dtype=float), self.realization)
 
     @cached_property
     def normal_form(self) -> Expr:
@@ -107,7 +107,7 @@ class Target:
     def _evaluated(self) -> Expr:
         return nested(self.expr)
 
-    @property
+    @cached_property
     def reads_tokens_as_numbers(self) -> bool:
         """Whether a selection compares tokens themselves (``max(x[t] for t in T)``): scalar tokens only."""
         return reads_tokens_as_numbers(self.expr)
