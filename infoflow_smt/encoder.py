@@ -418,7 +418,7 @@ class _Builder:
         self.orders()
         self.position_classes()
         layers = range(1, self.enc.arch.layers + 1)
-        self.state_variables(range(0, self.enc.arch.layers + 1))
+        self.state_variables(range(self.enc.arch.layers + 1))
         self.initial_state()
         for layer in layers:
             self.operations(layer)
