@@ -390,7 +390,7 @@ class _Builder:
         self.pe = arch.positional
         self.lines: list[str] = []
         self.positional_ok = self.bool("allow:positional")
-        self.candidate_classes: dict[str, list[str]] = {}
+        self.candidate_classes: dict[ex.Domain, list[str]] = {}
 
     # ---- names and assertions ---------------------------------------------------------------------------
     def declare(self, name: str, sort: str) -> str:
@@ -528,10 +528,11 @@ class _Builder:
 
     def candidates(self, info: NodeInfo) -> list[str]:
         """The input classes among a node's candidates (an anchor outside a subset is not one)."""
-        key = repr(info.domain)
-        if key not in self.candidate_classes:
-            self.candidate_classes[key] = [IN] + [a for a, q in self.enc.anchors.items() if _in_domain(q, info.domain)]
-        return self.candidate_classes[key]
+        found = self.candidate_classes.get(info.domain)
+        if found is None:
+            found = self.candidate_classes[info.domain] = [IN] + [a for a, q in self.enc.anchors.items()
+                                                               if _in_domain(q, info.domain)]
+        return found
 
     def every_candidate(self, info: NodeInfo, l: int, needs, both_sides: bool = False) -> str:
         """Every candidate class holds ``needs`` after layer ``l`` (or holds every position)."""
