@@ -21,7 +21,8 @@
 
 ``--enumerator`` adds ``speedup_vs_enumerator`` (every catalogue target at 3 layers of 4 heads: the solver
 against the exhaustive enumerator; minutes). Figures only: no test asserts a time. Every run records the
-machine (CPUs, Python, load average); times are the best of ``--repeat`` passes, passes interleaved so
+machine (CPUs, Python, load average, and ``reference_loop_ms``: a fixed Python loop timed before and after,
+which says how fast the machine ran); times are the best of ``--repeat`` passes, passes interleaved so
 that a burst of load hits figure and baseline alike.
 """
 from __future__ import annotations
@@ -254,6 +255,18 @@ def hard_worst_ms(repeat: int) -> Figure:
     return Figure("hard_worst_ms", 1000 * worst, "< 50 ms, each INFEASIBLE", ok, " ms", rows)
 
 
+def reference_loop_ms() -> float:
+    """A fixed pure-Python loop, best of 5, in ms: how fast this machine runs Python right now. Shared
+    machines drift between states about 1.4x apart for minutes at a time; printed before and after the
+    figures, it says which state an absolute figure (ms, cells/s) was measured in."""
+    def loop() -> float:
+        started, total = time.perf_counter(), 0
+        for i in range(300_000):
+            total += i * i % 7
+        return time.perf_counter() - started
+    return round(1000 * min(loop() for _ in range(5)), 1)
+
+
 def cpu_model() -> str:
     """The processor's name (``/proc/cpuinfo`` on Linux, where ``platform.processor()`` is often empty)."""
     try:
@@ -275,12 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed passes per figure (the best is kept)")
     parser.add_argument("--enumerator", action="store_true", help="also the speedup against the enumerator")
     args = parser.parse_args(argv)
+    loop_before = reference_loop_ms()
     figures = [decisions_per_second(args.workers, args.repeat), phase_diagram_cells(args.repeat),
                hard_worst_ms(args.repeat), t_independence(args.repeat)]
     if args.enumerator:
         figures.append(speedup_vs_enumerator(args.repeat))
     machine = {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
-               "platform": platform.platform(), "load_average": list(os.getloadavg())}
+               "platform": platform.platform(), "load_average": list(os.getloadavg()),
+               "reference_loop_ms": [loop_before, reference_loop_ms()]}
     if args.json:
         print(json.dumps({"machine": machine, "figures": [asdict(f) for f in figures]}, indent=2))
         return 0
