@@ -793,7 +793,11 @@ class _Builder:
         everything = cost.decode(T, arch.input_dim, arch.width, law)
         bounded_gather = cost.decode(1, arch.input_dim, arch.width, law)
         for op in ops:
-            for h, e in enc.op_cost[op].items():
+            by_heads = enc.op_cost[op]
+            if len(set(by_heads.values())) == 1:  # the same at every head count (all but k-th retrieval)
+                self.add(implies(q(enc.ops[op]), level_of[next(iter(by_heads.values()))]))
+                continue
+            for h, e in by_heads.items():
                 self.add(implies(both(q(enc.ops[op]), q(enc.heads[(op[0], h)])), level_of[e]))
         for _, acts, gathered, whole in gathers:
             self.add(implies(both(q(acts), q(whole)), level_of[everything]))
