@@ -107,8 +107,10 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     except OutOfTime as late:
         raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
     layers = max(facts, 1)
-    columns = {h: Questions(target, law) for h in range(1, heads + 1)} if head_dim else {}
-    shared = Questions(target, law)  # its encoding grows with the walk: a question on many idle layers is slow
+    # only the feasible verdicts are kept: the infeasible ones need no explanation of their own
+    columns = {h: Questions(target, law, reasons=False) for h in range(1, heads + 1)} if head_dim else {}
+    shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
+                                                    # idle layers is slow
     grid, decided, verdicts = {}, 0, {}
     h = heads
     for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count
