@@ -429,7 +429,7 @@ class _Builder:
         self.costs()
         self.enc.text = "\n".join(self.lines)
         self.enc.solver.from_string(self.enc.text)
-        self.enc._builder = self
+        self.enc._builder, self.lines = self, []  # kept to grow the encoding; its lines are in the text
         return self.enc
 
     def grow(self, arch) -> bool:
@@ -454,7 +454,7 @@ class _Builder:
             self.sizes(layers)
         self.goal(layers)
         self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
-        text = "\n".join(self.lines)
+        text, self.lines = "\n".join(self.lines), []
         enc.solver.from_string(text)  # the solver's parser knows the names it declared before
         enc.text += "\n" + text
         return True

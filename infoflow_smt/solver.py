@@ -260,8 +260,12 @@ class Questions:
             heads = tuple(max(found.arch.heads[l] if l < found.arch.layers else 0,
                               arch.heads[l] if l < arch.layers else 0) for l in range(layers))
             arch = arch.with_heads(heads)
-            if encoder.grow(found, arch):
-                return found
+            try:
+                if encoder.grow(found, arch):
+                    return found
+            except BaseException:  # interrupted half grown: its solver may lack the new layers' constraints
+                del self.encodings[key]
+                raise
         if self.context is None:  # making a z3 context costs more than a small question: one per thread
             self.context = _thread_context()
         self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors,

@@ -77,3 +77,25 @@ def test_questions_asked_along_a_growing_walk_get_the_fresh_verdicts(index: int)
         walked = questions.decide(arch, Deadline(60))
         fresh = ifs.decide(case.text, arch, timeout=60)
         assert (walked.status, walked.exponent) == (fresh.status, fresh.exponent), (case, arch)
+
+
+def test_an_interrupted_growth_leaves_no_half_grown_encoding(monkeypatch):
+    """Ctrl-C while a layer is being added: the next question builds its encoding afresh and gets the
+    verdict a fresh session gets (a half-grown solver would lack the new layer's constraints)."""
+    target = ifs.catalogue.as_target("min_pairwise_dot")
+    arch = ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2)
+    questions = Questions(target)
+    assert questions.decide(arch, Deadline(60)).status is ifs.Status.INFEASIBLE
+    real = encoder._Builder.update_rules
+
+    def interrupted(self, layer):
+        real(self, layer)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(encoder._Builder, "update_rules", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        questions.decide(arch.with_heads((1, 1)), Deadline(60))
+    monkeypatch.setattr(encoder._Builder, "update_rules", real)
+    again = questions.decide(arch.with_heads((1, 1)), Deadline(60))
+    fresh = ifs.decide(target, arch.with_heads((1, 1)))
+    assert (again.status, again.exponent) == (fresh.status, fresh.exponent) == (ifs.Status.FEASIBLE, 1)
