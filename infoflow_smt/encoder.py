@@ -388,6 +388,8 @@ class _Builder:
         self.law, self.seq_len, self.portable = law, seq_len, portable
         self.use_anchors = anchors
         self.pe = arch.positional
+        # bounded gathers cost by their size unless the width grows with T (the width is every layer's)
+        self.by_size = not cost.at(arch.width, seq_len).has(T)
         self.lines: list[str] = []
         self.positional_ok = self.bool("allow:positional")
         self.candidate_classes: dict[ex.Domain, list[str]] = {}
@@ -441,7 +443,7 @@ class _Builder:
         grows_layers = arch.layers > old.layers and all(a <= b for a, b in zip(arch.heads, old.heads))
         if not grows_layers or self.portable or (self.use_anchors and self.pe and old.layers < 2):
             return False
-        if not self.new_costs(arch) <= set(enc.levels):
+        if not self.needed_levels(arch) <= set(enc.levels):
             return False
         gathers, ops = len(enc.gathers), set(enc.ops)
         self.lines, enc.arch = [], arch
@@ -761,19 +763,14 @@ class _Builder:
         enc = self.enc
         key = ((lambda e: cost.asymptotic_key(e)) if self.seq_len is None
                else (lambda e: (float(cost.at(e, self.seq_len)), 0.0)))
-        enc.levels = sorted(self.new_costs(enc.arch), key=key)
+        enc.levels = sorted(self.needed_levels(enc.arch), key=key)
         enc.level_vars = [self.bool(f"level:{i}")[1:-1] for i in range(len(enc.levels))]
         if enc.gathers and self.by_size:
             enc.gather_cap = self.int("gather:cap")[1:-1]
             self.gather_levels()
         self.level_implications(list(enc.op_cost), enc.gathers)
 
-    @property
-    def by_size(self) -> bool:
-        """Whether bounded gathers cost by their size (a width that does not grow with ``T``)."""
-        return not cost.at(self.enc.arch.width, self.seq_len).has(T)
-
-    def new_costs(self, arch) -> set:
+    def needed_levels(self, arch) -> set:
         """The levels the operations of ``arch`` need: the encoding's operations (those of its layers; the
         operations of a layer cost alike in every layer) and, with specific-position heads, their gathers."""
         enc, law = self.enc, self.law
@@ -803,7 +800,7 @@ class _Builder:
             self.add(implies(both(q(acts), q(whole)), level_of[everything]))
             if not self.by_size:
                 self.add(implies(both(q(acts), neg(q(whole))), level_of[bounded_gather]))
-            elif enc.gather_cap is not None:
+            else:  # ``costs`` made the cap with the first gathers
                 self.add(implies(both(q(acts), neg(q(whole))), f"(<= {q(gathered)} {q(enc.gather_cap)})"))
 
     def gather_levels(self) -> None:
