@@ -393,6 +393,10 @@ class _Builder:
         self.lines: list[str] = []
         self.positional_ok = self.bool("allow:positional")
         self.candidate_classes: dict[ex.Domain, list[str]] = {}
+        self.all: dict = {}   # the facts by (class, layer[, node or position]): ``state_variables``
+        self.know: dict = {}
+        self.xfix: dict = {}
+        self.xoff: dict = {}
 
     # ---- names and assertions ---------------------------------------------------------------------------
     def declare(self, name: str, sort: str) -> str:
@@ -490,8 +494,6 @@ class _Builder:
             {(c, l, n): self.bool(f"know:{c}:{l}:{n}") for c in enc.classes for l in layers for n in enc.nodes},
             {(c, l, q): self.bool(f"xfix:{c}:{l}:{q}") for c in enc.classes for l in layers for q in enc.fixed},
             {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}") for c in enc.inputs for l in layers for k in enc.offsets})
-        if layers.start == 0:
-            self.all, self.know, self.xfix, self.xoff = ({} for _ in tables)
         for mine, table in zip((self.all, self.know, self.xfix, self.xoff), tables):
             mine.update(table)
             for key, name in table.items():
