@@ -112,13 +112,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Print the profile's table (or one JSON document), the transition checks; write plots."""
     from . import report
     from .profiles import get_profile
+    from .run import current_keys
     from .store import ResultStore, store_path
 
     prof = get_profile(args.profile)
     path = store_path(args.results, prof.name)
     if not os.path.exists(path):
         raise BadInput(f"no results for profile {prof.name!r} at {path}; run it first")
-    records = ResultStore(path).runs(prof.name)
+    stored = ResultStore(path).runs(prof.name)
+    current = current_keys(prof)
+    records = [r for r in stored if r.key in current]
+    if not records:
+        raise BadInput(f"none of the {len(stored)} runs stored for profile {prof.name!r} at {path} has the "
+                       f"profile's current configuration; run it first")
+    if len(records) < len(stored):   # a changed recipe: its old runs would otherwise mix into the rows
+        print(f"note: {len(stored) - len(records)} stored runs of an earlier configuration of profile "
+              f"{prof.name!r} are left out", file=sys.stderr)
     rows = report.summarize(records)
     plot_dir = args.plots or os.path.join(args.results, f"{prof.name}_plots")
     plots = report.plot(rows, plot_dir, records) if not args.no_plots else []

@@ -4,7 +4,8 @@ Read top to bottom: ``ModelConfig`` (one model), ``init_params`` (its weights at
 ``BatchedTransformer`` (M models at once). A single model is simply M = 1.
 
 One model (papers.md 1.1, 2.5a, 3.5):
-  tokens x(1..T) in R^d --token MLP (ReLU, hidden N)--> R^E, plus a learned positional code if enabled;
+  tokens x(1..T) in R^d --token MLP (ReLU, hidden N)--> R^E (paper 2), or a linear embedding (a standard
+  transformer's, ``token_embedding="linear"``), plus a learned positional code if enabled;
   a trainable output (CLS) token is appended at position T+1;
   L attention layers, h_l heads of width n_l in layer l (n_l = E // h_l unless a fixed ``head_dim``);
   optional pre-LayerNorm and residual (paper 2: neither; paper 1: residual on, LN off);
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+TOKEN_EMBEDDINGS = ("mlp", "linear")
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -53,6 +56,16 @@ class ModelConfig:
                                      # on top of 1/sqrt(n); the starting value when it is learned
     learn_temperature: bool = False  # learn log beta per head: the same function class, but Adam moves
                                      # log beta by ~lr a step, so attention can sharpen in hundreds of steps
+    token_embedding: str = "mlp"     # "mlp": paper 2's token MLP, ReLU between its two maps; "linear": the
+                                     # same two maps without the ReLU, a linear embedding as in a standard
+                                     # transformer. Bilinear targets learn far faster with it: x_s^T A x_t is
+                                     # then a bilinear form of the embeddings, not of a piecewise-linear code
+                                     # (docs/reproduction.md, intrinsic dimension)
+
+    def __post_init__(self) -> None:
+        if self.token_embedding not in TOKEN_EMBEDDINGS:
+            raise ValueError(f"token_embedding must be one of {', '.join(TOKEN_EMBEDDINGS)}; "
+                             f"got {self.token_embedding!r}")
 
     @property
     def layers(self) -> int:
@@ -69,7 +82,7 @@ class ModelConfig:
     def batch_key(self) -> tuple:
         """Models batch together only when these agree (everything else is padded)."""
         return (self.input_dim, self.seq_len, self.layers, self.output_dim, self.residual, self.layernorm,
-                self.ffn, self.cls_as_key)
+                self.ffn, self.cls_as_key, self.token_embedding)
 
 
 def _param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -153,6 +166,7 @@ class BatchedTransformer(nn.Module):
         first = configs[0]
         self.layers, self.residual, self.layernorm = first.layers, first.residual, first.layernorm
         self.ffn, self.cls_as_key = first.ffn, first.cls_as_key
+        self.token_mlp = first.token_embedding == "mlp"
         self.learned_temperature = any(c.learn_temperature for c in configs)
         true = [init_params(c, s) for c, s in zip(configs, seeds)]
         shapes = [_param_shapes(c) for c in configs]
@@ -291,10 +305,15 @@ class BatchedTransformer(nn.Module):
         out = self._linear(torch.nn.functional.gelu(self._linear(u, f"l{l}.ffn.w1")), f"l{l}.ffn.w2")
         return z + out if self.residual else out
 
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Tokens (M, B, T, d) -> (M, B, T, E): the token MLP, or its two maps without the ReLU (linear)."""
+        hidden = self._linear(x, "enc.w1")
+        return self._linear(torch.relu(hidden) if self.token_mlp else hidden, "enc.w2")
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (M, B, T, d), one batch per model -> predictions (M, B, output_dim)."""
         M, B = x.shape[:2]
-        z = self._linear(torch.relu(self._linear(x, "enc.w1")), "enc.w2")
+        z = self.embed(x)
         cls = self._p("cls")[:, None, None, :].expand(M, B, 1, -1)
         z = torch.cat([z, cls], dim=2) + self._p("pos")[:, None]   # position T+1: the output token
         for l in range(self.layers):

@@ -5,18 +5,23 @@ Used for the two questions of issue 10 that a single NMSE cannot answer (docs/re
 * ``intrinsic``: does a (D, D) network trained on ``intrinsic_dimension`` retrieve, at each position s,
   the partner t*(s) = argmax_t x_s^T A_i x_t in layer 1 (or the transposed reading, query t and key s),
   and in layer 2 the position with the largest partner score? How sharp is its attention?
+* ``soft``: how sharp must that attention be? The (D, D) program with exact products but softmax
+  attention at inverse temperature beta1 (layer 1) and beta2 (layer 2), read out by the best affine map;
+  no training, numpy only.
 * ``d3``: which of the three maxima of ``linear_max_sum:D=3`` does each retrieval of a (1, 1) network make,
   at the input positions and at the output token?
 
 A head "matches" a candidate selection at a query when its largest attention weight sits on the
 candidate's argmax. ``python -m experiments.probes intrinsic|d3 [--steps N] [--seq-len T]`` trains one
-network with the cpu profile's recipe for that table and prints the match table.
+network with the cpu profile's recipe for that table and prints the match table; ``soft`` prints the NMSE
+grid over (beta1, beta2).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -49,7 +54,7 @@ def match_table(attn: np.ndarray, candidates: dict[str, np.ndarray]) -> list[tup
     return rows
 
 
-def intrinsic_candidates(target: object, X: np.ndarray, D: int) -> tuple[dict, dict]:
+def intrinsic_candidates(target: Any, X: np.ndarray, D: int) -> tuple[dict, dict]:
     """Layer 1 (query s, key t) and layer 2 (query: output token, key s) selections of the (D, D) program."""
     layer1, layer2 = {}, {}
     for i in range(1, D + 1):
@@ -60,7 +65,28 @@ def intrinsic_candidates(target: object, X: np.ndarray, D: int) -> tuple[dict, d
     return layer1, layer2
 
 
-def linear_candidates(target: object, X: np.ndarray, D: int) -> dict[str, np.ndarray]:
+def soft_program_nmse(target: Any, X: np.ndarray, y: np.ndarray, D: int, beta1: float,
+                      beta2: float) -> float:
+    """NMSE of the (D, D) program made soft: for each form i, position s averages x_s^T A_i x_t over t with
+    weights softmax_t(beta1 x_s^T A_i x_t); the output token averages those values over s with weights
+    softmax_s(beta2 value_s); the D averages are summed and fitted to ``y`` by the best affine map. The
+    products are exact, so this isolates what soft attention alone costs."""
+    def softmax(z: np.ndarray, axis: int) -> np.ndarray:
+        z = z - z.max(axis, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis, keepdims=True)
+
+    total = np.zeros(len(X))
+    for i in range(1, D + 1):
+        S = np.einsum("bsd,de,bte->bst", X, target.realization.matrix(f"A{i}", X.shape[-1]), X)
+        partner = (softmax(beta1 * S, 2) * S).sum(2)                          # (B, s)
+        total += (softmax(beta2 * partner, 1) * partner).sum(1)
+    design = np.stack([total, np.ones_like(total)], 1)
+    residual = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+    return float((residual ** 2).mean() / y.var())
+
+
+def linear_candidates(target: Any, X: np.ndarray, D: int) -> dict[str, np.ndarray]:
     """a_i . x_t for every t: the same candidates for every query."""
     return {f"a{i}": np.einsum("btd,d->bt", X, target.realization.vector(f"a{i}", X.shape[-1]))[:, None, :]
             for i in range(1, D + 1)}
@@ -92,13 +118,25 @@ def _print(title: str, rows: list) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.probes", description=__doc__.split("\n\n")[0])
-    parser.add_argument("case", choices=("intrinsic", "d3"))
+    parser.add_argument("case", choices=("intrinsic", "soft", "d3"))
     parser.add_argument("--steps", type=int, default=None, help="default: the cpu profile's")
     parser.add_argument("--seq-len", type=int, default=None, help="default: the cpu profile's first T")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     configure_threads(1)
-    if args.case == "intrinsic":
+    if args.case == "soft":
+        table = _table("intrinsic_D2")
+        T = args.seq_len or table.seq_lens[0]
+        data = make_dataset(table.target, T, table.input_dim, 20_000, 1, seed=table.data_seed)
+        target, betas = resolve_target(table.target), (1, 2, 4, 8, 16)
+        spread = intrinsic_candidates(target, data.X_train, 2)[0]["A1"].std()
+        print(f"intrinsic_dimension:D=2, T={T}: NMSE of the soft (2,2) program with exact products (rows "
+              f"beta1, columns beta2; the values x_s^T A_1 x_t it compares have std {spread:.2f})")
+        print("beta1 \\ beta2  " + "  ".join(f"{b:>7}" for b in betas))
+        for b1 in betas:
+            row = [soft_program_nmse(target, data.X_train, data.y_train, 2, b1, b2) for b2 in betas]
+            print(f"{b1:>13}  " + "  ".join(f"{v:7.1e}" for v in row))
+    elif args.case == "intrinsic":
         table = _table("intrinsic_D2")
         T = args.seq_len or table.seq_lens[0]
         model, target, X, nmse = _train(table, (2, 2), table.archs[0][1], T, args.steps, args.seed)

@@ -137,10 +137,15 @@ _CHECKS: dict[str, Callable[[list[ReportRow], Criterion], tuple[bool, str] | Non
 
 
 def run_checks(rows: list[ReportRow], profile: str | Profile) -> list[tuple[bool, str]]:
-    """The plumbing check and the profile's criteria (those whose rows are present)."""
+    """The plumbing check and the profile's criteria; a criterion whose rows are missing (a profile not
+    yet run to the end, or runs of an earlier recipe left out) fails: a check is never silently dropped."""
     prof = get_profile(profile)
     checks = [check_finite(rows)]
-    checks += [c for c in (_CHECKS[crit.kind](rows, crit) for crit in prof.criteria) if c is not None]
+    for crit in prof.criteria:
+        check = _CHECKS[crit.kind](rows, crit)
+        missing = (f"{crit.table}: not run (no results of the current configuration at "
+                   f"T = {', '.join(map(str, crit.seq_lens))})")
+        checks.append(check if check is not None else (False, missing))
     return checks
 
 

@@ -62,13 +62,28 @@ def plan(profile: Profile) -> list[Job]:
     return jobs
 
 
+# Model switches added after results were stored, with the behaviour those results had: a run with the
+# switch at that value has the configuration it had before, so it is hashed without it.
+_ADDED_SWITCHES = {"token_embedding": "mlp"}
+
+
 def run_config(table: Table, heads: tuple[int, ...], embed_dim: int, seq_len: int, seed: int) -> dict:
     """The full configuration of one run: everything that changes its result (hashed into its key)."""
     model = dataclasses.asdict(table.model_config(heads, embed_dim, seq_len))
     model.pop("output_dim")  # follows from the target, which is already in the config
+    for name, before in _ADDED_SWITCHES.items():   # runs stored before the switch existed keep their keys
+        if model[name] == before:
+            del model[name]
     return {"target": table.target, "target_seed": table.target_seed, "data_seed": table.data_seed,
             "distribution": default_distribution(table.target).value, "input_dim": table.input_dim,
             "seq_len": seq_len, "model": model, "train": dataclasses.asdict(table.train), "seed": seed}
+
+
+def current_keys(profile: str | Profile) -> set[str]:
+    """The keys of every run the profile plans now. A stored run whose key is not among them was trained
+    with an earlier recipe or architecture of the profile: kept in the store, but no longer its result."""
+    return {config_key(run_config(job.table, heads, E, job.seq_len, seed))
+            for job in plan(get_profile(profile)) for heads, E, seed in job.runs}
 
 
 def versions() -> dict[str, str]:

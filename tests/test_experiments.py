@@ -68,12 +68,28 @@ def test_triangle_center_inputs_are_clamped() -> None:
 @pytest.mark.parametrize("heads", [(1,), (2, 3), (3, 1, 2)])
 @pytest.mark.parametrize("switches", [{}, {"positional": True, "residual": True, "layernorm": True},
                                       {"residual": True, "cls_as_key": False},
-                                      {"head_dim": 4, "output_dim": 3}])
+                                      {"head_dim": 4, "output_dim": 3},
+                                      {"residual": True, "token_embedding": "linear"}])
 def test_forward_shapes(heads: tuple[int, ...], switches: dict) -> None:
     cfg = ModelConfig(input_dim=3, seq_len=5, heads=heads, embed_dim=12, mlp_hidden=8, **switches)
     model = BatchedTransformer([cfg, replace(cfg, heads=tuple(h + 1 for h in heads))], [0, 1])
     out = model(torch.randn(2, 4, 5, 3))
     assert out.shape == (2, 4, cfg.output_dim) and torch.isfinite(out).all()
+
+
+def test_linear_token_embedding_is_linear_and_the_mlp_is_not() -> None:
+    cfg = ModelConfig(input_dim=3, seq_len=4, heads=(2, 2), embed_dim=8, residual=True)
+    a, b = torch.randn(2, 1, 5, 4, 3, dtype=torch.float64)
+    zero = torch.zeros_like(a)
+    for kind, linear in (("linear", True), ("mlp", False)):
+        model = BatchedTransformer([replace(cfg, token_embedding=kind)], [0], dtype=torch.float64)
+        additive = model.embed(a + b) + model.embed(zero) - model.embed(a) - model.embed(b)
+        assert torch.allclose(additive, torch.zeros_like(additive), atol=1e-12) == linear
+
+
+def test_an_unknown_token_embedding_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="'relu'"):
+        ModelConfig(token_embedding="relu")
 
 
 def test_padding_does_not_change_a_model() -> None:
@@ -222,6 +238,37 @@ def test_a_failing_check_makes_report_exit_1(smoke_results: tuple[str, object], 
     assert "FAILS: lms_D2: T=4" in capsys.readouterr().out
 
 
+def test_report_leaves_out_runs_of_an_earlier_recipe(smoke_results: tuple[str, object], monkeypatch,
+                                                     capsys) -> None:
+    """A profile whose recipe changed reports only the runs trained with the current one."""
+    from experiments import profiles
+
+    results, _ = smoke_results
+    lms, intrinsic = SMOKE.tables
+    changed = replace(SMOKE, tables=(lms, replace(intrinsic, train=replace(intrinsic.train, lr=0.5))))
+    monkeypatch.setitem(profiles.PROFILES, "smoke", changed)
+    assert cli_main(["report", "--profile", "smoke", "--results", results, "--no-plots", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert {r["table"] for r in json.loads(captured.out)["configurations"]} == {"lms_D2"}
+    stale = len(intrinsic.archs) * len(intrinsic.seeds)
+    assert f"note: {stale} stored runs of an earlier configuration" in captured.err
+    nothing_current = replace(SMOKE, tables=(replace(lms, target_seed=1),))
+    monkeypatch.setitem(profiles.PROFILES, "smoke", nothing_current)
+    assert cli_main(["report", "--profile", "smoke", "--results", results, "--no-plots"]) == 2
+    assert "has the profile's current configuration" in capsys.readouterr().err
+
+
+def test_a_criterion_without_results_fails(smoke_results: tuple[str, object], monkeypatch, capsys) -> None:
+    from experiments import profiles
+    from experiments.profiles import Criterion
+
+    results, _ = smoke_results
+    unrun = Criterion("transition", "lms_D2", (99,), better=(2,), worse=((1,),))
+    monkeypatch.setitem(profiles.PROFILES, "smoke", replace(SMOKE, criteria=(unrun,)))
+    assert cli_main(["report", "--profile", "smoke", "--results", results, "--no-plots"]) == 1
+    assert "FAILS: lms_D2: not run" in capsys.readouterr().out
+
+
 # --- validate -----------------------------------------------------------------------------------------
 
 def _solver_missing() -> str | None:
@@ -275,3 +322,15 @@ def test_core_package_does_not_import_torch() -> None:
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# --- probes -------------------------------------------------------------------------------------------
+
+def test_soft_program_is_the_target_when_sharp_and_a_mean_when_flat() -> None:
+    from experiments.probes import soft_program_nmse
+
+    ds = xdata.make_dataset("intrinsic_dimension:D=2", 6, 3, 400, 1, seed=0)
+    target = xdata.resolve_target("intrinsic_dimension:D=2")
+    assert soft_program_nmse(target, ds.X_train, ds.y_train, 2, 1e4, 1e4) < 1e-12
+    flat = soft_program_nmse(target, ds.X_train, ds.y_train, 2, 0.0, 0.0)
+    assert flat > 0.1 and flat > soft_program_nmse(target, ds.X_train, ds.y_train, 2, 2.0, 2.0)
