@@ -258,6 +258,19 @@ def test_report_leaves_out_runs_of_an_earlier_recipe(smoke_results: tuple[str, o
     assert "has the profile's current configuration" in capsys.readouterr().err
 
 
+def test_a_switch_added_later_keeps_the_keys_of_runs_stored_before_it() -> None:
+    """A run with token_embedding at its original value ("mlp") hashes as it did before the switch existed;
+    another value is part of the key."""
+    from experiments.run import run_config
+
+    lms = SMOKE.tables[0]
+    before = run_config(lms, (1,), 8, 4, 0)
+    assert "token_embedding" not in before["model"]
+    linear = run_config(replace(lms, token_embedding="linear"), (1,), 8, 4, 0)
+    assert linear["model"]["token_embedding"] == "linear"
+    assert {k: v for k, v in linear["model"].items() if k != "token_embedding"} == before["model"]
+
+
 def test_a_criterion_without_results_fails(smoke_results: tuple[str, object], monkeypatch, capsys) -> None:
     from experiments import profiles
     from experiments.profiles import Criterion
