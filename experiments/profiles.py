@@ -210,6 +210,10 @@ DEPTH = Profile(
 # 8000 training sequences for that table only). Not re-measured: no GPU was available when the recipe and
 # the CUDA-graph step were added (the graph step removes most of the launch cost, the wider FFN adds a
 # little work). gpu_run.sh bounds the run with `timeout`; finished runs are kept and a rerun resumes.
+# The intrinsic tables' recipe separates at T = 64 only with a longer schedule: on one CPU thread, (2,2) /
+# (1,2) at T=64, E=32: 2500 steps 5.8e-2 / 1.1e-1 (2x), 14000 steps 2.1e-3 / 4.5e-2 (22x). At the H200
+# step times measured before (80-100 s per 2500 steps for a 9-model intrinsic job), 14000 steps do not fit
+# 8 minutes; resizing needs a GPU measurement of this recipe (docs/reproduction.md).
 _GPU_TRAIN = replace(_CPU_BASE, steps=2500, warmup_steps=125, eval_every=250)
 PAPER = Profile(
     name="paper", description="paper 1 Exp. 1-2 and paper 2 Table 2 settings, sized for 8 min on one H200",
