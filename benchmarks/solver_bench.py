@@ -42,6 +42,7 @@ import sympy
 
 import infoflow_smt as ifs
 from infoflow_smt.enumerator import brute_force_decide, enumerate_programs, program_count
+from infoflow_smt.machine import cpu_model
 from infoflow_smt.program import Program
 from infoflow_smt.solver import forget_recent
 
@@ -265,18 +266,6 @@ def reference_loop_ms() -> float:
             total += i * i % 7
         return time.perf_counter() - started
     return round(1000 * min(loop() for _ in range(5)), 1)
-
-
-def cpu_model() -> str:
-    """The processor's name (``/proc/cpuinfo`` on Linux, where ``platform.processor()`` is often empty)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

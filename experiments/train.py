@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from infoflow_smt.machine import cpu_model
+
 from .data import Dataset
 from .model import BatchedTransformer, ModelConfig
 from .step import make_step
@@ -101,20 +103,6 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return cpu_model()
-
-
-def cpu_model() -> str:
-    """The CPU model from /proc/cpuinfo (the platform string elsewhere)."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
 
 
 _TIMED_EVALS = 20   # evaluations over a wall-time schedule

@@ -10,7 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 DATA_LAYER = ["expr", "errors", "symbols", "language", "realization", "evaluate", "target", "catalogue",
-              "trees", "architecture", "cost", "program", "interpreter", "verdict", "explain", "enumerator"]
+              "trees", "architecture", "cost", "program", "interpreter", "verdict", "explain", "enumerator",
+              "machine"]
 
 BLOCKER = """
 import sys, importlib.abc
