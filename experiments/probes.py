@@ -54,11 +54,16 @@ def match_table(attn: np.ndarray, candidates: dict[str, np.ndarray]) -> list[tup
     return rows
 
 
+def form_values(target: Any, X: np.ndarray, i: int) -> np.ndarray:
+    """x_s^T A_i x_t for every pair: (B, s, t)."""
+    return np.einsum("bsd,de,bte->bst", X, target.realization.matrix(f"A{i}", X.shape[-1]), X)
+
+
 def intrinsic_candidates(target: Any, X: np.ndarray, D: int) -> tuple[dict, dict]:
     """Layer 1 (query s, key t) and layer 2 (query: output token, key s) selections of the (D, D) program."""
     layer1, layer2 = {}, {}
     for i in range(1, D + 1):
-        S = np.einsum("bsd,de,bte->bst", X, target.realization.matrix(f"A{i}", X.shape[-1]), X)
+        S = form_values(target, X, i)
         for name, M in ((f"A{i}", S), (f"A{i}^T", np.swapaxes(S, 1, 2))):
             layer1[name] = M
             layer2[name] = M.max(-1)[:, None, :]                           # partner score of each s
@@ -78,7 +83,7 @@ def soft_program_nmse(target: Any, X: np.ndarray, y: np.ndarray, D: int, beta1: 
 
     total = np.zeros(len(X))
     for i in range(1, D + 1):
-        S = np.einsum("bsd,de,bte->bst", X, target.realization.matrix(f"A{i}", X.shape[-1]), X)
+        S = form_values(target, X, i)
         partner = (softmax(beta1 * S, 2) * S).sum(2)                          # (B, s)
         total += (softmax(beta2 * partner, 1) * partner).sum(1)
     design = np.stack([total, np.ones_like(total)], 1)
@@ -129,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         T = args.seq_len or table.seq_lens[0]
         data = make_dataset(table.target, T, table.input_dim, 20_000, 1, seed=table.data_seed)
         target, betas = resolve_target(table.target), (1, 2, 4, 8, 16)
-        spread = intrinsic_candidates(target, data.X_train, 2)[0]["A1"].std()
+        spread = form_values(target, data.X_train, 1).std()
         print(f"intrinsic_dimension:D=2, T={T}: NMSE of the soft (2,2) program with exact products (rows "
               f"beta1, columns beta2; the values x_s^T A_1 x_t it compares have std {spread:.2f})")
         print("beta1 \\ beta2  " + "  ".join(f"{b:>7}" for b in betas))
