@@ -430,8 +430,12 @@ class _Builder:
             self.operations(layer)
             self.update_rules(layer)
         if self.enc.sources:
+            self.size = {(c, 0): "0" if c == OUT else "1" for c in self.enc.classes}
+            self.whole = {(c, 0): FALSE for c in self.enc.classes}
             self.sizes(layers)
         self.goal(layers)
+        if needs_positional(self.enc.target):  # else no program at any cost
+            self.track("goal", self.positional_ok)
         self.costs()
         self.enc.text = "\n".join(self.lines)
         self.enc.solver.from_string(self.enc.text)
@@ -703,12 +707,9 @@ class _Builder:
     def sizes(self, layers: range) -> None:
         """``size[c,l]``: ``|I(c, l)|`` as ``program.set_sizes`` counts it (an upper bound: each gain in full,
         a retrieval gaining the largest input class), and ``whole[c,l]``: that count is ``T``, after each of
-        ``layers``. Only encodings with specific-position heads need them, whose cost is the decoding of what
-        they gather."""
+        ``layers`` (``build`` sets layer 0's). Only encodings with specific-position heads need them, whose
+        cost is the decoding of what they gather."""
         enc = self.enc
-        if layers.start == 1:
-            self.size = {(c, 0): "0" if c == OUT else "1" for c in enc.classes}
-            self.whole = {(c, 0): FALSE for c in enc.classes}
         size, whole = self.size, self.whole
         for l in layers:
             widest = size[(enc.inputs[0], l - 1)]
@@ -751,8 +752,6 @@ class _Builder:
             enc.depth[L] = self.bool(f"layers:{L}")[1:-1]
             reachable = either(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in reads.either]))
             self.track("goal", implies(q(enc.depth[L]), reachable))
-        if layers.start == 1 and needs_positional(enc.target):  # else no program at any cost
-            self.track("goal", self.positional_ok)
 
     def costs(self) -> None:
         """Cost levels: every operation implies that its level (at the layer's head count) is allowed.
