@@ -41,10 +41,10 @@ import numpy as np
 import sympy
 
 import infoflow_smt as ifs
-from infoflow_smt.enumerator import brute_force_decide, enumerate_programs, program_count
 from infoflow_smt.machine import cpu_model
-from infoflow_smt.program import Program
-from infoflow_smt.solver import forget_recent
+from infoflow_smt.model.program import Program
+from infoflow_smt.smt.solver import forget_recent
+from infoflow_smt.verify.enumerator import brute_force_decide, enumerate_programs, program_count
 
 # the catalogue with small parameters (positional encoding where the target needs it)
 CATALOGUE = ("min_pairwise_dot", "max_retrieval", "kth_largest:k=2", "d_retrieval:D=3",

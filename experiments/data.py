@@ -39,7 +39,7 @@ def resolve_target(target: Any, seed: int = 0) -> Any:
     Unknown specs raise the catalogue's ``InvalidSpecError`` / ``KeyError`` (the CLI turns them into exit 2).
     """
     if isinstance(target, str):
-        from infoflow_smt import catalogue  # lazy: the catalogue is not needed to import this module
+        from infoflow_smt.lang import catalogue  # lazy: the catalogue is not needed to import this module
 
         return catalogue.parse_spec(target, seed=seed)
     if not hasattr(target, "evaluate"):

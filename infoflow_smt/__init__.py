@@ -8,53 +8,56 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import InfoflowError, InvalidSpecError, SolverUnknownError, WitnessCheckError
-from .symbols import T
+from infoflow_smt.errors import InfoflowError, InvalidSpecError, SolverUnknownError, WitnessCheckError
+from infoflow_smt.symbols import T
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (imported on first access)
+# public module -> where it lives
+_MODULES = {
+    "catalogue": "lang.catalogue",
+    "cost": "model.cost",
+    "trees": "lang.trees",
+    "program": "model.program",
+    "interpreter": "verify.interpreter",
+}
+
+# public name -> the module that defines it (imported on first access)
 _LAZY = {
-    "Architecture": "architecture",
-    "Status": "verdict",
-    "Verdict": "verdict",
-    "Reason": "verdict",
-    "Target": "target",
-    "parse_target": "target",
-    "catalogue": None,  # a module
-    "cost": None,
-    "trees": None,
-    "program": None,
-    "interpreter": None,
-    "Program": "program",
-    "Op": "program",
-    "check": "interpreter",
-    "CheckReport": "interpreter",
-    "decide": "solver",
-    "minimize": "solver",
-    "Front": "solver",
-    "export_smtlib": "solver",
-    "decide_all": "frontier",
-    "Frontier": "frontier",
-    "sweep": "sweeps",
-    "plot_flow": "plots",
-    "Sweep": "sweeps",
-    "Cell": "sweeps",
-    "enumerate_programs": "enumerator",
-    "brute_force_decide": "enumerator",
+    "Architecture": "model.architecture",
+    "Status": "report.verdict",
+    "Verdict": "report.verdict",
+    "Reason": "report.explain",
+    "Target": "lang.target",
+    "parse_target": "lang.target",
+    "Program": "model.program",
+    "Op": "model.program",
+    "check": "verify.interpreter",
+    "CheckReport": "verify.interpreter",
+    "decide": "smt.solver",
+    "minimize": "smt.solver",
+    "Front": "smt.solver",
+    "export_smtlib": "smt.solver",
+    "decide_all": "explore.frontier",
+    "Frontier": "explore.frontier",
+    "sweep": "explore.sweeps",
+    "plot_flow": "report.plots",
+    "Sweep": "explore.sweeps",
+    "Cell": "explore.sweeps",
+    "enumerate_programs": "verify.enumerator",
+    "brute_force_decide": "verify.enumerator",
 }
 
 __all__ = ["T", "InfoflowError", "InvalidSpecError", "SolverUnknownError", "WitnessCheckError",  # noqa: PLE0604
-           *_LAZY]  # the lazily imported names: strings, the keys of _LAZY
+           *_MODULES, *_LAZY]  # the lazily imported names: strings, the keys of _MODULES and _LAZY
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'infoflow_smt' has no attribute {name!r}")
-    module_name = _LAZY[name]
-    if module_name is None:
-        value = importlib.import_module(f".{name}", __name__)
+    if name in _MODULES:
+        value: Any = importlib.import_module(f".{_MODULES[name]}", __name__)
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     else:
-        value = getattr(importlib.import_module(f".{module_name}", __name__), name)
+        raise AttributeError(f"module 'infoflow_smt' has no attribute {name!r}")
     globals()[name] = value
     return value

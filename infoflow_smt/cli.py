@@ -29,8 +29,8 @@ from typing import NoReturn
 
 import sympy
 
-from .errors import InfoflowError, InvalidSpecError
-from .symbols import T
+from infoflow_smt.errors import InfoflowError, InvalidSpecError
+from infoflow_smt.symbols import T
 
 PROG = "infoflow"
 DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__"}   # commands with their own parser
@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ---- shared steps -----------------------------------------------------------------------------------------
 def _target(spec: str):
-    from .catalogue import parse_spec
+    from infoflow_smt.lang.catalogue import parse_spec
     return parse_spec(spec)
 
 
@@ -229,7 +229,7 @@ def _positional(args, target) -> bool:
 
 
 def _architecture(args, target, heads=None):
-    from .architecture import Architecture
+    from infoflow_smt.model.architecture import Architecture
     return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
                         positional=_positional(args, target))
 
@@ -277,7 +277,7 @@ def _print_json(document) -> None:
 
 # ---- the commands -----------------------------------------------------------------------------------------
 def cmd_decide(args) -> int:
-    from .solver import decide
+    from infoflow_smt.smt.solver import decide
     target = _target(args.target)
     plot = _writable(args.plot, "--plot") if args.plot else None
     arch = _architecture(args, target)
@@ -287,7 +287,7 @@ def cmd_decide(args) -> int:
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
     document = verdict.to_json()
     if plot is not None:
-        from .plots import plot_flow
+        from infoflow_smt.report.plots import plot_flow
         plot_flow(verdict, plot)
         document["plot"] = str(plot)
     if args.train:
@@ -314,8 +314,8 @@ def _experiments_confirm():
 
 
 def cmd_explain(args) -> int:
-    from .explain import describe_node
-    from .solver import decide
+    from infoflow_smt.report.explain import describe_node
+    from infoflow_smt.smt.solver import decide
     target = _target(args.target)
     arch = _architecture(args, target)
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
@@ -339,7 +339,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_minimize(args) -> int:
-    from .solver import minimize
+    from infoflow_smt.smt.solver import minimize
     target = _target(args.target)
     front = minimize(target, args.max_layers, args.max_heads, embed_dim=args.embed_dim,
                      input_dim=_input_dim(args, target), positional=_positional(args, target),
@@ -360,7 +360,7 @@ def cmd_minimize(args) -> int:
 
 
 def cmd_frontier(args) -> int:
-    from .frontier import decide_all
+    from infoflow_smt.explore.frontier import decide_all
     target = _target(args.target)
     frontier = decide_all(target, embed_dim=args.embed_dim, head_dim=args.head_dim,
                           input_dim=_input_dim(args, target), positional=args.positional, timeout=args.timeout)
@@ -372,8 +372,8 @@ def cmd_frontier(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from .architecture import Architecture
-    from .sweeps import sweep
+    from infoflow_smt.explore.sweeps import sweep
+    from infoflow_smt.model.architecture import Architecture
     if args.no_cache and args.cache:
         raise BadInput("give --cache FILE or --no-cache, not both")
     targets = [_target(spec) for spec in args.targets]
@@ -394,7 +394,7 @@ def cmd_sweep(args) -> int:
             cells += result.cells
             seconds += result.seconds
             cache_path = result.cache_path
-    from .sweeps import Sweep
+    from infoflow_smt.explore.sweeps import Sweep
     result = Sweep(cells, seconds, cache_path)
     for i, spec in enumerate(args.targets if plots else []):
         result.plot(plots[i], target=spec)
@@ -467,7 +467,7 @@ class _progress:
 
 
 def cmd_catalogue(args) -> int:
-    from . import catalogue
+    from infoflow_smt.lang import catalogue
     if args.name:
         if args.json:
             _print_json(catalogue.entry(args.name).to_json())
@@ -486,7 +486,7 @@ def cmd_catalogue(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .solver import export_smtlib
+    from infoflow_smt.smt.solver import export_smtlib
     target = _target(args.target)
     if Path(args.output).exists() and not args.overwrite:
         raise BadInput(f"--output {args.output} exists; add --overwrite to replace it")
@@ -545,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command; returns its exit code. No arguments: the demo."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
-        from .__main__ import demo
+        from infoflow_smt.demo import demo
         return demo()
     try:
         return run(argv)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import time
 
-from .errors import InfoflowError, InvalidSpecError, Problem
-from .limits import DEFAULT_TIMEOUT
+from infoflow_smt.errors import InfoflowError, InvalidSpecError, Problem
+from infoflow_smt.limits import DEFAULT_TIMEOUT
 
 
 class OutOfTime(InfoflowError):

@@ -208,7 +208,7 @@ def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sy
     """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from width E costs T0*d/E - 1, and
     never less than a constant (exponent 0).
 
-    Written out here rather than taken from ``infoflow_smt.cost``, so the proofs check the solver against
+    Written out here rather than taken from ``infoflow_smt.model.cost``, so the proofs check the solver against
     the paper's law, not against the code that implements it.
 
     >>> aggregation_exponent(16, 2), aggregation_exponent(16, 2, tokens=3)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import sympy
 
-from infoflow_smt import cost
+from infoflow_smt.model import cost
 
 from .harness import (
     FrontierCheck,

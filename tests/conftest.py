@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from infoflow_smt import catalogue, solver
+from infoflow_smt.lang import catalogue
+from infoflow_smt.smt import solver
 
 
 def _forget() -> None:

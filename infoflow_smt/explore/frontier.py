@@ -1,0 +1,198 @@
+"""Verdicts for every architecture: ``decide_all`` finds the frontier of minimal efficient architectures
+(``h`` heads in each of ``L`` layers) of a target, or proves that there is none, with the bounds that make
+the claim general (docs/model.md, section 6).
+
+The model's state does not depend on ``T`` and is finite, which bounds the question on both axes:
+
+* **heads**: one class of positions can run at most ``H`` distinct operations in a layer (a retrieval of
+  each selection it can make, one global aggregation, one averaging head, one head per fixed position or
+  offset it can gather). With ``h >= H`` the head budget never binds, so every ``h > H`` gets the verdict of
+  ``H`` (the efficient operations, and so the status, do not depend on the head width either);
+* **layers**: facts only grow (a position keeps what it holds), and a layer that adds no fact anywhere can be
+  removed from a program without raising its cost (the next layer sees the same state). So a minimal
+  efficient program has at most ``F`` layers, ``F`` the number of facts efficient programs can ever make
+  true: every ``L > F`` gets the verdict of ``F``. ``F`` is found as a fixpoint: the facts reachable after
+  ``l`` layers with ``H`` heads (every operation at once, efficient ones only) stop growing at some ``l*``.
+
+Within those bounds the grid is decided along its frontier (``sweep``'s walk: efficient cells make every
+larger cell efficient, inefficient ones every smaller one).
+
+At a fixed width the efficient operations (retrievals, averaging, bounded specific-position sets) are the
+same for every constant ``E``, so the frontier does not depend on which constant ``E`` is asked; with a width
+that grows with the heads (``E = n*h``) it is decided at each column's own width.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from infoflow_smt.deadline import Deadline, OutOfTime
+from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
+from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.model import cost
+from infoflow_smt.model.architecture import Architecture, shape_text
+from infoflow_smt.report.verdict import Status, Verdict
+from infoflow_smt.smt.solver import Questions, _check_inputs
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """The answer of ``decide_all``: the minimal efficient architectures, or none, and why."""
+
+    target: object
+    width: str                      # "E=32" or "E=8*h"
+    input_dim: int
+    positional: bool
+    points: tuple[Verdict, ...]     # the minimal efficient (L, h), each with its witness (empty: none)
+    head_bound: int                 # H: heads beyond it change nothing
+    layer_bound: int                # F: layers beyond it change nothing
+    fixpoint: int                   # l*: the layer after which no fact becomes reachable
+    facts: int                      # F, the facts efficient programs can make true
+    decided: int                    # cells the solver decided (the others follow by monotonicity)
+    grid: dict = field(default_factory=dict)   # (L, h) -> status value, over the bounded grid
+    explanation: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def none(self) -> bool:
+        return not self.points
+
+    @property
+    def shapes(self) -> tuple[tuple[int, int], ...]:
+        return tuple((v.architecture.layers, v.architecture.heads[0]) for v in self.points)
+
+    def __str__(self) -> str:
+        where = f"{self.target} at {self.width}, d={self.input_dim}{', positional' if self.positional else ''}"
+        if self.none:
+            head = f"{where}: inefficient for every number of layers and heads"
+        else:
+            shapes = ", ".join(_shape(L, h) for L, h in self.shapes)
+            head = f"{where}: efficient exactly from {shapes} on"
+        return "\n".join([head] + [f"  - {s}" for s in self.explanation])
+
+    def to_json(self) -> dict:
+        return {"target": str(self.target), "width": self.width, "input_dim": self.input_dim,
+                "positional": self.positional, "frontier": [list(s) for s in self.shapes],
+                "exponents": [str(v.exponent) for v in self.points], "none": self.none,
+                "head_bound": self.head_bound, "layer_bound": self.layer_bound, "fixpoint": self.fixpoint,
+                "facts": self.facts, "decided": self.decided, "explanation": list(self.explanation),
+                "grid": {f"{L},{h}": s for (L, h), s in sorted(self.grid.items())}, "seconds": round(self.seconds, 3)}
+
+
+def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: int = 2,
+               positional: bool | None = None, timeout: float | None = None,
+               decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Frontier:
+    """Decide ``target`` on every architecture of ``h`` heads in each of ``L`` layers, for every ``L, h``.
+
+    The width is ``embed_dim`` (a constant), or, with ``head_dim=n``, ``E = n*h``. Returns the frontier of
+    minimal efficient architectures, or the proof that there is none, with the saturation bounds. A cell the
+    solver cannot decide by the deadline (``timeout``, one for the whole search) raises ``SolverUnknownError``:
+    a frontier with a hole in it is no frontier.
+
+    >>> import infoflow_smt as ifs
+    >>> ifs.decide_all("min_pairwise_dot").shapes
+    ((2, 1),)
+    """
+    started, deadline = time.perf_counter(), Deadline(timeout)
+    target = as_target(target)
+    positional = bool(target.needs_positional) if positional is None else positional
+    if head_dim is not None and (isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1):
+        raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
+    width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
+    probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
+    _check_inputs(target, probe, None, 12)
+    law = cost.as_law(decode_law)
+    try:
+        heads, facts, fixpoint = _saturation(target, probe, law, deadline)
+    except OutOfTime as late:
+        raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
+    layers = max(facts, 1)
+    # only the feasible verdicts are kept: the infeasible ones need no explanation of their own
+    columns = {h: Questions(target, law, reasons=False) for h in range(1, heads + 1)} if head_dim else {}
+    shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
+                                                    # idle layers is slow
+    grid, decided, verdicts = {}, 0, {}
+    h = heads
+    for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count
+        while h >= 1:
+            arch = Architecture(heads=(h,) * L, embed_dim=width(h), input_dim=input_dim, positional=positional)
+            verdict = (columns.get(h) or shared).decide(arch, deadline)
+            decided += 1
+            if verdict.status is Status.UNKNOWN:
+                raise SolverUnknownError(f"decide_all could not decide {arch.shape} ({verdict.reason_unknown})")
+            grid[(L, h)] = verdict.status.value
+            if verdict.status is not Status.FEASIBLE:
+                break
+            verdicts[(L, h)] = verdict
+            h -= 1
+    for L in range(1, layers + 1):  # the cells the walk did not decide follow by monotonicity
+        for k in range(1, heads + 1):
+            if (L, k) not in grid:
+                feasible = any(grid.get((l2, k2)) == "feasible" for l2 in range(1, L + 1) for k2 in range(1, k + 1))
+                grid[(L, k)] = "feasible" if feasible else "infeasible"
+    points = _minimal(verdicts)
+    rule = f"E={head_dim}*h" if head_dim else f"E={embed_dim}"
+    why = _explanation(target, points, heads, facts, fixpoint, layers, rule, head_dim is None)
+    return Frontier(target, rule, input_dim, positional, points, heads, layers, fixpoint, facts, decided, grid,
+                    why, time.perf_counter() - started)
+
+
+def _minimal(verdicts: dict) -> tuple[Verdict, ...]:
+    """The efficient cells no other efficient cell is below (fewer or equal layers and heads)."""
+    keys = sorted(verdicts)
+    return tuple(verdicts[(L, h)] for L, h in keys
+                 if not any((l2, h2) != (L, h) and l2 <= L and h2 <= h for l2, h2 in keys))
+
+
+def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[int, int, int]:
+    """(H, F, l*): the heads beyond which nothing changes, the facts efficient programs can make true, and
+    the layer after which none becomes reachable (module docstring)."""
+    from infoflow_smt.smt import encoder
+
+    heads = encoder.encode(target, probe.with_heads((1, 1)), law).widest
+    layers, reached = 2, []
+    while True:
+        enc = encoder.encode(target, probe.with_heads((heads,) * layers), law)
+        reached = [_maximal_facts(enc, L, heads, deadline) for L in range(1, layers + 1)]
+        for L in range(1, layers):
+            if len(reached[L]) == len(reached[L - 1]):
+                return heads, len(reached[L - 1]), L
+        layers *= 2
+
+
+def _maximal_facts(enc, L: int, heads: int, deadline: Deadline) -> set[str]:
+    """The facts some efficient program with ``heads`` heads in each of ``L`` layers makes true after layer
+    ``L``, named without their layer."""
+    return {_unlayered(n) for n in enc.maximal_facts(L, heads, deadline)}
+
+
+def _unlayered(name: str) -> str:
+    kind, c, _layer, *rest = name.split(":")
+    return ":".join([kind, c, *rest])
+
+
+def _shape(layers: int, heads: int) -> str:
+    return shape_text((heads,) * layers)
+
+
+def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_width) -> tuple[str, ...]:
+    lines = [(f"Heads: one class of positions can run at most {heads} distinct operations in a layer, so "
+             f"with h >= {heads} the head budget never binds: every h > {heads} gets the verdict of h = {heads}."),
+             (f"Layers: efficient programs can make at most {facts} facts true (reached after {fixpoint} "
+             f"layer{'s' * (fixpoint != 1)} with every operation at once); a layer that adds no fact can be "
+             f"removed, so every L > {layers} gets the verdict of L = {layers}.")]
+    if fixed_width:
+        lines.append(f"Width: at a constant width the efficient operations are the same for every E, so the "
+                     f"answer at {rule} holds at every constant width.")
+    if not points:
+        lines.append(f"At {_shape(layers, heads)} no efficient program exists, so none exists for any (L, h): "
+                     "the target is inefficient on every architecture.")
+    else:
+        for v in points:
+            L, h = v.architecture.layers, v.architecture.heads[0]
+            smaller = ([_shape(L - 1, h)] if L > 1 else []) + ([_shape(L, h - 1)] if h > 1 else [])
+            below = f"while {' and '.join(smaller)} {'are' if len(smaller) > 1 else 'is'} not" if smaller else \
+                "and no architecture is smaller"
+            lines.append(f"{_shape(L, h)} is efficient (exponent {v.exponent}, witness replayed), {below}: "
+                         "it is on the frontier.")
+    return tuple(lines)

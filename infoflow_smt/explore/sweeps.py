@@ -1,0 +1,371 @@
+"""Sweeps: targets by architectures, decided in parallel, cached on disk, resumable.
+
+``sweep(targets, archs)`` decides every (target, architecture) cell. Within one target and one width
+(``embed_dim``, ``input_dim``, positional encoding) the model is monotone (docs/model.md, section 2): an
+architecture with at least as many layers, and at least as many heads in each of its last layers, computes
+whatever a smaller one computes (the extra layers stay idle), so an efficient cell makes every larger cell
+efficient, and an inefficient cell every smaller one. A sweep therefore decides only the cells it must (on
+a grid of ``L`` layers by ``h`` heads, a walk along the frontier: at most ``L + h`` decisions) and marks
+the others *inferred*, naming the decided cell they follow from. An inferred cell's exponent is a bound
+(at most that of the smaller efficient cell, at least that of the larger inefficient one), given only where
+the bound is sound: more heads at a fixed width narrow a k-th retrieval, so a target with a k-th selection
+gets no exponent for its inferred cells.
+
+Every decided cell is appended to a cache file (JSON lines, one per cell, keyed by a hash of the target,
+the architecture, the question's settings and ``MODEL_VERSION``) as soon as it is decided: an interrupted
+sweep, run again, decides nothing twice. The cells of one target run in one process (they share one
+encoding); targets spread over ``workers`` processes (all cores by default), or over a Ray cluster.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sympy
+
+from infoflow_smt.deadline import Deadline, seconds
+from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.model import cost
+from infoflow_smt.model.architecture import Architecture
+from infoflow_smt.model.program import Mode, Program
+from infoflow_smt.processes import worker_pool
+from infoflow_smt.report.verdict import Status
+from infoflow_smt.smt.solver import Questions, _check_inputs
+
+MODEL_VERSION = "3"   # bumped whenever the same question could get another verdict: old cache lines then miss
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (target, architecture) of a sweep."""
+
+    target: str                     # as the caller gave it (catalogue spec or text)
+    architecture: Architecture
+    status: Status
+    exponent: str                   # the best exponent (decided), or the bound (inferred), or "" (none)
+    bound: str                      # "exact", "at most", "at least", or "unknown"
+    inferred_from: tuple[int, ...] | None = None   # the decided architecture's heads this cell follows from
+    witness: Program | None = None
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def inferred(self) -> bool:
+        return self.inferred_from is not None
+
+    def to_json(self) -> dict:
+        arch = self.architecture
+        return {"target": self.target, "heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
+                "input_dim": arch.input_dim, "positional": arch.positional, "status": self.status.value,
+                "exponent": self.exponent, "bound": self.bound, "inferred": self.inferred,
+                "inferred_from": list(self.inferred_from) if self.inferred_from else None,
+                "witness": self.witness.to_json() if self.witness else None,
+                "seconds": round(self.seconds, 4), "cached": self.cached}
+
+
+@dataclass
+class Sweep:
+    """The cells of a sweep, in the order of the targets and architectures asked."""
+
+    cells: list[Cell]
+    seconds: float = 0.0
+    cache_path: Path | None = None
+
+    @property
+    def decided(self) -> int:
+        return sum(not c.inferred and not c.cached for c in self.cells)
+
+    @property
+    def inferred(self) -> int:
+        return sum(c.inferred for c in self.cells)
+
+    @property
+    def cached(self) -> int:
+        return sum(c.cached for c in self.cells)
+
+    def to_json(self) -> dict:
+        return {"cells": [c.to_json() for c in self.cells], "decided": self.decided, "inferred": self.inferred,
+                "cached": self.cached, "seconds": round(self.seconds, 3),
+                "cache": str(self.cache_path) if self.cache_path else None}
+
+    def __str__(self) -> str:
+        head = (f"{len(self.cells)} cells: {self.decided} decided, {self.inferred} inferred by monotonicity, "
+                f"{self.cached} from the cache ({self.seconds:.2f} s)")
+        lines = [head]
+        for c in self.cells:
+            how = f"inferred from heads={c.inferred_from}" if c.inferred else ("cached" if c.cached else "decided")
+            bound = "" if c.bound == "exact" else f" ({c.bound})"
+            lines.append(f"  {c.target} | heads={c.architecture.heads} | {c.status.value} | "
+                         f"exponent {c.exponent or '-'}{bound} | {how}")
+        return "\n".join(lines)
+
+    def plot(self, path, target: str | None = None) -> Path:
+        """The phase diagram (layers by heads, coloured by verdict, the exponent in each cell) as PNG or SVG."""
+        from infoflow_smt.report.plots import phase_diagram
+        return phase_diagram(self, path, target)
+
+
+# ---- which cell follows from which -------------------------------------------------------------------------
+def _frontier_order(archs: list[Architecture]) -> Callable:
+    """The next architecture to decide given what is known: the fewest layers first (the encodings grow
+    with the walk); within those layers, by heads, the row's largest cell while it is open (infeasible
+    settles the whole row), then the median of the open cells, a bisection: each answer settles every cell
+    on one side of it (monotonicity, ``_inferred``)."""
+    def size(a: Architecture):
+        return (max(a.heads), sum(a.heads), a.heads)
+
+    rows: dict[int, list[Architecture]] = {}
+    for a in sorted(archs, key=size):
+        rows.setdefault(a.layers, []).append(a)
+
+    def choose(pending: list[Architecture]) -> Architecture:
+        layers = min(a.layers for a in pending)
+        left = [a for a in rows[layers] if a in pending]
+        return left[-1] if left[-1] is rows[layers][-1] else left[len(left) // 2]
+    return choose
+
+
+# ---- one target's cells --------------------------------------------------------------------------------------
+@dataclass
+class _Job:
+    target: object
+    spec: str
+    archs: list[Architecture]
+    settings: dict
+    cache_path: str | None
+    known: dict = field(default_factory=dict)     # cache key -> record
+    infer: bool = True
+    end: float = 0.0                                # the deadline, as time.time()
+
+
+def _key(target, arch: Architecture, settings: dict) -> str:
+    record = [MODEL_VERSION, target.text, target.seed, list(arch.heads), str(arch.embed_dim), arch.input_dim,
+              arch.positional, settings["decode_law"], settings["seq_len"], settings["samples"]]
+    return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
+
+
+def _has_kth(target) -> bool:
+    return any(d["kind"] == "kth" for _, d in target.tree().nodes(data=True))
+
+
+def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[Cell]:
+    """Decide one target's cells along the frontier; append each new decision to the cache at once.
+    ``on_cells(n)`` is told as every ``n`` cells are settled (decided, read from the cache, or inferred)."""
+    target = job.target
+    law = cost.DecodeLaw(job.settings["decode_law"])
+    # the encodings grow with the walk (fewest layers first): a small question asked of an encoding sized for
+    # the whole grid can be far harder (many idle layers and heads for the solver to rule out)
+    questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"], fewest_heads=False,
+                          reasons=False)
+    pending, results = list(job.archs), {}
+    kth = _has_kth(target)
+    choose = _frontier_order(job.archs)
+    while pending:
+        arch = choose(pending)
+        pending.remove(arch)
+        key = _key(target, arch, job.settings)
+        if key in job.known:
+            cell = _cell_from(job.spec, arch, job.known[key])
+        else:
+            deadline = Deadline(max(job.end - time.time(), 1e-3))
+            verdict = questions.decide(arch, deadline)
+            cell = Cell(job.spec, arch, verdict.status, _exponent_text(verdict.exponent), "exact",
+                        witness=verdict.witness, seconds=verdict.stats.seconds)
+            if verdict.status is not Status.UNKNOWN and job.cache_path:
+                _append(job.cache_path, key, cell)
+        results[arch] = cell
+        settled = 1
+        if job.infer and cell.status is not Status.UNKNOWN:
+            for other in list(pending):
+                inferred = _inferred(cell, other, kth)
+                if inferred is not None:
+                    pending.remove(other)
+                    results[other] = inferred
+                    settled += 1
+        if on_cells:
+            on_cells(settled)
+    return [results[a] for a in job.archs]
+
+
+def _inferred(cell: Cell, other: Architecture, kth: bool) -> Cell | None:
+    """What ``other`` must get, knowing ``cell`` (None when monotonicity says nothing)."""
+    arch = cell.architecture
+    if cell.status is Status.FEASIBLE and other.covers(arch):
+        uses_kth = cell.witness is not None and any(a.op.mode is Mode.KTH for a in cell.witness.actions)
+        sound = not uses_kth and not (kth and cell.witness is None)
+        return Cell(cell.target, other, Status.FEASIBLE, cell.exponent if sound else "",
+                    "at most" if sound else "unknown", inferred_from=arch.heads)
+    if cell.status is Status.INFEASIBLE and arch.covers(other):
+        return Cell(cell.target, other, Status.INFEASIBLE, "" if kth else cell.exponent,
+                    "unknown" if kth else "at least", inferred_from=arch.heads)
+    return None
+
+
+@functools.lru_cache(maxsize=1024)  # sympy's printer is slow, and a sweep prints the same few exponents
+def _exponent_text(exponent) -> str:
+    return "" if exponent is None or exponent is sympy.nan else str(exponent)
+
+
+# ---- the cache ------------------------------------------------------------------------------------------------
+def default_cache() -> Path:
+    """``$XDG_CACHE_HOME/infoflow_smt/sweeps.jsonl`` (``~/.cache/...``): outside any checkout."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "infoflow_smt" / "sweeps.jsonl"
+
+
+def _load(path: Path) -> dict:
+    """The cached records by key; a line that is not a complete record (an interrupted write) is skipped."""
+    found = {}
+    if not path.exists():
+        return found
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                record = json.loads(line)
+                if record.get("model") == MODEL_VERSION and isinstance(record.get("key"), str):
+                    Status(record["status"])  # a foreign line fails here
+                    found[record["key"]] = record
+    return found
+
+
+def _append(path: str, key: str, cell: Cell) -> None:
+    record = {"model": MODEL_VERSION, "key": key, "status": cell.status.value, "exponent": cell.exponent,
+              "witness": cell.witness.to_json() if cell.witness else None, "seconds": cell.seconds}
+    line = json.dumps(record) + "\n"
+    with open(path, "a", encoding="utf-8") as handle:  # one short line under a lock: no two writers interleave
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _cell_from(spec: str, arch: Architecture, record: dict) -> Cell:
+    witness = Program.from_json(record["witness"]) if record.get("witness") else None
+    return Cell(spec, arch, Status(record["status"]), record.get("exponent", ""), "exact", witness=witness,
+                seconds=float(record.get("seconds", 0.0)), cached=True)
+
+
+# ---- the sweep ----------------------------------------------------------------------------------------------
+def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | None = None,
+          cache: str | os.PathLike | bool | None = None, workers: int | None = None, backend: str = "local",
+          address: str | None = None, infer: bool = True, seq_len: int | None = None, samples: int = 12,
+          decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, progress: Callable | None = None) -> Sweep:
+    """Decide every target (catalogue spec, text or ``Target``) on every architecture.
+
+    ``cache``: a JSON-lines file (None: ``default_cache()``; False: none). ``workers``: processes (None: all
+    cores). ``backend="ray"`` sends the targets to a Ray cluster (``address``; a local one when None).
+    ``infer``: mark cells that monotonicity decides (module docstring). ``timeout`` bounds the whole sweep:
+    what is undecided then is UNKNOWN and not cached. A cell's witness is replayed and its exponent exact, but
+    it is not reduced to the fewest acting heads (``decide`` does that). ``progress(done, total)`` counts cells: it is called as
+    each cell is settled in this process, or as each target's cells come back from a worker.
+
+    >>> import infoflow_smt as ifs
+    >>> grid = [ifs.Architecture(heads=(h,) * L, input_dim=2) for L in (1, 2) for h in (1, 2)]
+    >>> result = ifs.sweep(["min_pairwise_dot"], grid, cache=False, workers=1)
+    >>> [(c.architecture.heads, c.status.value, c.inferred) for c in result.cells][:2]
+    [((1,), 'infeasible', True), ((2,), 'infeasible', False)]
+    """
+    started = time.time()
+    budget = seconds(timeout)
+    specs, archs = _validated(targets, archs, workers, backend, samples)
+    settings = {"decode_law": cost.as_law(decode_law).value, "seq_len": seq_len, "samples": samples}
+    cache_path = None if cache is False else Path(cache) if cache not in (None, True) else default_cache()
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+    known = _load(cache_path) if cache_path else {}
+    jobs = []
+    for spec, target in specs:
+        for arch in archs:
+            _check_inputs(target, arch, seq_len, samples)
+        jobs.append(_Job(target, spec, archs, settings, str(cache_path) if cache_path else None,
+                         {k: v for k, v in known.items()}, infer, started + budget))
+    if backend == "ray":
+        results = _run_ray(jobs, address, progress)
+    else:
+        results = _run_local(jobs, workers, progress)
+    cells = [cell for job_cells in results for cell in job_cells]
+    return Sweep(cells, time.time() - started, cache_path)
+
+
+def _validated(targets, archs, workers, backend, samples):
+    problems = []
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Iterable):
+        targets = [targets]
+    specs = []
+    for t in targets:
+        try:
+            target = as_target(t)
+            specs.append((t if isinstance(t, str) else target.name or target.text, target))
+        except InvalidSpecError as err:
+            problems.extend(err.problems)
+    archs = list(archs) if isinstance(archs, Iterable) else [archs]
+    problems += [Problem(f"architectures must be ifs.Architecture, got {type(a).__name__}")
+                 for a in archs if not isinstance(a, Architecture)]
+    if not specs and not problems:
+        problems.append(Problem("no targets to sweep"))
+    if not archs:
+        problems.append(Problem("no architectures to sweep"))
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        problems.append(Problem(f"workers must be an integer >= 1, got {workers!r}"))
+    if backend not in ("local", "ray"):
+        problems.append(Problem(f"backend must be 'local' or 'ray', got {backend!r}"))
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        problems.append(Problem(f"samples must be an integer >= 1, got {samples!r}"))
+    if problems:
+        raise InvalidSpecError(problems, "sweep")
+    return specs, archs
+
+
+def _run_local(jobs: list[_Job], workers: int | None, progress) -> list[list[Cell]]:
+    workers = min(workers or os.cpu_count() or 1, len(jobs))
+    total, done = sum(len(job.archs) for job in jobs), 0
+
+    def settled(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
+    if workers <= 1:
+        return [_run_job(job, settled) for job in jobs]
+    results: list = [None] * len(jobs)
+    with worker_pool(workers) as pool:  # spawned (no z3 state crosses a fork), dying with this process
+        futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            settled(len(jobs[futures[future]].archs))
+    return results
+
+
+def _run_ray(jobs: list[_Job], address: str | None, progress) -> list[list[Cell]]:
+    try:
+        import ray
+    except ImportError:
+        raise InvalidSpecError("backend='ray' needs Ray: pip install 'infoflow_smt[distributed]'", "sweep") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
+    try:
+        remote = ray.remote(_run_job)
+        refs = [remote.remote(job) for job in jobs]
+        results, done, total = [], 0, sum(len(job.archs) for job in jobs)
+        for job, ref in zip(jobs, refs):
+            results.append(ray.get(ref))
+            done += len(job.archs)
+            if progress:
+                progress(done, total)
+        return results
+    finally:
+        if started_here:
+            ray.shutdown()

@@ -1,0 +1,376 @@
+"""The reference meaning of a target on numbers: ``evaluate_expr(expr, X, realization)``, batched.
+
+Values carry a *leading shape*: ``(batch,)`` at the top, and one more axis per enclosing reduction,
+holding a chunk of that reduction's candidate tuples. A reduction evaluates its body once for a whole
+chunk of tuples (vectorised), reduces over the chunk axis, and folds the chunks together, so a joint
+reduction over ``T^3`` tuples never holds more than about ``_BUDGET`` numbers per intermediate array.
+
+Semantics worth knowing:
+
+* ``argmin``/``argmax`` select the position of their (first) variable; ties go to the first candidate
+  in domain order. Used as a value they return that 1-based position as a float; under ``x[...]`` the
+  position indexes the sequence.
+* ``kth_largest(k, ...)`` is the k-th largest body value, counting repeats (k=1 is ``max``).
+* A selection of token values (``max(x[t] for t in T)``) compares numbers: it needs ``d = 1`` (scalar
+  tokens) and raises ``InvalidSpecError`` otherwise.
+* Offsets and fixed positions must stay inside 1..T: ``x[t-1]`` at ``t = 1`` raises ``InvalidSpecError``
+  (callers choose domains such as ``range(2, T+1)`` that keep offsets inside).
+* An empty domain raises ``InvalidSpecError``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.lang.expr import (
+    BinOp,
+    Call,
+    Content,
+    Expr,
+    FixedIndex,
+    Neg,
+    Num,
+    OffsetIndex,
+    Param,
+    Reduce,
+    ReduceKind,
+    VarIndex,
+    children,
+    free_variables,
+    map_children,
+)
+from infoflow_smt.lang.language import domain_to_text, to_text
+from infoflow_smt.lang.realization import Realization
+from infoflow_smt.limits import MAX_EVALUATION
+
+_BUDGET = 1 << 21  # numbers per intermediate array (16 MB of float64); a few are alive at once
+
+
+@dataclass(frozen=True)
+class _Context:
+    X: np.ndarray
+    realization: Realization
+    tables: dict = field(default_factory=dict)  # reduction -> its values for every binding of its free variables
+
+    @property
+    def seq_len(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def dim(self) -> int:
+        return self.X.shape[2]
+
+
+@dataclass(frozen=True)
+class _Value:
+    """An array broadcastable to ``lead`` (scalar) or ``lead + (d,)`` (vector)."""
+
+    data: np.ndarray
+    vector: bool
+
+
+def _fail(message: str) -> InvalidSpecError:
+    return InvalidSpecError([Problem(message)], subject="target")
+
+
+def scalar_tokens_problem(text: str, input_dim: int) -> str:
+    """The one line that refuses a selection of token values when tokens are vectors."""
+    return (f"{text} compares tokens x[...] as numbers, which needs scalar tokens (input_dim=1), got "
+            f"input_dim={input_dim}; for vector tokens write a score such as f1(x[t]) or dot(a1, x[t])")
+
+
+def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
+                  env: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+    """Evaluate ``expr`` on every sequence of ``X`` (shape ``(batch, T, d)``).
+
+    ``env`` binds free index variables to 1-based positions of shape ``(batch,)``. Returns shape
+    ``(batch,)`` for scalar targets and ``(batch, d)`` for vector ones.
+
+    >>> from infoflow_smt.language import parse_target_expr
+    >>> X = np.arange(12.0).reshape(1, 3, 4)
+    >>> evaluate_expr(parse_target_expr("max(dot(x[t], x[1]) for t in T)"), X, Realization(0))
+    array([62.])
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 3 or X.shape[1] < 1 or X.shape[2] < 1:
+        raise _fail(f"X must have shape (batch, T, d) with T, d >= 1, got shape {X.shape}")
+    bound: dict[str, np.ndarray] = {}
+    for name, positions in (env or {}).items():
+        array = np.asarray(positions)
+        if not np.issubdtype(array.dtype, np.integer):
+            raise _fail(f"env[{name!r}] must hold integer positions, got dtype {array.dtype}")
+        bound[name] = np.broadcast_to(array, (X.shape[0],)).astype(np.int64)
+    return evaluate_nested(nested(expr), X, realization, bound)
+
+
+def evaluate_nested(expr: Expr, X: np.ndarray, realization: Realization,
+                    bound: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+    """``evaluate_expr`` of an expression already written by ``nested``, on a checked ``X`` of floats (a
+    target keeps its nested form: evaluated again and again, it is not rewritten each time)."""
+    bound = dict(bound or {})
+    batch = X.shape[0]
+    cost = work(expr, X.shape[1], tuple(bound))
+    if cost > MAX_EVALUATION:
+        raise _fail(f"evaluating this target at T={X.shape[1]} compares about {cost:.2g} index tuples per input, "
+                    f"over the limit of {MAX_EVALUATION:.0g} (infoflow_smt.limits.MAX_EVALUATION): it reads too "
+                    "many variables at once")
+    # Division by zero and overflow give inf/nan like the numbers they model, not warnings.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        value = _eval(expr, _Context(X, realization), (batch,), bound)
+    shape = (batch, X.shape[2]) if value.vector else (batch,)
+    return np.array(np.broadcast_to(value.data, shape), dtype=float)
+
+
+def nested(e: Expr) -> Expr:
+    """``e`` with every joint ``min``/``max`` written as nested single-variable ones, each additive term of the
+    body placed at the innermost variable it reads (in the order the variables are bound):
+    ``min_{a,b} (f(a) + g(a, b)) = min_a (f(a) + min_b g(a, b))``, the same numbers. With nested reductions
+    tabled over the variables they read, a chain of variables costs T^2 per link, not T^length.
+
+    >>> from infoflow_smt.language import parse_target_expr, to_text
+    >>> to_text(nested(parse_target_expr("min(f1(x[a]) + dot(x[a], x[b]) for a in T for b in T)")))
+    'min(f1(x[a]) + min(dot(x[a], x[b]) for b in T) for a in T)'
+    """
+    if not isinstance(e, Reduce):
+        return map_children(e, nested)
+    body = nested(e.body)
+    if e.kind not in (ReduceKind.MIN, ReduceKind.MAX) or len(e.bindings) == 1:
+        return Reduce(e.kind, body, e.bindings, e.k)
+    names = list(e.variables)
+    levels: list[list[tuple[int, Expr]]] = [[] for _ in range(len(names) + 1)]
+    for sign, term in _signed(body, 1):
+        reads = [names.index(v) for v in free_variables(term) if v in names]
+        levels[max(reads) + 1 if reads else 0].append((sign, term))
+    inner: Expr | None = None
+    for i in range(len(names) - 1, -1, -1):
+        parts = levels[i + 1] + ([(1, inner)] if inner is not None else [])
+        inner = Reduce(e.kind, _joined(parts), (e.bindings[i],))
+    return _joined(levels[0] + [(1, inner)])
+
+
+def _signed(e: Expr, sign: int) -> list[tuple[int, Expr]]:
+    if isinstance(e, BinOp) and e.op in "+-":
+        return _signed(e.left, sign) + _signed(e.right, sign if e.op == "+" else -sign)
+    if isinstance(e, Neg):
+        return _signed(e.operand, -sign)
+    return [(sign, e)]
+
+
+def _joined(parts: list[tuple[int, Expr]]) -> Expr:
+    result: Expr | None = None
+    for sign, term in parts:
+        if result is None:
+            result = Neg(term) if sign < 0 else term
+        else:
+            result = BinOp("+" if sign > 0 else "-", result, term)
+    return Num(0.0) if result is None else result
+
+
+def work(expr: Expr, seq_len: int, outer: tuple[str, ...] = ()) -> int:
+    """How many index tuples evaluating ``expr`` (after ``nested``) at ``seq_len`` visits: each reduction once
+    per tuple of its own variables and the enclosing variables it reads (nested ones are tabled over the
+    latter).
+
+    >>> from infoflow_smt.language import parse_target_expr
+    >>> work(nested(parse_target_expr("min(dot(x[s], x[t]) for s in T for t in T)")), 8)
+    72
+    """
+    total, scope = 0, set(outer)
+
+    def visit(e: Expr, enclosing: frozenset[str]) -> None:
+        nonlocal total
+        if isinstance(e, Reduce):
+            own = set(e.variables)
+            reads = free_variables(e) & enclosing if enclosing - scope else enclosing
+            total += seq_len ** (len(own) + len(reads))
+            for child in children(e):
+                visit(child, enclosing | own)
+            return
+        for child in children(e):
+            visit(child, enclosing)
+
+    visit(expr, frozenset(scope))
+    return total
+
+
+def _eval(e: Expr, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray]) -> _Value:
+    if isinstance(e, Num):
+        return _Value(np.asarray(e.value, dtype=float), False)
+    if isinstance(e, Content):
+        positions = _positions(e, ctx, lead, env)
+        rows = np.arange(lead[0]).reshape((lead[0],) + (1,) * (len(lead) - 1))
+        inside = (positions >= 1) & (positions <= ctx.seq_len)
+        values = ctx.X[rows, np.clip(positions, 1, ctx.seq_len) - 1]
+        # an offset that leaves the sequence reads padding: the zero vector (docs/model.md, section 2)
+        return _Value(np.where(inside[..., None], values, 0.0), True)
+    if isinstance(e, Param):
+        return _Value(ctx.realization.vector(e.name, ctx.dim), True)
+    if isinstance(e, Neg):
+        operand = _eval(e.operand, ctx, lead, env)
+        return _Value(-operand.data, operand.vector)
+    if isinstance(e, BinOp):
+        return _binop(e.op, _eval(e.left, ctx, lead, env), _eval(e.right, ctx, lead, env))
+    if isinstance(e, Call):
+        return _call(e, ctx, lead, env)
+    if isinstance(e, Reduce):
+        return _tabled(e, ctx, lead, env)[0]
+    raise _fail(f"not a target expression: {type(e).__name__}")
+
+
+def _tabled(e: Reduce, ctx: _Context, lead: tuple[int, ...], env) -> tuple[_Value, np.ndarray | None]:
+    """A reduction nested in others, computed once for every binding of its own free variables (a table over
+    positions) and read at the bindings of ``env``: a chain of dependent selections costs T per link, not
+    T to the power of its length. At the top, or when the table would be too large, it is computed directly."""
+    free = sorted(free_variables(e))
+    size = lead[0] * ctx.seq_len ** len(free) * ctx.dim
+    if len(lead) == 1 or not free or size > _BUDGET:
+        return _reduce(e, ctx, lead, env)
+    if e not in ctx.tables:
+        table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
+        positions = {v: np.arange(1, ctx.seq_len + 1).reshape((1,) * (i + 1) + (-1,) + (1,) * (len(free) - i - 1))
+                     for i, v in enumerate(free)}
+        ctx.tables[e] = _reduce(e, ctx, table_lead, positions)
+    value, chosen = ctx.tables[e]
+    rows = np.arange(lead[0]).reshape((lead[0],) + (1,) * (len(lead) - 1))
+    index = (rows,) + tuple(np.asarray(env[v]) - 1 for v in free)
+    data = np.broadcast_to(value.data, (lead[0],) + (ctx.seq_len,) * len(free) + ((ctx.dim,) if value.vector else ()))
+    return _Value(data[index], value.vector), (None if chosen is None else
+                                               np.broadcast_to(chosen, (lead[0],) + (ctx.seq_len,) * len(free))[index])
+
+
+def _positions(e: Content, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The 1-based positions ``e`` reads; fixed and selected ones must lie inside the sequence."""
+    index = e.index
+    if isinstance(index, (VarIndex, OffsetIndex)):
+        if index.name not in env:
+            raise _fail(f"unbound index variable {index.name!r} in {to_text(e)}")
+        positions = env[index.name] + (index.offset if isinstance(index, OffsetIndex) else 0)
+    elif isinstance(index, FixedIndex):
+        positions = np.asarray(index.resolve(ctx.seq_len), dtype=np.int64)
+    elif isinstance(index, Reduce) and index.kind.returns_index:
+        positions = _tabled(index, ctx, lead, env)[1]
+    else:
+        raise _fail(f"unsupported index in {to_text(e)}")
+    outside = (positions < 1) | (positions > ctx.seq_len)
+    if outside.any() and not isinstance(index, OffsetIndex):
+        first = int(positions[outside].flat[0])
+        raise _fail(f"{to_text(e)} reads position {first}, outside 1..{ctx.seq_len} "
+                    f"(seq_len={ctx.seq_len}); fixed positions must exist in the sequence")
+    return positions
+
+
+def _binop(op: str, left: _Value, right: _Value) -> _Value:
+    a, b = left.data, right.data
+    if left.vector != right.vector:  # a scalar meets a vector: align it against the last (d) axis
+        a, b = (a, b[..., None]) if left.vector else (a[..., None], b)
+    if op == "+":
+        data = a + b
+    elif op == "-":
+        data = a - b
+    elif op == "*":
+        data = a * b
+    elif op == "/":
+        data = a / b
+    elif op == "**":
+        data = np.power(a, b)
+    else:
+        raise _fail(f"unknown operator {op!r}")
+    return _Value(data, left.vector or right.vector)
+
+
+def _call(e: Call, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray]) -> _Value:
+    if e.name == "bilinear":
+        if len(e.args) != 3 or not isinstance(e.args[0], Param):
+            raise _fail(f"bilinear takes (matrix name, a, b): {to_text(e)}")
+        matrix = ctx.realization.matrix(e.args[0].name, ctx.dim)
+        args = [_eval(a, ctx, lead, env) for a in e.args[1:]]
+    else:
+        args = [_eval(a, ctx, lead, env) for a in e.args]
+    if e.name in ("dot", "norm", "bilinear"):
+        arity = {"dot": 2, "norm": 1, "bilinear": 2}[e.name]
+        if len(args) != arity or not all(a.vector for a in args):
+            raise _fail(f"{e.name} needs vector arguments: {to_text(e)}")
+        if e.name == "dot":
+            return _Value(np.sum(args[0].data * args[1].data, axis=-1), False)
+        if e.name == "norm":
+            return _Value(np.sqrt(np.sum(args[0].data ** 2, axis=-1)), False)
+        return _Value(np.sum(args[0].data * (args[1].data @ matrix.T), axis=-1), False)
+    if not args:
+        raise _fail(f"function {e.name} needs at least one argument")
+    # Uninterpreted function: its inputs are the arguments laid side by side (a scalar is one column).
+    columns = [a.data if a.vector else a.data[..., None] for a in args]
+    common = np.broadcast_shapes(*(c.shape[:-1] for c in columns))
+    inputs = np.concatenate([np.broadcast_to(c, common + c.shape[-1:]) for c in columns], axis=-1)
+    return _Value(ctx.realization.function(e.name, inputs.shape[-1])(inputs), False)
+
+
+def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
+            env: Mapping[str, np.ndarray]) -> tuple[_Value, np.ndarray | None]:
+    """(value, selected positions of the first variable for argmin/argmax, else None)."""
+    if not e.bindings:
+        raise _fail(f"reduction without variables: {to_text(e)}")
+    domains = [ctx.realization.domain_positions(b.domain, ctx.seq_len) for b in e.bindings]
+    for binding, positions in zip(e.bindings, domains):
+        if positions.size == 0:
+            raise _fail(f"the domain of {binding.var} ({domain_to_text(binding.domain)}) is empty at "
+                        f"seq_len={ctx.seq_len}")
+    sizes = tuple(len(p) for p in domains)
+    total = math.prod(sizes)
+    kind = e.kind
+    if kind is ReduceKind.KTH_LARGEST and not (isinstance(e.k, int) and 1 <= e.k <= total):
+        raise _fail(f"kth_largest needs 1 <= k <= {total} candidates at seq_len={ctx.seq_len}, got k={e.k}")
+    chunk = max(1, min(total, _BUDGET // max(1, math.prod(lead) * ctx.dim)))
+    outer = {name: positions[..., None] for name, positions in env.items()}  # one more axis: the chunk
+    axis = len(lead)
+    acc: object = None
+    for start in range(0, total, chunk):
+        picks = np.unravel_index(np.arange(start, min(start + chunk, total)), sizes)
+        inner = dict(outer)
+        for binding, positions, pick in zip(e.bindings, domains, picks):
+            inner[binding.var] = positions[pick].reshape((1,) * axis + (-1,))
+        inner_lead = lead + (len(picks[0]),)
+        body = _eval(e.body, ctx, inner_lead, inner)
+        if kind.is_selection and body.vector:  # scalar tokens: a token is its own score
+            if ctx.dim != 1:
+                raise _fail(scalar_tokens_problem(to_text(e), ctx.dim))
+            body = _Value(np.asarray(body.data)[..., 0], False)
+        values = np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
+        acc = _fold(kind, e.k, acc, values, domains[0][picks[0]], axis)
+    if kind.returns_index:
+        _, best_position = acc
+        return _Value(best_position.astype(float), False), best_position
+    if kind is ReduceKind.MEAN:
+        return _Value(acc / total, body.vector), None
+    if kind is ReduceKind.KTH_LARGEST:
+        return _Value(acc.min(axis=-1), False), None
+    return _Value(acc, body.vector), None
+
+
+def _fold(kind: ReduceKind, k: int | None, acc, values: np.ndarray, first: np.ndarray, axis: int):
+    """Fold one chunk of body values (tuple axis ``axis``) into the running result ``acc``."""
+    if kind in (ReduceKind.MIN, ReduceKind.MAX):
+        current = values.min(axis=axis) if kind is ReduceKind.MIN else values.max(axis=axis)
+        if acc is None:
+            return current
+        return np.minimum(acc, current) if kind is ReduceKind.MIN else np.maximum(acc, current)
+    if kind in (ReduceKind.SUM, ReduceKind.MEAN):
+        current = values.sum(axis=axis)
+        return current if acc is None else acc + current
+    if kind.returns_index:
+        pick = values.argmin(axis=axis) if kind is ReduceKind.ARGMIN else values.argmax(axis=axis)
+        value = np.take_along_axis(values, pick[..., None], axis=axis)[..., 0]
+        position = first[pick]
+        if acc is None:
+            return value, position
+        # Strict comparison: on ties the earlier chunk, i.e. the earlier candidate, wins.
+        better = value < acc[0] if kind is ReduceKind.ARGMIN else value > acc[0]
+        return np.where(better, value, acc[0]), np.where(better, position, acc[1])
+    # kth_largest: keep the k largest values seen so far (unordered) along the last axis.
+    pool = values if acc is None else np.concatenate([acc, values], axis=-1)
+    if pool.shape[-1] > k:
+        pool = -np.partition(-pool, k - 1, axis=-1)[..., :k]
+    return pool

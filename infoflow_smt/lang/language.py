@@ -1,0 +1,575 @@
+"""Target text <-> ``expr`` trees: a strict, safe parser and its canonical printer.
+
+The text is read by ``ast.parse(text, mode="eval")`` into Python's syntax tree, which is then walked
+against a whitelist (see docs/api.md, "Target text"). Nothing is ever evaluated, executed or imported:
+the syntax tree is only inspected. Every problem found is collected and raised once, as one
+``InvalidSpecError`` whose problems carry 1-based character columns into the text.
+
+Value kinds are checked while walking: ``x[...]`` is a d-vector, and so is a bare parameter name, which
+may only be a direct argument of ``dot`` (``dot(a1, x[t])``) or the matrix of ``bilinear(A1, a, b)``;
+everything else is a scalar, ``dot``/``norm``/``bilinear`` take vectors and selections need a scalar body.
+
+>>> to_text(parse_target_expr("min( dot(x[s],x[t]) for s in T for t in T )"))
+'min(dot(x[s], x[t]) for s in T for t in T)'
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import io
+import math
+import re
+import tokenize
+from dataclasses import dataclass
+
+from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.lang.expr import (
+    BUILTIN_FUNCTIONS,
+    AllPositions,
+    Binding,
+    BinOp,
+    Call,
+    Content,
+    Domain,
+    Expr,
+    FixedIndex,
+    Neg,
+    Num,
+    OffsetIndex,
+    Param,
+    Range,
+    Reduce,
+    ReduceKind,
+    Subset,
+    VarIndex,
+)
+from infoflow_smt.limits import MAX_JOINT, MAX_NESTING, MAX_OFFSET, MAX_POSITION, MAX_RANK, MAX_TEXT_CHARS
+
+_REDUCTIONS = {kind.value: kind for kind in ReduceKind}
+_ARITY = {"dot": 2, "norm": 1, "bilinear": 3}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_BAD_OPS = {ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+            ast.BitOr: "|", ast.BitXor: "^ (for powers write **)", ast.BitAnd: "&"}
+_SUBSET = re.compile(r"S[1-9][0-9]*\Z")
+# Python builtins and common math names: as uninterpreted functions they would silently mean a random
+# smooth function, never what the writer expected, so they are refused.
+_FORBIDDEN = frozenset((
+    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint", "bytearray", "bytes",
+    "callable", "chr", "classmethod", "compile", "complex", "delattr", "dict", "dir", "divmod",
+    "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset", "getattr", "globals",
+    "hasattr", "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len",
+    "list", "locals", "map", "memoryview", "next", "object", "oct", "open", "ord", "pow", "print",
+    "property", "quit", "repr", "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod",
+    "str", "super", "tuple", "type", "vars", "zip", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
+    "softmax", "sin", "cos",
+))
+_RESERVED = _FORBIDDEN | set(_REDUCTIONS) | BUILTIN_FUNCTIONS | {"x", "T", "range"}
+_CONSTRUCTS = {
+    ast.Attribute: "attribute access (a.b)", ast.Lambda: "lambda", ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+    ast.List: "list", ast.Tuple: "tuple",
+    ast.Set: "set", ast.Dict: "dict", ast.JoinedStr: "f-string", ast.Compare: "comparison",
+    ast.BoolOp: "boolean operator", ast.IfExp: "if-expression", ast.Starred: "starred expression",
+    ast.NamedExpr: "assignment expression (:=)", ast.Slice: "slice", ast.Await: "await", ast.Yield: "yield",
+    ast.GeneratorExp: "generator expression outside min/max/argmin/argmax/kth_largest/sum/mean",
+}
+SCALAR, VECTOR = "scalar", "vector"
+_Result = tuple[Expr | None, str | None]  # (the tree or None after a problem, its value kind if known)
+
+
+def _fail(message: str, column: int | None = None) -> InvalidSpecError:
+    return InvalidSpecError([Problem(message, column)], subject="target")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """The text handed to ``ast.parse``, and how to map its offsets back to the user's text."""
+
+    parsed: str                  # leading whitespace stripped, kth_largest generators parenthesized
+    shift: int                   # characters stripped at the start
+    inserted: tuple[int, ...]    # offsets in ``parsed`` of the inserted parentheses, ascending
+
+    @classmethod
+    def of(cls, text: str) -> _Source:
+        stripped = text.lstrip()  # mode="eval" refuses leading indentation
+        parsed, inserted = _parenthesize_kth(stripped)
+        return cls(parsed, len(text) - len(stripped), inserted)
+
+    def column(self, lineno: int, offset: int, in_bytes: bool = True) -> int:
+        """1-based character column, in the user's text, of ``(lineno, offset)`` in ``parsed``.
+
+        ast offsets count UTF-8 bytes within a line; SyntaxError offsets count characters.
+        """
+        lines = self.parsed.split("\n")
+        line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+        chars = len(line.encode()[:offset].decode(errors="ignore")) if in_bytes else offset
+        absolute = sum(len(part) + 1 for part in lines[:lineno - 1]) + chars
+        return self.shift + absolute - bisect.bisect_left(self.inserted, absolute) + 1
+
+
+def _parenthesize_kth(text: str) -> tuple[str, tuple[int, ...]]:
+    """Wrap the generator of ``kth_largest(k, E for t in D)`` in parentheses.
+
+    Python accepts an unparenthesized generator only as a call's sole argument, but api.md writes
+    kth_largest this way. The text is tokenized (never run), and ``(``/``)`` are inserted around what
+    follows the first top-level comma of a ``kth_largest(`` call when that part has a top-level ``for``
+    and no other comma. Returns the new text and the offsets of the inserted characters in it.
+    """
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text, ()  # ast.parse reports the problem
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    inserts: list[tuple[int, str]] = []
+    # per open bracket: [is "kth_largest(", offset after its 1st comma, saw "for" after it, saw a 2nd comma]
+    frames: list[list] = []
+    previous = ""
+    for tok in tokens:
+        if tok.type == tokenize.OP and tok.string in "([{":
+            frames.append([tok.string == "(" and previous == "kth_largest", None, False, False])
+        elif tok.type == tokenize.OP and tok.string in ")]}" and frames:
+            is_kth, comma, saw_for, extra = frames.pop()
+            if is_kth and comma is not None and saw_for and not extra:
+                inserts += [(comma, "("), (starts[tok.start[0] - 1] + tok.start[1], ")")]
+        elif frames and frames[-1][0] and tok.string == "," and tok.type == tokenize.OP:
+            if frames[-1][1] is None:
+                frames[-1][1] = starts[tok.end[0] - 1] + tok.end[1]
+            else:
+                frames[-1][3] = True
+        elif frames and frames[-1][0] and tok.type == tokenize.NAME and tok.string == "for":
+            frames[-1][2] = frames[-1][1] is not None
+        previous = tok.string
+    pieces, positions, last = [], [], 0
+    for offset, char in sorted(inserts):
+        pieces.append(text[last:offset])
+        positions.append(sum(len(piece) for piece in pieces))
+        pieces.append(char)
+        last = offset
+    pieces.append(text[last:])
+    return "".join(pieces), tuple(positions)
+
+
+class _Walker(ast.NodeVisitor):
+    """One walk over one syntax tree, a method per construct (``visit_Call``, ...): records problems
+    instead of stopping at the first. Each ``visit_*`` takes the node and the index variables in scope and
+    returns (the ``Expr`` or None after a problem, its value kind if known)."""
+
+    def __init__(self, source: _Source):
+        self.source = source
+        self.problems: list[Problem] = []
+        self.names: dict[str, int] = {}      # parameter / function name -> first column
+        self.variables: dict[str, int] = {}  # index variable -> first column
+        self.nesting = 0                     # reductions enclosing the node being walked
+
+    def column(self, node: ast.AST) -> int:
+        return self.source.column(node.lineno, node.col_offset)
+
+    def problem(self, node: ast.AST, message: str) -> None:
+        self.problems.append(Problem(message, self.column(node)))
+
+    def expr(self, node: ast.AST, scope: tuple[str, ...]) -> _Result:
+        visit = getattr(self, f"visit_{type(node).__name__}", None)
+        if visit is None:
+            self.problem(node, f"unsupported construct: {_CONSTRUCTS.get(type(node), type(node).__name__)}")
+            return None, None
+        return visit(node, scope)
+
+    # ---- leaves -------------------------------------------------------------------------------------
+    def visit_Constant(self, node: ast.Constant, scope: tuple[str, ...]) -> _Result:
+        value = node.value
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            self.problem(node, f"unsupported literal {value!r:.40}: only numbers are allowed")
+            return None, None
+        try:
+            number = float(value)
+        except OverflowError:
+            number = float("inf")
+        if not math.isfinite(number):
+            self.problem(node, f"number {value!r:.40} is not finite")
+            return None, SCALAR
+        return Num(number), SCALAR
+
+    def visit_Name(self, node: ast.Name, scope: tuple[str, ...], parameter_allowed: bool = False) -> _Result:
+        """A bare name: a parameter vector, allowed only as a direct argument of ``dot`` (see expr.Param)."""
+        if node.id in scope:
+            self.problem(node, f"index variable {node.id!r} used as a value; write x[{node.id}]")
+            return None, None
+        if self.bad_name(node, node.id, "a value"):
+            return None, None
+        if not parameter_allowed:
+            self.problem(node, f"parameter {node.id!r} can only be an argument of dot(...), as in "
+                               f"dot({node.id}, x[t]), or the matrix of bilinear({node.id}, a, b)")
+            return None, VECTOR
+        self.names.setdefault(node.id, self.column(node))
+        return Param(node.id), VECTOR
+
+    def visit_Subscript(self, node: ast.Subscript, scope: tuple[str, ...]) -> _Result:
+        if not (isinstance(node.value, ast.Name) and node.value.id == "x"):
+            self.problem(node, "only x can be indexed, as in x[t]")
+            return None, None
+        index = self.index(node.slice, scope)
+        return (Content(index) if index is not None else None), VECTOR
+
+    # ---- arithmetic ---------------------------------------------------------------------------------
+    def visit_BinOp(self, node: ast.BinOp, scope: tuple[str, ...]) -> _Result:
+        (left, lkind), (right, rkind) = self.expr(node.left, scope), self.expr(node.right, scope)
+        kind = VECTOR if VECTOR in (lkind, rkind) else (SCALAR if lkind == rkind == SCALAR else None)
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            shown = _BAD_OPS.get(type(node.op), type(node.op).__name__)
+            self.problem(node, f"operator {shown} is not supported; use + - * / **")
+        ok = op is not None and left is not None and right is not None
+        return (BinOp(op, left, right) if ok else None), kind
+
+    def visit_UnaryOp(self, node: ast.UnaryOp, scope: tuple[str, ...]) -> _Result:
+        operand, kind = self.expr(node.operand, scope)
+        if isinstance(node.op, ast.USub):
+            return (Neg(operand) if operand is not None else None), kind
+        if isinstance(node.op, ast.UAdd):  # +e is e
+            return operand, kind
+        self.problem(node, f"unary operator {'not' if isinstance(node.op, ast.Not) else '~'} is not supported")
+        return None, kind
+
+    # ---- names and positions ------------------------------------------------------------------------
+    def bad_name(self, node: ast.AST, name: str, what: str) -> bool:
+        """Report (and return True) if ``name`` cannot serve as ``what``."""
+        if name.startswith("_"):
+            self.problem(node, f"name {name!r}: names starting with '_' are not allowed")
+        elif name in ("x", "T"):
+            hint = "; write x[t]" if name == "x" else "; T is only allowed in x[...] and domains"
+            self.problem(node, f"{name!r} cannot be used as {what}{hint}")
+        elif _SUBSET.match(name):
+            self.problem(node, f"subset {name} cannot be used as {what}; write 'for t in {name}'")
+        elif name in _RESERVED:
+            self.problem(node, f"{name!r} is reserved and cannot be used as {what}")
+        else:
+            return False
+        return True
+
+    def within(self, node: ast.AST, value: int, limit: int, what: str) -> bool:
+        """Whether ``value`` respects ``limit`` (reported when it does not)."""
+        if abs(value) > limit:
+            self.problem(node, f"{what} {value} is over the limit of {limit} (infoflow_smt.limits)")
+            return False
+        return True
+
+    def index(self, node: ast.AST, scope: tuple[str, ...]):
+        """``t``, ``3``, ``T``, ``T-2``, ``t-1``, ``t+2`` or ``argmax(...)``/``argmin(...)``."""
+        if isinstance(node, ast.Constant) and _is_int(node.value):
+            if node.value < 1:
+                self.problem(node, f"position {node.value} is outside the sequence: "
+                                   "positions are 1-based (x[1] first)")
+                return None
+            return FixedIndex(node.value) if self.within(node, node.value, MAX_POSITION, "position") else None
+        if isinstance(node, ast.Name):
+            if node.id == "T":
+                return FixedIndex(0, True)
+            return VarIndex(node.id) if self.bound(node, node.id, scope) else None
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+                and isinstance(node.left, ast.Name)
+                and isinstance(node.right, ast.Constant) and _is_int(node.right.value)):
+            return self.shifted(node, scope)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _REDUCTIONS:
+            if node.func.id in ("argmin", "argmax"):
+                return self.reduction(node, node.func.id, scope)[0]
+            self.problem(node, f"only argmin(...)/argmax(...) can index x, not {node.func.id}(...)")
+            return None
+        self.problem(node, "unsupported index: expected x[t], x[1], x[T], x[T-1], x[t-1], x[t+1] "
+                           "or x[argmax(...)]")
+        return None
+
+    def shifted(self, node: ast.BinOp, scope: tuple[str, ...]):
+        """``T-k`` or ``t+k``/``t-k``."""
+        name = node.left.id
+        offset = node.right.value if isinstance(node.op, ast.Add) else -node.right.value
+        if name == "T":
+            if offset < 0:
+                return FixedIndex(-offset, True) if self.within(node, -offset, MAX_POSITION, "position T-") \
+                    else None
+            self.problem(node, f"position {ast.unparse(node)} is not inside the sequence; "
+                               "use T or T-k with k >= 1")
+            return None
+        if not self.bound(node.left, name, scope) or not self.within(node, offset, MAX_OFFSET, "offset"):
+            return None
+        return OffsetIndex(name, offset) if offset else VarIndex(name)
+
+    def bound(self, node: ast.AST, name: str, scope: tuple[str, ...]) -> bool:
+        if name not in scope:
+            self.problem(node, f"unbound index variable {name!r}: no enclosing 'for {name} in ...'")
+        return name in scope
+
+    # ---- calls and reductions ---------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call, scope: tuple[str, ...]) -> _Result:
+        if not isinstance(node.func, ast.Name):
+            self.problem(node, "only named functions can be called, as in f1(x[t])")
+            return None, None
+        name = node.func.id
+        for keyword in node.keywords:
+            self.problem(keyword, f"keyword arguments are not allowed (in {name}(...))")
+        if name in _REDUCTIONS:
+            return self.reduction(node, name, scope)
+        if name == "range":
+            self.problem(node, "range(a, b) is only allowed as a domain: 'for t in range(a, b)'")
+            return None, None
+        if name in scope:
+            self.problem(node, f"index variable {name!r} cannot be called")
+            return None, None
+        if name not in BUILTIN_FUNCTIONS and self.bad_name(node.func, name, "a function"):
+            return None, None
+        arity = _ARITY.get(name)
+        arity_ok = arity is None or len(node.args) == arity
+        if not arity_ok:  # the arguments are still walked below, to report their problems too
+            self.problem(node, f"{name} takes {arity} argument{'s' * (arity > 1)}, got {len(node.args)}")
+        if arity is None:
+            if not node.args:
+                self.problem(node, f"function {name} needs at least one argument")
+            self.names.setdefault(name, self.column(node))
+        args = [self.argument(name, position, arg, scope, arity) for position, arg in enumerate(node.args)]
+        ok = arity_ok and bool(args) and all(a is not None for a in args)
+        return (Call(name, tuple(args)) if ok else None), SCALAR
+
+    def argument(self, name: str, position: int, arg: ast.AST, scope: tuple[str, ...], arity: int | None):
+        """One argument of a call: the matrix of ``bilinear``, a parameter of ``dot``, or an expression."""
+        if name == "bilinear" and position == 0:
+            if isinstance(arg, ast.Name) and not self.bad_name(arg, arg.id, "a matrix parameter"):
+                self.names.setdefault(arg.id, self.column(arg))
+                return Param(arg.id)
+            self.problem(arg, "the first argument of bilinear must be a matrix name, as in bilinear(A1, a, b)")
+            return None
+        if name == "dot" and isinstance(arg, ast.Name):
+            value, kind = self.visit_Name(arg, scope, parameter_allowed=True)
+        else:
+            value, kind = self.expr(arg, scope)
+        if arity is not None and kind == SCALAR:
+            self.problem(arg, f"argument {position + 1} of {name} must be a vector (like x[t]), not a scalar")
+        return value
+
+    def reduction(self, node: ast.Call, name: str, scope: tuple[str, ...]) -> _Result:
+        kind = _REDUCTIONS[name]
+        generators = [a for a in node.args if isinstance(a, ast.GeneratorExp)]
+        shape_ok, k = self.reduction_shape(node, name, kind)
+        if not generators:
+            return None, SCALAR
+        gen = generators[-1]
+        if len(gen.generators) > 1 and (kind is ReduceKind.KTH_LARGEST or kind.returns_index):
+            self.problem(node, f"{name} takes exactly one 'for' clause")
+        if len(gen.generators) > MAX_JOINT:
+            self.problem(node, f"{name} binds {len(gen.generators)} variables, over the limit of "
+                               f"{MAX_JOINT} (infoflow_smt.limits)")
+        self.nesting += 1
+        if self.nesting == MAX_NESTING + 1:
+            self.problem(node, f"reductions nest more than {MAX_NESTING} deep, over the limit of "
+                               f"{MAX_NESTING} (infoflow_smt.limits)")
+        bindings, inner = self.bindings(gen, scope)
+        body, body_kind = self.expr(gen.elt, inner)
+        self.nesting -= 1
+        # a selection of a vector compares numbers only on scalar tokens (d = 1): decide and evaluate check d
+        result_kind = body_kind if kind in (ReduceKind.SUM, ReduceKind.MEAN) or not kind.returns_index \
+            else SCALAR
+        ok = shape_ok and body is not None and bindings is not None
+        return (Reduce(kind, body, bindings, k) if ok else None), result_kind
+
+    def reduction_shape(self, node: ast.Call, name: str, kind: ReduceKind) -> tuple[bool, int | None]:
+        """Whether the call has the reduction's shape, and ``k`` for kth_largest."""
+        if kind is not ReduceKind.KTH_LARGEST:
+            shape_ok = len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp)
+            if not shape_ok:
+                self.problem(node, f"{name} takes one generator expression: {name}(E for t in D)")
+            return shape_ok, None
+        shape_ok = len(node.args) == 2 and isinstance(node.args[1], ast.GeneratorExp)
+        first = node.args[0] if node.args else node
+        k = None
+        if isinstance(first, ast.Constant) and _is_int(first.value) and first.value >= 1:
+            k = first.value if self.within(first, first.value, MAX_RANK, "rank k") else None
+        elif shape_ok:
+            shown = ast.unparse(first)[:40]  # unparse only prints the syntax tree back
+            self.problem(first, f"k of kth_largest must be an integer literal >= 1, got {shown}")
+        if not shape_ok:
+            self.problem(node, "kth_largest takes one generator expression: kth_largest(k, E for t in D)")
+        return shape_ok and k is not None, k
+
+    def bindings(self, gen: ast.GeneratorExp,
+                 scope: tuple[str, ...]) -> tuple[tuple[Binding, ...], tuple[str, ...]]:
+        result: list[Binding] = []
+        here: list[str] = []
+        for clause in gen.generators:
+            target = clause.target
+            if clause.is_async or clause.ifs:
+                where = clause.ifs[0] if clause.ifs else target
+                self.problem(where, "'if' filters and 'async for' are not supported")
+            if not isinstance(target, ast.Name):
+                self.problem(target, "a 'for' clause binds one index variable name, as in 'for t in T'")
+                continue
+            var = target.id
+            if self.bad_name(target, var, "an index variable"):
+                pass
+            elif var in scope:
+                self.problem(target, f"index variable {var!r} is already bound by an enclosing reduction; "
+                                     "use a fresh name")
+            elif var in here:
+                self.problem(target, f"index variable {var!r} is bound twice in one reduction")
+            self.variables.setdefault(var, self.column(target))
+            here.append(var)
+            domain = self.domain(clause.iter)
+            if domain is not None:
+                result.append(Binding(var, domain))
+        # Any problem above makes the whole walk fail, so bindings need no validity flag of their own.
+        return tuple(result), scope + tuple(here)
+
+    def domain(self, node: ast.AST) -> Domain | None:
+        if isinstance(node, ast.Name) and node.id == "T":
+            return AllPositions()
+        if isinstance(node, ast.Name) and _SUBSET.match(node.id):
+            return Subset(node.id)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+                and len(node.args) == 2 and not node.keywords):
+            start, stop = self.range_bound(node.args[0]), self.range_bound(node.args[1])
+            return Range(start, stop) if start is not None and stop is not None else None
+        self.problem(node, "unsupported domain: expected 'for t in T', 'for t in S1' "
+                           "or 'for t in range(a, b)'")
+        return None
+
+    def range_bound(self, node: ast.AST) -> FixedIndex | None:
+        """An integer literal >= 1, ``T``, ``T-k`` or ``T+1`` (so that ``range(2, T+1)`` reaches T)."""
+        if isinstance(node, ast.Constant) and _is_int(node.value) and node.value >= 1:
+            return FixedIndex(node.value) if self.within(node, node.value, MAX_POSITION, "range bound") else None
+        if isinstance(node, ast.Name) and node.id == "T":
+            return FixedIndex(0, True)
+        if (isinstance(node, ast.BinOp) and isinstance(node.left, ast.Name) and node.left.id == "T"
+                and isinstance(node.right, ast.Constant) and _is_int(node.right.value)):
+            k = node.right.value
+            if isinstance(node.op, ast.Sub) and k >= 1:
+                return FixedIndex(k, True) if self.within(node, k, MAX_POSITION, "range bound T-") else None
+            if isinstance(node.op, ast.Add) and k == 1:
+                return FixedIndex(-1, True)
+        self.problem(node, "unsupported range bound: expected a positive integer, T, T-k or T+1")
+        return None
+
+    def cross_check(self) -> None:
+        for name, column in self.names.items():
+            if name in self.variables:
+                self.problems.append(Problem(f"{name!r} is used both as an index variable and as a parameter "
+                                             "or function name", column))
+
+
+def parse_target_expr(text: str) -> Expr:
+    """Parse target text into an ``Expr``; raise one ``InvalidSpecError`` listing every problem.
+
+    >>> parse_target_expr("x[1] + x[T]")  # doctest: +NORMALIZE_WHITESPACE
+    BinOp(op='+', left=Content(index=FixedIndex(position=1, from_end=False)),
+          right=Content(index=FixedIndex(position=0, from_end=True)))
+    """
+    if not isinstance(text, str):
+        raise _fail(f"target text must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise _fail("empty target text")
+    if len(text) > MAX_TEXT_CHARS:
+        raise _fail(f"target text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS} "
+                    "(infoflow_smt.limits)")
+    source = _Source.of(text)
+    try:
+        tree = ast.parse(source.parsed, mode="eval")  # builds the syntax tree only; nothing runs
+    except SyntaxError as error:
+        column = source.column(error.lineno or 1, max((error.offset or 1) - 1, 0), in_bytes=False)
+        raise _fail(f"syntax error: {error.msg}", column) from None
+    except ValueError as error:  # null bytes
+        raise _fail(f"cannot parse target text: {error}") from None
+    except (RecursionError, MemoryError):  # the parser's own stack overflows on absurd nesting
+        raise _fail("target text is nested too deeply") from None
+    walker = _Walker(source)
+    try:
+        result, _ = walker.expr(tree.body, ())
+    except RecursionError:
+        walker.problems.append(Problem("target text is nested too deeply"))
+        result = None
+    walker.cross_check()
+    if walker.problems or result is None:
+        # left to right, as the reader meets them (the cross-check comes last in the walk)
+        problems = sorted(walker.problems, key=lambda p: (p.position is None, p.position or 0))
+        raise InvalidSpecError(problems or [Problem("invalid target text")], subject="target")
+    return result
+
+
+# ---- printing -------------------------------------------------------------------------------------
+_PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
+_UNARY, _POW, _ATOM = 3, 4, 5
+
+
+def to_text(expr: Expr) -> str:
+    """Canonical text for ``expr``, with minimal parentheses; ``parse_target_expr(to_text(e)) == e``.
+
+    >>> to_text(Neg(BinOp("**", Content(VarIndex("t")), Num(2.0))))
+    '-x[t]**2'
+    """
+    return _show(expr)[0]
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        raise _fail(f"cannot print the non-finite number {value!r}")
+    # Integers print as ints ("2", not "2.0"); huge ones keep repr so the text stays short.
+    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+
+
+def bound_to_text(index: FixedIndex) -> str:
+    """``FixedIndex(2)`` -> ``"2"``, ``FixedIndex(0, True)`` -> ``"T"``, ``(1, True)`` -> ``"T-1"``."""
+    if not index.from_end:
+        return str(index.position)
+    return "T" if index.position == 0 else f"T{-index.position:+d}"
+
+
+def domain_to_text(domain: Domain) -> str:
+    """``T``, ``S1`` or ``range(a, b)``."""
+    if isinstance(domain, AllPositions):
+        return "T"
+    if isinstance(domain, Subset):
+        return domain.name
+    return f"range({bound_to_text(domain.start)}, {bound_to_text(domain.stop)})"
+
+
+def _index_text(index) -> str:
+    if isinstance(index, VarIndex):
+        return index.name
+    if isinstance(index, OffsetIndex):
+        return f"{index.name}{index.offset:+d}"
+    if isinstance(index, FixedIndex):
+        return bound_to_text(index)
+    return _show(index)[0]
+
+
+def _show(e: Expr) -> tuple[str, int]:
+    """(text, precedence of its outermost operator)."""
+    if isinstance(e, Num):
+        return ("-" + _number(-e.value), _UNARY) if e.value < 0 else (_number(e.value), _ATOM)
+    if isinstance(e, Content):
+        return f"x[{_index_text(e.index)}]", _ATOM
+    if isinstance(e, Param):
+        return e.name, _ATOM
+    if isinstance(e, Call):
+        return f"{e.name}({', '.join(_show(a)[0] for a in e.args)})", _ATOM
+    if isinstance(e, Reduce):
+        clauses = " ".join(f"for {b.var} in {domain_to_text(b.domain)}" for b in e.bindings)
+        inner = f"{_show(e.body)[0]} {clauses}"
+        if e.kind is ReduceKind.KTH_LARGEST:
+            return f"kth_largest({e.k}, {inner})", _ATOM
+        return f"{e.kind.value}({inner})", _ATOM
+    if isinstance(e, Neg):
+        text, prec = _show(e.operand)
+        return "-" + (f"({text})" if prec <= _UNARY else text), _UNARY  # -(-a) rather than --a
+    if isinstance(e, BinOp):
+        (left, lp), (right, rp) = _show(e.left), _show(e.right)
+        if e.op == "**":  # right-associative, binds tighter than unary minus on its left only
+            left = f"({left})" if lp <= _POW else left
+            right = f"({right})" if rp < _UNARY else right
+            return f"{left}**{right}", _POW
+        prec = _PREC[e.op]
+        left = f"({left})" if lp < prec else left
+        right = f"({right})" if rp <= prec else right
+        return f"{left} {e.op} {right}", prec
+    raise _fail(f"not a target expression: {type(e).__name__}")

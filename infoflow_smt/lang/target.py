@@ -1,0 +1,165 @@
+"""A target: a parsed expression, its canonical text, an optional catalogue name and a seed.
+
+The seed fixes the realization of the target's uninterpreted parts (parameters, smooth functions,
+subsets; see ``realization``), so ``evaluate`` is a deterministic function of the input. The measures
+(comparison order, dimension, number, depth) are computed by ``trees`` and only delegated to here.
+
+>>> tgt = parse_target("min( dot(x[s],x[t]) for s in T for t in T )")
+>>> str(tgt)
+'min(dot(x[s], x[t]) for s in T for t in T)'
+>>> tgt.evaluate(np.ones((2, 3, 4))).tolist()
+[4.0, 4.0]
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.lang.evaluate import evaluate_nested, nested, work
+from infoflow_smt.lang.expr import Content, Expr, OffsetIndex, reads_tokens_as_numbers
+from infoflow_smt.lang.language import parse_target_expr, to_text
+from infoflow_smt.lang.realization import Realization
+
+if TYPE_CHECKING:  # trees imports sympy and networkx: loaded only when a measure is asked for
+    import networkx as nx
+    import sympy
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target function F(X) of a sequence X = (x_1, ..., x_T)."""
+
+    expr: Expr
+    text: str            # canonical text: to_text(expr)
+    name: str | None = None  # the catalogue spec it came from, e.g. "intrinsic_dimension:D=3"
+    seed: int = 0        # fixes parameters, smooth functions and subsets
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def realization(self) -> Realization:
+        """The concrete parameters, functions and subsets behind this target's names."""
+        return Realization(self.seed)
+
+    def evaluate(self, X: np.ndarray) -> np.ndarray:
+        """F on every sequence of ``X`` (shape ``(batch, T, d)``): shape ``(batch,)``, or ``(batch, d)``.
+
+        >>> parse_target("x[1] + x[T]").evaluate(np.ones((1, 2, 3))).tolist()
+        [[2.0, 2.0, 2.0]]
+        """
+        problems = []
+        if not isinstance(X, np.ndarray):
+            raise InvalidSpecError([Problem(f"X must be a numpy array, got {type(X).__name__}")], "input")
+        if X.ndim != 3:
+            problems.append(Problem(f"X must have shape (batch, T, d), got shape {X.shape}"))
+        elif X.shape[1] < 1 or X.shape[2] < 1:
+            problems.append(Problem(f"X must have T >= 1 and d >= 1, got shape {X.shape}"))
+        if not (np.issubdtype(X.dtype, np.integer) or np.issubdtype(X.dtype, np.floating)):
+            problems.append(Problem(f"X must hold real numbers, got dtype {X.dtype} (shape {X.shape})"))
+        elif not np.isfinite(X).all():
+            problems.append(Problem(f"X (shape {X.shape}) holds non-finite values"))
+        if problems:
+            raise InvalidSpecError(problems, subject="input")
+        return evaluate_nested(self._evaluated, np.asarray(X, dtype=float), self.realization)
+
+    @cached_property
+    def normal_form(self) -> Expr:
+        """The same function in its canonical spelling (``normal_form.normalize``): what the comparison
+        tree, the solver and the checker work on."""
+        from infoflow_smt.lang.normal_form import normalize
+        return normalize(self.expr)
+
+    @cached_property
+    def shortest_length(self) -> int:
+        """The shortest sequence this target is defined on: longer than every fixed position, rank and offset
+        it names (and at least 2)."""
+        from infoflow_smt.lang import trees
+        tree = trees.comparison_tree(self)
+        need = 2
+        for _, d in tree.nodes(data=True):
+            if d["kind"] == "fixed":
+                need = max(need, d["position"].position + 1)
+            if d["kind"] == "kth":
+                need = max(need, d["k"] + 1)
+        for g in tree.graph["groups"].values():
+            for leaf in trees.walk(g.body):
+                if isinstance(leaf, Content) and isinstance(leaf.index, OffsetIndex):
+                    need = max(need, abs(leaf.index.offset) + 2)
+        return need
+
+    def work(self, length: int) -> float:
+        """Index tuples one evaluation visits per input of ``length`` (``evaluate.work``)."""
+        if length not in self._work:
+            self._work[length] = work(self._evaluated, length)
+        return self._work[length]
+
+    @cached_property
+    def _work(self) -> dict[int, float]:
+        return {}
+
+    @cached_property
+    def _evaluated(self) -> Expr:
+        return nested(self.expr)
+
+    @cached_property
+    def reads_tokens_as_numbers(self) -> bool:
+        """Whether a selection compares tokens themselves (``max(x[t] for t in T)``): scalar tokens only."""
+        return reads_tokens_as_numbers(self.expr)
+
+    # ---- measures, computed by trees (imported lazily: it needs sympy and networkx) ----------
+    @property
+    def comparison_order(self) -> int:
+        """The most index variables one comparison must see at once (``β'``)."""
+        from infoflow_smt.lang import trees
+        return trees.comparison_order(self)
+
+    @property
+    def comparison_dimension(self) -> int:
+        """The most distinct selections made at one location in one stage (``β1``)."""
+        from infoflow_smt.lang import trees
+        return trees.comparison_dimension(self)
+
+    @property
+    def comparison_number(self) -> sympy.Expr:
+        """How many index tuples the target compares, a polynomial in ``T``."""
+        from infoflow_smt.lang import trees
+        return trees.comparison_number(self)
+
+    @property
+    def depth(self) -> int:
+        """The longest chain of dependent selections."""
+        from infoflow_smt.lang import trees
+        return trees.depth(self)
+
+    @property
+    def needs_positional(self) -> bool:
+        """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges)."""
+        from infoflow_smt.lang import trees
+        return trees.needs_positional(self)
+
+    def tree(self, order: Mapping[str, tuple[str, ...]] | None = None) -> nx.DiGraph:
+        """The comparison tree for a variable order per joint group (``trees.comparison_tree``)."""
+        from infoflow_smt.lang import trees
+        return trees.comparison_tree(self, order)
+
+
+def parse_target(text: str, *, seed: int = 0, name: str | None = None) -> Target:
+    """Parse target text (never executed) into a ``Target``; raise ``InvalidSpecError`` listing all problems.
+
+    >>> parse_target("max(f1(x[t]) for t in T)", seed=3).seed
+    3
+    """
+    if not isinstance(text, str):
+        raise InvalidSpecError([Problem(f"target text must be a str, got {type(text).__name__}")], "target")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidSpecError([Problem(f"seed must be an integer, got {seed!r}")], subject="target")
+    if name is not None and not isinstance(name, str):
+        raise InvalidSpecError([Problem(f"name must be a str or None, got {type(name).__name__}")], "target")
+    expr = parse_target_expr(text)
+    return Target(expr=expr, text=to_text(expr), name=name, seed=int(seed))

@@ -1,0 +1,500 @@
+"""Comparison trees: the selections a target needs, who reads whom, and the target's measures.
+
+The tree is built from the target's normal form (``normal_form.py``), where every reduction is canonical:
+one selection written twice is one sub-expression. Its reductions are gathered into *groups* (one per
+distinct reduction; a reduction over several variables is one joint group), and a variable order for a
+group turns it into single-variable nodes:
+
+* a joint ``min``/``max`` becomes an **elimination tree**: the innermost variable's node compares the terms
+  that read it; each next variable's node compares the terms that read it and the values of the earlier
+  nodes whose scores read it (``min_{s,t,u} <x_s,x_t> + <x_s,x_u>`` in the order ``s, t, u``: the nodes
+  ``u`` and ``t`` each compare one term for each ``s``, the node ``s`` compares the sum of their values).
+  Every term of a node's score depends on the node's variable: nothing is compared that does not take
+  part in the comparison (docs/model.md, section 2). Orders that give the same tree are one order;
+* any other reduction (a single variable, or a joint ``sum``/``mean``) becomes a chain: the innermost
+  node reduces the body, each outer node the value of the next node in.
+
+The graph is a ``networkx.DiGraph`` with one node per single-variable selection or aggregate, one per
+fixed position read, and the root ``"output"``; an edge ``parent -> child`` means that the parent's score
+(or the output) reads the child's result. A group read in several places has several parents.
+
+Node attribute keys (``tree.nodes[n][key]``):
+
+``kind``      ``"top1"`` (min/max/argmin/argmax), ``"kth"``, ``"aggregate"`` (sum/mean), ``"fixed"``, ``"output"``
+``var``       the variable the node selects over (``None`` for fixed and output nodes)
+``bound``     frozenset of enclosing variables the node's score depends on: the position that makes the
+              selection plays them (its own value depends on nothing else)
+``sense``     ``"min" "max" "argmin" "argmax" "kth" "sum" "mean"``
+``k``         the rank for ``kth`` nodes (1 otherwise)
+``domain``    the ``expr`` Domain of ``var``
+``group``     the group id (``"g0"``, ...)
+``score``     the expression the node compares (reductions inside replaced by ``GroupRef``, the values of
+              the same group's earlier nodes by ``NodeRef``)
+``terms``     the additive terms ``(sign, term)`` of ``score``
+``position``  for fixed nodes, the ``FixedIndex`` read
+
+Graph attributes: ``tree.graph["order"]`` (group id -> variable order, outermost first),
+``tree.graph["output"]`` (the target with every top-level reduction replaced by a ``GroupRef``),
+``tree.graph["groups"]`` (group id -> ``Group``). Trees are cached: treat them as read-only.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+import networkx as nx
+import sympy
+
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.symbols import T
+
+SELECTION_KINDS = ("top1", "kth")
+_JOINT = (ex.ReduceKind.MIN, ex.ReduceKind.MAX)
+
+
+@dataclass(frozen=True)
+class GroupRef:
+    """Stands, inside a score, for the value (or, under ``x[...]``, the selected position) of a group's
+    outermost node under the chosen order."""
+
+    group: str
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """Stands, inside a score, for the value of another node of the same group, at the same bindings."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """A reduction: one or more variables reduced together with one kind."""
+
+    id: str
+    kind: ex.ReduceKind
+    variables: tuple[str, ...]          # in textual order
+    domains: tuple[ex.Domain, ...]      # aligned with variables
+    body: object                        # the body, nested reductions replaced by GroupRef
+    k: int = 1
+
+    def domain_of(self, var: str) -> ex.Domain:
+        return self.domains[self.variables.index(var)]
+
+    @property
+    def orders(self) -> tuple[tuple[str, ...], ...]:
+        """Every variable order (outermost first); a single-variable group has one."""
+        return tuple(itertools.permutations(self.variables))
+
+
+# ---- free variables and reads --------------------------------------------------------------------
+def free_variables(e, groups: Mapping[str, Group]) -> frozenset[str]:
+    """Index variables an expression (possibly holding GroupRefs) depends on."""
+    if isinstance(e, ex.Content):
+        return _index_variables(e.index, groups)
+    if isinstance(e, GroupRef):
+        g = groups[e.group]
+        return free_variables(g.body, groups) - set(g.variables)
+    if isinstance(e, ex.Call):
+        return frozenset().union(*(free_variables(a, groups) for a in e.args))
+    if isinstance(e, ex.BinOp):
+        return free_variables(e.left, groups) | free_variables(e.right, groups)
+    if isinstance(e, ex.Neg):
+        return free_variables(e.operand, groups)
+    return frozenset()
+
+
+def _index_variables(index, groups) -> frozenset[str]:
+    if isinstance(index, (ex.VarIndex, ex.OffsetIndex)):
+        return frozenset({index.name})
+    if isinstance(index, GroupRef):
+        return free_variables(index, groups)
+    return frozenset()
+
+
+def additive_terms(e, sign: int = 1) -> list[tuple[int, object]]:
+    """Split a score into its top-level additive terms, each with its sign (+1 or -1)."""
+    if isinstance(e, ex.BinOp) and e.op in "+-":
+        return additive_terms(e.left, sign) + additive_terms(e.right, sign if e.op == "+" else -sign)
+    if isinstance(e, ex.Neg):
+        return additive_terms(e.operand, -sign)
+    return [(sign, e)]
+
+
+def walk(e) -> Iterator[object]:
+    """Every sub-expression of a score, not descending into referenced groups."""
+    yield e
+    if isinstance(e, ex.Content) and not isinstance(e.index, (ex.VarIndex, ex.FixedIndex, ex.OffsetIndex)):
+        yield from walk(e.index)
+    elif isinstance(e, ex.Call):
+        for a in e.args:
+            yield from walk(a)
+    elif isinstance(e, ex.BinOp):
+        yield from walk(e.left)
+        yield from walk(e.right)
+    elif isinstance(e, ex.Neg):
+        yield from walk(e.operand)
+
+
+def _sum(terms: list[tuple[int, object]]) -> object:
+    result = None
+    for sign, term in terms:
+        if result is None:
+            result = ex.Neg(term) if sign < 0 else term
+        else:
+            result = ex.BinOp("+" if sign > 0 else "-", result, term)
+    return ex.Num(0.0) if result is None else result
+
+
+# ---- groups --------------------------------------------------------------------------------------
+def collect_groups(expression) -> tuple[object, dict[str, Group]]:
+    """Replace every reduction by a GroupRef (equal reductions by the same one); return the rewritten
+    expression and the groups by id, numbered in preorder."""
+    groups: dict[str, Group] = {}
+    seen: dict[ex.Reduce, str] = {}
+
+    def rewrite(e):
+        if isinstance(e, ex.Reduce):
+            if e in seen:
+                return GroupRef(seen[e])
+            gid = seen[e] = f"g{len(seen)}"
+            groups[gid] = Group(id=gid, kind=e.kind, variables=e.variables,
+                                domains=tuple(b.domain for b in e.bindings), body=rewrite(e.body), k=e.k or 1)
+            return GroupRef(gid)
+        return ex.map_children(e, rewrite)
+
+    output = rewrite(expression)
+    return output, dict(sorted(groups.items(), key=lambda item: int(item[0][1:])))
+
+
+def _expression(target):
+    """The normal form the tree is built from (a bare ``Expr`` is normalized here)."""
+    if hasattr(target, "normal_form"):
+        return target.normal_form
+    from infoflow_smt.lang.normal_form import normalize
+    return normalize(target.expr if hasattr(target, "expr") else target)
+
+
+def default_order(groups: Mapping[str, Group]) -> dict[str, tuple[str, ...]]:
+    return {gid: g.variables for gid, g in groups.items()}
+
+
+def all_orders(target) -> Iterator[dict[str, tuple[str, ...]]]:
+    """Every combination of variable orders, one per joint group (what an exhaustive search tries)."""
+    _, groups = collect_groups(_expression(target))
+    ids = list(groups)
+    for combo in itertools.product(*(groups[g].orders for g in ids)):
+        yield dict(zip(ids, combo))
+
+
+def useful_orders(target) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Per group, the variable orders worth searching: one per distinct elimination tree in which every
+    node binds at most one enclosing variable (``_admissible_orders``).
+
+    A node that binds two variables can be made only by a position holding every position, which can
+    then compute the whole group whatever the order; so orders with such a node add nothing, and a group
+    with no other order keeps its textual one.
+
+    >>> from infoflow_smt import parse_target
+    >>> useful_orders(parse_target("min(dot(x[s], x[t]) + dot(x[s], x[u]) for s in T for t in T for u in T)"))
+    {'g0': (('s', 'u', 't'), ('t', 's', 'u'), ('u', 's', 't'))}
+    """
+    return dict(_useful_orders(_expression(target)))
+
+
+@lru_cache(maxsize=256)
+def _useful_orders(expression) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
+    _, groups = collect_groups(expression)
+    return tuple((gid, _admissible_orders(g, groups) or (g.variables,)) for gid, g in groups.items())
+
+
+def _admissible_orders(group: Group, groups: Mapping[str, Group], width: int = 1) -> tuple[tuple[str, ...], ...]:
+    """The variable orders (outermost first) whose nodes bind at most ``width`` variables, one per distinct
+    elimination tree: a depth-first search over the variables still to eliminate (innermost first) and
+    the open factors (node, the variables its value depends on); equal states are expanded once."""
+    if group.kind not in _JOINT or len(group.variables) == 1:
+        return (group.variables,)
+    term_vars = [free_variables(t, groups) for _, t in additive_terms(group.body)]
+    found: dict[object, tuple[str, ...]] = {}
+    seen: set = set()
+
+    def search(remaining: frozenset, factors: frozenset, eliminated: tuple[str, ...]) -> None:
+        if (remaining, factors) in seen:
+            return
+        seen.add((remaining, factors))
+        if not remaining:
+            found.setdefault(factors, eliminated[::-1])
+            return
+        for v in sorted(remaining):
+            own = frozenset(i for i, vs in enumerate(term_vars) if v in vs and not vs & set(eliminated))
+            children = frozenset(f for f in factors if v in f[1])
+            depends = frozenset().union(*(term_vars[i] for i in own), *(f[1] for f in children))
+            if len(depends - {v}) <= width:
+                node = ((v, own, frozenset(f[0] for f in children)), depends - {v})
+                search(remaining - {v}, (factors - children) | {node}, eliminated + (v,))
+
+    search(frozenset(group.variables), frozenset(), ())
+    return tuple(found[key] for key in sorted(found, key=lambda k: found[k]))
+
+
+def _narrowest(group: Group, groups: Mapping[str, Group]) -> tuple[int, tuple[str, ...]]:
+    """The fewest variables a node of ``group`` must bind under the best order, and that order."""
+    for width in range(len(group.variables) + len(free_variables(group.body, groups)) + 1):
+        orders = _admissible_orders(group, groups, width)
+        if orders:
+            return width, orders[0]
+    return len(group.variables), group.variables  # pragma: no cover - the widest width always has orders
+
+
+def canonical_order(target) -> dict[str, tuple[str, ...]]:
+    """Per group, an order with the narrowest nodes: the tree the measures are read from."""
+    _, groups = collect_groups(_expression(target))
+    return {gid: _narrowest(g, groups)[1] for gid, g in groups.items()}
+
+
+# ---- the tree ------------------------------------------------------------------------------------
+_SENSE = {ex.ReduceKind.MIN: "min", ex.ReduceKind.MAX: "max", ex.ReduceKind.ARGMIN: "argmin",
+          ex.ReduceKind.ARGMAX: "argmax", ex.ReduceKind.KTH_LARGEST: "kth", ex.ReduceKind.SUM: "sum",
+          ex.ReduceKind.MEAN: "mean"}
+
+
+def node_id(group: str, var: str) -> str:
+    return f"{group}.{var}"
+
+
+def comparison_tree(target, order: Mapping[str, tuple[str, ...]] | None = None) -> nx.DiGraph:
+    """The comparison tree of ``target`` under a variable order (the textual order by default).
+
+    >>> from infoflow_smt import parse_target
+    >>> tree = comparison_tree(parse_target("min(dot(x[s], x[t]) for s in T for t in T)"))
+    >>> sorted(tree.nodes), sorted(tree.nodes["g0.t"]["bound"])
+    (['g0.s', 'g0.t', 'output'], ['s'])
+    """
+    return _tree(_expression(target), tuple(sorted((order or {}).items())))
+
+
+@lru_cache(maxsize=1024)
+def _tree(expression, order: tuple) -> nx.DiGraph:
+    output, groups = collect_groups(expression)
+    chosen = default_order(groups)
+    for gid, vars_ in order:
+        if gid not in groups or sorted(vars_) != sorted(groups[gid].variables):
+            raise ValueError(f"order {gid}={vars_!r} is not a permutation of a group's variables")
+        chosen[gid] = tuple(vars_)
+    tree = nx.DiGraph(order=chosen, output=output, groups=groups)
+    tree.add_node("output", kind="output", var=None, bound=frozenset(), sense=None, k=1, domain=None,
+                  group=None, score=output, terms=(), position=None)
+    for gid, g in groups.items():
+        if g.kind in _JOINT and len(g.variables) > 1:
+            _add_elimination(tree, g, chosen[gid], groups)
+        else:
+            _add_chain(tree, g, chosen[gid], groups)
+    for n in list(tree.nodes):
+        for sub in walk(tree.nodes[n]["score"]) if tree.nodes[n]["kind"] != "fixed" else ():
+            ref = sub.index if isinstance(sub, ex.Content) else sub
+            if isinstance(ref, NodeRef):
+                tree.add_edge(n, ref.node)
+            elif isinstance(ref, GroupRef):
+                tree.add_edge(n, node_id(ref.group, chosen[ref.group][0]))
+            elif isinstance(ref, ex.FixedIndex):
+                fixed = f"fixed:{fixed_text(ref)}"
+                tree.add_node(fixed, kind="fixed", var=None, bound=frozenset(), sense=None, k=1, domain=None,
+                              group=None, score=None, terms=(), position=ref)
+                tree.add_edge(n, fixed)
+    return tree
+
+
+def _kind(g: Group) -> str:
+    if g.kind in (ex.ReduceKind.SUM, ex.ReduceKind.MEAN):
+        return "aggregate"
+    return "kth" if g.kind is ex.ReduceKind.KTH_LARGEST and g.k >= 2 else "top1"  # kth_largest(1) is max
+
+
+def _add_node(tree: nx.DiGraph, g: Group, var: str, bound: frozenset, terms: list) -> None:
+    tree.add_node(node_id(g.id, var), kind=_kind(g), var=var, bound=frozenset(bound), sense=_SENSE[g.kind],
+                  k=g.k, domain=g.domain_of(var), group=g.id, score=_sum(terms), terms=tuple(terms),
+                  position=None)
+
+
+def _add_chain(tree: nx.DiGraph, g: Group, order: tuple[str, ...], groups) -> None:
+    """The innermost node reduces the body, each outer one the value of the next node in."""
+    body_free = free_variables(g.body, groups)
+    for i, var in enumerate(order):
+        terms = [(1, NodeRef(node_id(g.id, order[i + 1])))] if i + 1 < len(order) else additive_terms(g.body)
+        _add_node(tree, g, var, body_free - set(order[i:]), terms)
+
+
+def _add_elimination(tree: nx.DiGraph, g: Group, order: tuple[str, ...], groups) -> None:
+    """A joint min/max as an elimination tree (module docstring), innermost variable first."""
+    terms = additive_terms(g.body)
+    reads = [free_variables(t, groups) for _, t in terms]
+    unused = set(range(len(terms)))
+    factors: list[tuple[str, frozenset[str]]] = []   # open nodes and what their values depend on
+    for var in reversed(order):
+        own = sorted(i for i in unused if var in reads[i])
+        children = [f for f in factors if var in f[1]]
+        depends = frozenset().union(*(reads[i] for i in own), *(f[1] for f in children)) - {var}
+        _add_node(tree, g, var, depends, [terms[i] for i in own] + [(1, NodeRef(c)) for c, _ in children])
+        factors = [f for f in factors if f not in children] + [(node_id(g.id, var), depends)]
+        unused -= set(own)
+    if unused or len(factors) != 1:
+        raise ValueError(f"group {g.id} is not connected (terms over disjoint variables): build the tree from "
+                         "the target's normal form")
+
+
+def fixed_text(index: ex.FixedIndex) -> str:
+    if not index.from_end:
+        return str(index.position)
+    return "T" if index.position == 0 else f"T-{index.position}"
+
+
+def outermost(tree: nx.DiGraph, group: str) -> str:
+    return node_id(group, tree.graph["order"][group][0])
+
+
+def selection_nodes(tree: nx.DiGraph) -> list[str]:
+    return [n for n, k in tree.nodes(data="kind") if k in SELECTION_KINDS]
+
+
+# ---- measures ------------------------------------------------------------------------------------
+def _domain_size(domain) -> sympy.Expr:
+    if isinstance(domain, ex.Subset):
+        return T / 2  # realization.subset_mask keeps half of the positions
+    if isinstance(domain, ex.Range):
+        def bound(i: ex.FixedIndex):
+            return T - i.position if i.from_end else sympy.Integer(i.position)
+        return sympy.Max(bound(domain.stop) - bound(domain.start), 0)
+    return T
+
+
+def _useful_trees(target, limit: int = 256) -> list[nx.DiGraph]:
+    """The trees of the first ``limit`` combinations of useful orders."""
+    per_group = useful_orders(target)
+    combos = itertools.islice(itertools.product(*per_group.values()), limit)
+    return [comparison_tree(target, dict(zip(per_group, combo))) for combo in combos]
+
+
+def comparison_order(target) -> int:
+    """beta': the most index variables one comparison must see at once (bound variables + the free one),
+    under the best variable order. 2 for ``min_{s,t} <x_s, x_t>``, 3 for the triangle center."""
+    tree = comparison_tree(target, canonical_order(target))
+    return max((len(d["bound"]) + 1 for _, d in tree.nodes(data=True) if d["kind"] in SELECTION_KINDS),
+               default=0)
+
+
+def stages(tree: nx.DiGraph) -> dict[str, int]:
+    """Stage of each non-output node: 1 for nodes that read no other node, else 1 + the latest child."""
+    stage: dict[str, int] = {}
+    for n in reversed(list(nx.topological_sort(tree))):
+        if n != "output":
+            stage[n] = 1 + max((stage[c] for c in tree.successors(n)), default=0)
+    return stage
+
+
+def comparison_dimension(target) -> int:
+    """beta1: the most distinct selections one location must make in one stage (``D`` for the
+    intrinsic-dimension targets). A location is the output token (nodes with no bound variable) or an input
+    token playing one bound variable; a stage is a node's height in the tree. The best useful order."""
+    def measure(tree):
+        stage = stages(tree)
+        counts: dict[tuple[int, int], int] = {}
+        for n in selection_nodes(tree):
+            key = (min(len(tree.nodes[n]["bound"]), 2), stage[n])
+            counts[key] = counts.get(key, 0) + 1
+        return max(counts.values(), default=0)
+    return min(measure(tree) for tree in _useful_trees(target))
+
+
+def comparison_number(target) -> sympy.Expr:
+    """How many index tuples the target compares: for each selection node, its candidates times the
+    bindings of its bound variables; a polynomial in ``T`` (``T**2 + T`` for ``min_{s,t} <x_s, x_t>``)."""
+    tree = comparison_tree(target, canonical_order(target))
+    domains: dict[str, list] = {}
+    for _, d in tree.nodes(data=True):
+        if d["var"]:
+            domains.setdefault(d["var"], []).append(d["domain"])
+    total = sympy.Integer(0)
+    for n in selection_nodes(tree):
+        data = tree.nodes[n]
+        count = _domain_size(data["domain"])
+        for b in data["bound"]:  # a variable's name may serve several reductions: count the widest
+            count *= max((_domain_size(d) for d in domains.get(b, [ex.AllPositions()])),
+                         key=lambda size: size.subs(T, 1000))
+        total += count
+    return sympy.expand(total)
+
+
+def depth(target) -> int:
+    """The longest chain of dependent selection, aggregate and fixed-position nodes."""
+    tree = comparison_tree(target, canonical_order(target))
+    return max(stages(tree).values(), default=0)
+
+
+def position_reads(tree: nx.DiGraph) -> tuple[tuple[ex.FixedIndex, ...], tuple[int, ...]]:
+    """The fixed positions and the offsets a target's scores and output read, each sorted."""
+    fixed, offsets = set(), set()
+    for score in [tree.graph["output"]] + [g.body for g in tree.graph["groups"].values()]:
+        for leaf in walk(score):
+            if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.FixedIndex):
+                fixed.add(leaf.index)
+            elif isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex):
+                offsets.add(leaf.index.offset)
+    return tuple(sorted(fixed, key=str)), tuple(sorted(offsets))
+
+
+def needs_positional(target) -> bool:
+    """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges)."""
+    output, groups = collect_groups(_expression(target))
+    scores = [output] + [g.body for g in groups.values()]
+    for score in scores:
+        for sub in walk(score):
+            if isinstance(sub, ex.Content) and isinstance(sub.index, (ex.FixedIndex, ex.OffsetIndex)):
+                return True
+    return any(not isinstance(d, ex.AllPositions) for g in groups.values() for d in g.domains)
+
+
+def describe(tree: nx.DiGraph) -> str:
+    """A readable listing of the tree, one node a line, children indented."""
+    lines: list[str] = []
+
+    def visit(n: str, indent: int) -> None:
+        d = tree.nodes[n]
+        if d["kind"] == "output":
+            label = "output"
+        elif d["kind"] == "fixed":
+            label = f"{n}: fixed position x[{fixed_text(d['position'])}]"
+        else:
+            bound = ", ".join(sorted(d["bound"])) or "-"
+            label = f"{n}: {d['sense']}{'' if d['k'] == 1 else d['k']} over {d['var']} ({d['kind']}; bound: {bound})"
+        lines.append("  " * indent + label)
+        for c in sorted(tree.successors(n)):
+            visit(c, indent + 1)
+
+    visit("output", 0)
+    return "\n".join(lines)
+
+
+__all__ = [
+    "Group",
+    "GroupRef",
+    "NodeRef",
+    "additive_terms",
+    "all_orders",
+    "canonical_order",
+    "collect_groups",
+    "comparison_dimension",
+    "comparison_number",
+    "comparison_order",
+    "comparison_tree",
+    "depth",
+    "describe",
+    "free_variables",
+    "needs_positional",
+    "node_id",
+    "outermost",
+    "selection_nodes",
+    "stages",
+    "useful_orders",
+]

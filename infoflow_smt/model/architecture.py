@@ -1,0 +1,144 @@
+"""The architecture a target is decided against: heads per layer, width, input dimension, positions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.limits import MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS
+from infoflow_smt.symbols import T
+
+
+def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
+    """A width as a sympy expression (a positive int, or an expression in T positive and finite for every large
+    T), or None and the reason it is not one."""
+    if isinstance(value, bool) or value is None:
+        return None, f"embed_dim must be an int or a sympy expression in T, got {value!r}"
+    if isinstance(value, int):
+        return (sympy.Integer(value), None) if value > 0 else (None, f"embed_dim must be positive, got {value!r}")
+    if not isinstance(value, sympy.Expr) or not value.free_symbols <= {T}:
+        return None, f"embed_dim must be an int or a sympy expression in T, got {value!r}"
+    width = sympy.sympify(value)
+    if width.is_number:
+        if not (width.is_finite and width.is_real and width.is_positive):
+            return None, f"embed_dim must be a positive finite number, got {value!r}"
+        return width, None
+    try:
+        tail = sympy.limit(width, T, sympy.oo)
+        samples = [width.subs(T, n) for n in (10**6, 10**9)]
+    except Exception:  # noqa: BLE001 - sympy cannot take the limit: not a width we can reason about
+        tail, samples = sympy.nan, []
+    if not (tail.is_extended_positive and all(s.is_real and s.is_finite and s > 0 for s in samples)):
+        return None, f"embed_dim must be positive and finite for every large T, got {value!r}"
+    return width, None
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A transformer shape: ``heads[l]`` heads in layer ``l+1``, width ``embed_dim``, input dimension ``d``.
+
+    ``embed_dim`` is an int or a sympy expression in ``ifs.T`` (a width that grows with the sequence).
+
+    >>> Architecture(heads=(2, 2), embed_dim=32, input_dim=4).layers
+    2
+    >>> Architecture(heads=(1,), embed_dim=T * 2, input_dim=2).width_at(8)
+    16
+    """
+
+    heads: tuple[int, ...]
+    embed_dim: int | sympy.Expr = 32
+    input_dim: int = 1
+    positional: bool = False
+
+    def __post_init__(self) -> None:
+        problems: list[Problem] = []
+        heads = self.heads
+        if isinstance(heads, int) and not isinstance(heads, bool):
+            heads = (heads,)
+        try:
+            heads = tuple(heads) if not isinstance(heads, (str, bytes)) else None
+            if heads is None:
+                raise TypeError
+        except TypeError:
+            problems.append(Problem(f"heads must be a sequence of positive integers, got {self.heads!r}"))
+            heads = ()
+        if not heads and not problems:
+            problems.append(Problem("heads is empty: an architecture needs at least one layer"))
+        if len(heads) > MAX_LAYERS:
+            problems.append(Problem(f"{len(heads)} layers is over the limit of {MAX_LAYERS} (infoflow_smt.limits)"))
+            heads = heads[:MAX_LAYERS]
+        for layer, h in enumerate(heads, start=1):
+            if isinstance(h, bool) or not isinstance(h, int) or h < 1:
+                problems.append(Problem(f"layer {layer} has {h!r} heads; heads per layer must be integers >= 1"))
+            elif h > MAX_HEADS:
+                problems.append(Problem(f"layer {layer} has {h} heads, over the limit of {MAX_HEADS} "
+                                        "(infoflow_smt.limits)"))
+        width, reason = _as_width(self.embed_dim)
+        if reason:
+            problems.append(Problem(reason))
+        d = self.input_dim
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            problems.append(Problem(f"input_dim must be an integer >= 1, got {d!r}"))
+        elif d > MAX_INPUT_DIM:
+            problems.append(Problem(f"input_dim {d} is over the limit of {MAX_INPUT_DIM} (infoflow_smt.limits)"))
+        if not isinstance(self.positional, bool):
+            problems.append(Problem(f"positional must be True or False, got {self.positional!r}"))
+        if problems:
+            raise InvalidSpecError(problems, subject="architecture")
+        object.__setattr__(self, "heads", heads)
+        object.__setattr__(self, "embed_dim", int(width) if width.is_Integer else width)
+
+    @property
+    def layers(self) -> int:
+        return len(self.heads)
+
+    @property
+    def width(self) -> sympy.Expr:
+        """``E`` as a sympy expression (a constant, or a function of ``T``)."""
+        return sympy.sympify(self.embed_dim)
+
+    def head_dim(self, layer: int) -> sympy.Expr:
+        """Per-head width ``n = E / h_l`` of 1-based ``layer``."""
+        return self.width / self.heads[layer - 1]
+
+    def width_at(self, seq_len: int) -> int | float:
+        value = self.width.subs(T, seq_len)
+        return int(value) if value.is_Integer else float(value)
+
+    def covers(self, other: Architecture) -> bool:
+        """Whether this architecture has every resource of ``other``: the same width, input dimension and
+        positional encoding, at least as many layers, and at least as many heads in each of ``other``'s
+        layers aligned with this one's last layers (the first extra layers stay idle). Then it computes,
+        at no higher cost, everything ``other`` computes (docs/model.md, section 2).
+
+        >>> Architecture(heads=(1, 2, 2)).covers(Architecture(heads=(2, 1)))
+        True
+        """
+        if (str(self.embed_dim), self.input_dim, self.positional) != (str(other.embed_dim), other.input_dim,
+                                                                      other.positional):
+            return False
+        shift = self.layers - other.layers
+        return shift >= 0 and all(self.heads[i + shift] >= h for i, h in enumerate(other.heads))
+
+    @property
+    def shape(self) -> str:
+        """In words: ``"2 layers of 1 head"``, ``"2 layers with 3 and 2 heads"``."""
+        return shape_text(self.heads)
+
+    def with_heads(self, heads: tuple[int, ...]) -> Architecture:
+        return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
+                            positional=self.positional)
+
+    def __str__(self) -> str:
+        pe = ", positional" if self.positional else ""
+        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}"
+
+
+def shape_text(heads: tuple[int, ...]) -> str:
+    """``(1, 1)`` -> ``"2 layers of 1 head"``; ``(3, 2)`` -> ``"2 layers with 3 and 2 heads"``."""
+    layers = f"{len(heads)} layer{'s' * (len(heads) != 1)}"
+    if len(set(heads)) == 1:
+        return f"{layers} of {heads[0]} head{'s' * (heads[0] != 1)}"
+    counts = [str(h) for h in heads]
+    return f"{layers} with {', '.join(counts[:-1])} and {counts[-1]} heads"

@@ -1,0 +1,234 @@
+"""Words for a reader of the paper: what each selection computes, what a program does, and why a target is
+out of reach (the named constraints of an unsat core, one sentence each).
+
+A selection is named by what it computes, in the target's own notation: "the min over t of dot(x[s],
+x[t]), for each s, made at every input position". The solver's tracked constraints (``initial``, ``goal``,
+``budget:<layer>:<class>``, ``positional``) each become one sentence, with the numbers (heads, selections,
+costs) read off the comparison tree and the architecture.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import sympy
+
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.language import domain_to_text, to_text
+from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, fixed_text, outermost, selection_nodes
+from infoflow_smt.model import cost
+from infoflow_smt.model.program import Mode, Offset, Program
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One reason a target is out of reach, tied to the named solver constraint it came from."""
+
+    constraint: str   # the name of the tracked constraint in the unsat core
+    sentence: str     # the same, in words a reader of the paper follows
+
+    def __str__(self) -> str:
+        return self.sentence
+
+
+def plural(count: int, word: str) -> str:
+    """``1 head``, ``2 heads``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# ---- naming what the tree computes -------------------------------------------------------------------
+def node_text(tree, node: str) -> str:
+    """A node's reduction in the target's notation: ``min(dot(x[s], x[t]) for t in T)``."""
+    d = tree.nodes[node]
+    score = _text(tree, d["score"])
+    domain = domain_to_text(d["domain"])
+    if d["kind"] == "kth":
+        return f"kth_largest({d['k']}, {score} for {d['var']} in {domain})"
+    return f"{d['sense']}({score} for {d['var']} in {domain})"
+
+
+def _text(tree, e) -> str:
+    """An expression of the tree as text, the references spelt out as the reductions they stand for."""
+    def expand(node):
+        if isinstance(node, NodeRef):
+            return ex.Param(f"\x00{node.node}\x01")
+        if isinstance(node, GroupRef):
+            return ex.Param(f"\x00{outermost(tree, node.group)}\x01")
+        if isinstance(node, ex.Content) and isinstance(node.index, GroupRef):
+            return ex.Content(ex.VarIndex(f"\x00{outermost(tree, node.index.group)}\x01"))
+        return ex.map_children(node, expand)
+
+    text = to_text(expand(e))
+    for n in tree.nodes:
+        if f"\x00{n}\x01" in text:  # delimited: node g1.t is not a prefix of node g1.t2
+            text = text.replace(f"x[\x00{n}\x01]", f"x[{_arg(tree, n)}]").replace(f"\x00{n}\x01", node_text(tree, n))
+    return text
+
+
+def _arg(tree, node: str) -> str:
+    d = tree.nodes[node]
+    return f"{d['sense']}({_text(tree, d['score'])} for {d['var']} in {domain_to_text(d['domain'])})"
+
+
+def describe_node(tree, node: str) -> str:
+    """What a node computes and who can make it: ``the min over t of dot(x[s], x[t]), for each s``."""
+    d = tree.nodes[node]
+    if d["kind"] == "fixed":
+        return f"the token x[{fixed_text(d['position'])}]"
+    rank = {1: "", 2: "second largest", 3: "third largest"}.get(d["k"], f"{d['k']}-th largest")
+    what = f"the {rank or d['sense']} over {d['var']} of {_text(tree, d['score'])}"
+    if d["bound"]:
+        what += f", for each {', '.join(sorted(d['bound']))}"
+    return what
+
+
+def where_made(tree, node: str) -> str:
+    bound = tree.nodes[node]["bound"]
+    if not bound:
+        return "made at the output token or at any input position"
+    if len(bound) == 1:
+        return f"made at every input position, which plays {next(iter(bound))}"
+    return f"that must hold {len(bound)} positions ({', '.join(sorted(bound))}) fixed at once"
+
+
+def _listing(tree, nodes) -> str:
+    return "; ".join(describe_node(tree, n) for n in nodes)
+
+
+def describe_action(action, tree) -> str:
+    """One head's work in words."""
+    op, where = action.op, _where(action.where)
+    if op.mode in (Mode.RETRIEVE, Mode.KTH):
+        how = "max-position retrieval" if op.mode is Mode.RETRIEVE else "k-th largest retrieval"
+        return (f"layer {action.layer}, head {action.head}, at {where}: retrieves the position that wins "
+                f"{describe_node(tree, op.node)} ({how})")
+    if op.mode is Mode.POSITIONS:
+        places = ", ".join(_position(q) for q in op.positions)
+        return f"layer {action.layer}, head {action.head}, at {where}: gathers {places}"
+    if op.mode is Mode.AVERAGE:
+        means = [describe_node(tree, n) for n, d in tree.nodes(data=True) if d["kind"] == "aggregate" and not d["bound"]]
+        return f"layer {action.layer}, head {action.head}, at {where}: averages per-token values ({'; '.join(means)})"
+    if op.mode is Mode.AGGREGATE:
+        return f"layer {action.layer}, head {action.head}, at {where}: aggregates every position"
+    return f"layer {action.layer}, head {action.head}, at {where}: stays idle"
+
+
+def describe_program(program: Program, target) -> list[str]:
+    """A program, one head a line, in words (``Program.__str__`` names tree nodes instead)."""
+    tree = comparison_tree(target, program.order_map)
+    actions = sorted(program.actions, key=lambda a: (a.layer, a.head, str(a.where)))
+    return [describe_action(a, tree) for a in actions] or ["no head does anything"]
+
+
+def _where(where) -> str:
+    if where == "input":
+        return "every input position"
+    if where == "output":
+        return "the output token"
+    return f"input position {fixed_text(where)}"
+
+
+def _position(ref) -> str:
+    if isinstance(ref, Offset):
+        k = ref.offset
+        return f"the position {abs(k)} {'before' if k < 0 else 'after'} it"
+    return f"position {fixed_text(ref)}"
+
+
+# ---- why a target is out of reach ---------------------------------------------------------------------
+def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr]) -> tuple[Reason, ...]:
+    """Reasons for an unsat core. ``excluded_costs`` names the operations ruled out by their cost."""
+    tree = comparison_tree(target)
+    if "positional" in core and "goal" in core and target.needs_positional:
+        # no program computes the target at any cost: no cost sentence may follow (it would contradict)
+        return (Reason("positional", (
+            "The architecture has no positional encoding, and the target tells positions apart (it reads "
+            "fixed positions, offsets or a subset of the positions): without positions every input position "
+            "looks alike to every head, so no program computes it at any cost.")),)
+    sels = selection_nodes(tree)
+    reasons = _order(tree, sels) + _depth(tree, sels, arch, core) + _budgets(tree, sels, arch, core)
+    if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
+        needed = [describe_node(tree, n) for n in tree.successors("output")]
+        reasons.append(Reason("goal", (
+            f"After layer {arch.layers} the output token must know what the target's value depends on: "
+            f"{'; '.join(needed) or 'every position'}.")))
+    if excluded_costs:
+        costs = ", ".join(f"{what} costs exponent {e}" for what, e in sorted(excluded_costs.items()))
+        reasons.append(Reason("level", (
+            f"The operations that could close the gap grow with T: {costs} (paper 1, Theorems 2 and 3), so they "
+            "are not efficient.")))
+    return tuple(reasons)
+
+
+def _order(tree, sels) -> list[Reason]:
+    too_wide = [n for n in sels if len(tree.nodes[n]["bound"]) >= 2]
+    if not too_wide:
+        return []
+    node = max(too_wide, key=lambda n: len(tree.nodes[n]["bound"]))
+    beta = len(tree.nodes[node]["bound"]) + 1
+    held = ", ".join(sorted(tree.nodes[node]["bound"]))
+    return [Reason("goal", (
+        f"The target has comparison order {beta}: {describe_node(tree, node)} compares candidates while "
+        f"{beta - 1} other positions ({held}) are held fixed, but a token plays only one position, so no "
+        "attention head can make that selection; only a token holding every position can."))]
+
+
+def _depth(tree, sels, arch, core) -> list[Reason]:
+    chain = nx.dag_longest_path(tree.subgraph(sels))[::-1] if sels else []
+    if "initial" not in core or len(chain) <= arch.layers:  # depth is the obstacle only when the chain is longer
+        return []
+    links = ", then ".join(describe_node(tree, n) for n in chain)
+    return [Reason("initial", (
+        f"Before layer 1 each input position holds only its own token and the output token nothing; the target "
+        f"needs a chain of {len(chain)} dependent selections ({links}), each made from what the one before "
+        f"gathered, one per layer, and the architecture has {plural(arch.layers, 'layer')}."))]
+
+
+def _budgets(tree, sels, arch, core) -> list[Reason]:
+    at_inputs = [n for n in sels if len(tree.nodes[n]["bound"]) == 1]
+    at_output = [n for n in sels if not tree.nodes[n]["bound"]]
+    reasons = []
+    for name in sorted(n for n in core if n.startswith("budget:")):
+        _, layer, where = name.split(":")
+        h = arch.heads[int(layer) - 1]
+        if where == "out":
+            reasons.append(Reason(name, (
+                f"Layer {layer} gives the output token {plural(h, 'head')}, while {plural(len(at_output), 'selection')} "
+                f"over all positions must reach it, one head each ({_listing(tree, at_output) or 'none'}).")))
+        else:
+            reasons.append(Reason(name, (
+                f"Layer {layer} gives each input position {plural(h, 'head')}, while "
+                f"{plural(len(at_inputs), 'selection')} can only be made at the input positions, one head each "
+                f"({_listing(tree, at_inputs) or 'none'}), and later layers need them made by then.")))
+    return reasons
+
+
+def growing_costs(arch, law: cost.DecodeLaw, has_kth: bool) -> dict[str, sympy.Expr]:
+    """The operations whose cost grows with ``T`` on ``arch`` (the ones an efficient program avoids)."""
+    from infoflow_smt.symbols import T
+
+    out = {}
+    aggregation = cost.decode(T, arch.input_dim, arch.width, law)
+    if not cost.is_bounded(aggregation):
+        out["global aggregation"] = aggregation
+    if has_kth:
+        worst = cost.kth_retrieval(2, arch.head_dim(1))
+        if not cost.is_bounded(worst):
+            out["k-th largest retrieval"] = worst
+    return out
+
+
+def clamped(program: Program, arch, law: cost.DecodeLaw, seq_len: int | None = None) -> Reason | None:
+    """The sentence that says a decoding cost was clamped at 0 (Theorem 3's law gave less), if one was
+    (at ``seq_len``, when the question is asked at one length)."""
+    from infoflow_smt.model.program import decoded_sizes
+
+    for size in decoded_sizes(program).values():
+        raw = cost.at(cost.decode_law(size, arch.input_dim, arch.width, law), seq_len)
+        if cost.clamp(raw) == 0 and raw != 0:
+            tokens = "T tokens" if size is None else plural(size, "token")
+            where = "" if seq_len is None or size is not None else f" at T = {seq_len}"
+            return Reason("clamp", (
+                f"Decoding {tokens} of dimension {arch.input_dim} from a width-{arch.embed_dim} state gives exponent "
+                f"{raw}{where} by Theorem 3's law, below 0; a cost never falls under a constant, so it counts as 0."))
+    return None

@@ -1,0 +1,196 @@
+"""Pictures: a witness as an information-flow diagram, and a sweep as a phase diagram (PNG or SVG).
+
+``plot_flow(verdict, path)``: positions by layers. Each column is a layer (0: the tokens as they come in),
+each row a class of positions (every input position, each fixed position a head treats apart, the output
+token); an arrow is one head, from where its information comes to where it lands, coloured by mode. The
+output token's last box is ringed and lists what the target's value depends on. For an inefficient
+answer the cheapest program is drawn and each operation whose cost grows with ``T`` is dashed and
+marked: that is the step that fails to be efficient.
+
+``phase_diagram(sweep, path)``: layers by heads, each cell coloured by its verdict, with its exponent;
+cells inferred by monotonicity are hatched (their exponent is a bound).
+
+matplotlib draws (Agg, no display), networkx lays the flow graph out; no system binary is needed.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import networkx as nx
+
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang.trees import comparison_tree, fixed_text
+from infoflow_smt.model import cost
+from infoflow_smt.model.program import Mode, Offset, program_cost
+from infoflow_smt.report.explain import describe_node, plural
+
+COLOURS = {Mode.RETRIEVE: "#1f77b4", Mode.KTH: "#ff7f0e", Mode.AGGREGATE: "#d62728", Mode.POSITIONS: "#2ca02c",
+           Mode.AVERAGE: "#9467bd"}
+VERDICT_COLOURS = {"feasible": "#8fd18f", "infeasible": "#f2a7a7", "unknown": "#f5e08a"}
+FORMATS = (".png", ".svg")
+
+
+def _path(path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise InvalidSpecError(f"a picture is written as PNG or SVG: {path} ends in {path.suffix or 'nothing'}", "plot")
+    if not path.parent.is_dir():
+        raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "plot")
+    return path
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _rows(program) -> list:
+    rows = ["input"] + sorted({a.where for a in program.actions if not isinstance(a.where, str)}, key=fixed_text)
+    return rows + ["output"]
+
+
+def _label(row) -> str:
+    if isinstance(row, str):
+        return {"input": "every input position", "output": "output token"}[row]
+    return f"position {fixed_text(row)}"
+
+
+def _sources(action, rows) -> list:
+    """Where a head's information comes from (a row of the layer before)."""
+    op = action.op
+    if op.mode in (Mode.RETRIEVE, Mode.KTH, Mode.AGGREGATE, Mode.AVERAGE):
+        return ["input"]
+    found = []
+    for q in op.positions:
+        if isinstance(q, Offset):
+            found.append("input")
+        else:
+            found.append(q if q in rows else "input")
+    return found or ["input"]
+
+
+def plot_flow(verdict, path) -> Path:
+    """Draw ``verdict``'s witness (or, when inefficient, its cheapest program) as an information-flow
+    diagram and write it to ``path`` (``.png`` or ``.svg``).
+
+    >>> import infoflow_smt as ifs, tempfile, os
+    >>> v = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1, 1), input_dim=2))
+    >>> os.path.getsize(ifs.plot_flow(v, os.path.join(tempfile.mkdtemp(), "flow.png"))) > 1000
+    True
+    """
+    path = _path(path)
+    program = verdict.witness if verdict.witness is not None else verdict.best_program
+    if program is None:
+        raise InvalidSpecError(f"there is no program to draw: {verdict.status.value}"
+                               f"{' (' + verdict.reason_unknown + ')' if verdict.reason_unknown else ''}", "plot")
+    plt = _pyplot()
+    tree = comparison_tree(verdict.target, program.order_map)
+    rows, L = _rows(program), program.layers
+    graph = nx.DiGraph()
+    for layer in range(L + 1):
+        for row in rows:
+            graph.add_node((layer, row), layer=layer)
+    layout = nx.multipartite_layout(graph, subset_key="layer", align="vertical", scale=1.0)
+    for (layer, row) in graph.nodes:  # rows in a fixed order, the output token on top
+        layout[(layer, row)] = (layer, rows.index(row))
+    _, shares = program_cost(program, tree, verdict.architecture)
+    growing = {a for a, e in shares if not cost.is_bounded(e)}
+    fig, ax = plt.subplots(figsize=(3.2 + 2.4 * L, 1.6 + 1.1 * len(rows)))
+    residual = [((layer - 1, row), (layer, row)) for layer in range(1, L + 1) for row in rows]
+    nx.draw_networkx_edges(graph, layout, edgelist=residual, ax=ax, edge_color="#cccccc", width=1.0, arrows=False)
+    nx.draw_networkx_nodes(graph, layout, ax=ax, node_size=900, node_color="#f4f4f4", edgecolors="#555555")
+    legend, notes = {}, []
+    for k, action in enumerate(sorted(program.actions, key=lambda a: (a.layer, a.head, str(a.where)))):
+        if action.op.mode is Mode.IDLE:
+            continue
+        colour = COLOURS[action.op.mode]
+        for source in _sources(action, rows):
+            edge = ((action.layer - 1, source), (action.layer, action.where))
+            bend = 0.15 * ((k % 3) - 1) + (0.25 if source == action.where else 0)
+            nx.draw_networkx_edges(graph, layout, edgelist=[edge], ax=ax, edge_color=colour, width=2.2,
+                                   style="dashed" if action in growing else "solid", arrowsize=16,
+                                   connectionstyle=f"arc3,rad={bend}", node_size=900)
+            (x0, y0), (x1, y1) = layout[edge[0]], layout[edge[1]]
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + bend * 0.8, f"h{action.head}", fontsize=7, color=colour,
+                    ha="center", va="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+        legend[action.op.mode.value] = colour
+        what = describe_node(tree, action.op.node) if action.op.node else action.op.mode.value
+        mark = "  <- grows with T: not efficient" if action in growing else ""
+        notes.append(f"h{action.head} in layer {action.layer}, at {_label(action.where)}: {what}{mark}")
+    final = (L, "output")
+    nx.draw_networkx_nodes(graph, layout, nodelist=[final], ax=ax, node_size=1300, node_color="none",
+                           edgecolors="#d4a017", linewidths=3)
+    for layer in range(L + 1):
+        ax.text(layer, len(rows) - 0.55, "tokens in" if layer == 0 else f"after layer {layer}", ha="center",
+                fontsize=8, color="#555555")
+    for row in rows:
+        ax.text(-0.45, rows.index(row), _label(row), ha="right", va="center", fontsize=9)
+    needed = "; ".join(describe_node(tree, n) for n in tree.successors("output"))
+    ax.text(L + 0.35, rows.index("output"), "\n".join(textwrap.wrap("needs: " + needed, 38)), fontsize=7,
+            va="center", color="#7a5c00")
+    for mode, colour in legend.items():
+        ax.plot([], [], color=colour, linewidth=2.2, label=mode)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    title = f"{verdict.status.value}: exponent {verdict.exponent}"
+    ax.set_title("\n".join(textwrap.wrap(f"{verdict.target}  ({title})", 90)), fontsize=9)
+    fig.text(0.01, 0.01, "\n".join(textwrap.shorten(n, 150) for n in notes), fontsize=6.5, va="bottom", family="monospace")
+    ax.set_xlim(-2.2, L + 1.6)
+    ax.set_ylim(-0.9, len(rows) - 0.3)
+    ax.axis("off")
+    fig.subplots_adjust(bottom=0.06 + 0.035 * len(notes))
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def phase_diagram(sweep, path, target: str | None = None) -> Path:
+    """Draw a sweep's cells as a phase diagram per target (layers by heads per layer), coloured by verdict
+    with the exponent in each cell; inferred cells are hatched."""
+    path = _path(path)
+    targets = [target] if target else list(dict.fromkeys(c.target for c in sweep.cells))
+    cells = [c for c in sweep.cells if c.target in targets and len(set(c.architecture.heads)) == 1]
+    if not cells:
+        raise InvalidSpecError("a phase diagram needs cells with the same number of heads in every layer", "plot")
+    plt = _pyplot()
+    from matplotlib.patches import Patch, Rectangle
+
+    fig, axes = plt.subplots(1, len(targets), figsize=(1.2 + 0.75 * _span(cells, "h") * len(targets),
+                                                       1.6 + 0.6 * _span(cells, "L")), squeeze=False)
+    for ax, name in zip(axes[0], targets):
+        mine = [c for c in cells if c.target == name]
+        for c in mine:
+            L, h = c.architecture.layers, c.architecture.heads[0]
+            ax.add_patch(Rectangle((h - 0.5, L - 0.5), 1, 1, facecolor=VERDICT_COLOURS[c.status.value],
+                                   edgecolor="white", hatch="//" if c.inferred else None, linewidth=1.5))
+            text = c.exponent if c.bound == "exact" else (f"≤{c.exponent}" if c.bound == "at most" and c.exponent
+                                                         else f"≥{c.exponent}" if c.exponent else "")
+            ax.text(h, L, text.replace(" ", ""), ha="center", va="center", fontsize=7)
+        hs = sorted({c.architecture.heads[0] for c in mine})
+        Ls = sorted({c.architecture.layers for c in mine})
+        ax.set_xlim(min(hs) - 0.5, max(hs) + 0.5)
+        ax.set_ylim(min(Ls) - 0.5, max(Ls) + 0.5)
+        ax.set_xticks(hs)
+        ax.set_yticks(Ls)
+        ax.set_xlabel("heads per layer")
+        ax.set_ylabel("layers")
+        ax.set_title("\n".join(textwrap.wrap(name, 40)), fontsize=9)
+    handles = [Patch(facecolor=v, label=k) for k, v in VERDICT_COLOURS.items()]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="inferred by monotonicity"))
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.subplots_adjust(bottom=0.22, top=0.85)
+    decided = sum(not c.inferred for c in cells)
+    fig.suptitle(f"{plural(len(cells), 'cell')}, {decided} decided, {len(cells) - decided} inferred", fontsize=9)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def _span(cells, axis: str) -> int:
+    values = {c.architecture.heads[0] if axis == "h" else c.architecture.layers for c in cells}
+    return max(values) - min(values) + 1
+
+
+__all__ = ["phase_diagram", "plot_flow"]

@@ -1,0 +1,105 @@
+"""What a decision returns: a status, the best exponent, a witness or an explanation, and statistics."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from infoflow_smt.report.explain import Reason, describe_program
+
+
+class Status(enum.Enum):
+    FEASIBLE = "feasible"      # a witness program with a cost exponent bounded in T exists (and was replayed)
+    INFEASIBLE = "infeasible"  # no such program: the explanation says why
+    UNKNOWN = "unknown"        # the solver could not tell (timeout, resource limit); never read as infeasible
+
+    @property
+    def exit_code(self) -> int:
+        return {Status.FEASIBLE: 0, Status.INFEASIBLE: 1, Status.UNKNOWN: 3}[self]
+
+
+@dataclass(frozen=True)
+class Stats:
+    seconds: float = 0.0
+    solver_calls: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer of ``decide``: never a bare bool.
+
+    ``exponent`` is the smallest cost exponent reachable (a sympy expression in ``T``, ``oo`` when no program
+    exists at any cost); ``witness`` is the program reaching it when the status is FEASIBLE, and, when the
+    status is INFEASIBLE, the cheapest (inefficient) program found, if any, is in ``best_program``.
+    """
+
+    status: Status
+    target: Any
+    architecture: Any
+    exponent: sympy.Expr
+    witness: Any = None
+    explanation: tuple[Reason, ...] = ()
+    stats: Stats = Stats()
+    best_program: Any = None
+    seq_len: int | None = None
+    reason_unknown: str | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.status is Status.FEASIBLE
+
+    def __str__(self) -> str:
+        arch = self.architecture
+        lines = [f"{self.status.value.upper()}: {self.target}",
+                 (f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
+                  f"{', positional encoding' if arch.positional else ''}")]
+        if self.status is not Status.UNKNOWN:
+            lines.append(f"  best cost exponent: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
+        if self.witness is not None:
+            lines.append("  witness, replayed by the reference interpreter:")
+            lines += [f"    {line}" for line in describe_program(self.witness, self.target)]
+        if self.explanation:
+            lines.append("  why:" if self.status is not Status.FEASIBLE else "  note:")
+            lines += [f"    - {reason}" for reason in self.explanation]
+        if self.witness is None and self.best_program is not None:
+            lines.append("  cheapest program (not efficient), replayed:")
+            lines += [f"    {line}" for line in describe_program(self.best_program, self.target)]
+        if self.reason_unknown:
+            lines.append(f"  note: {self.reason_unknown}")
+        if self.stats.extra.get("note"):
+            lines.append(f"  note: {self.stats.extra['note']}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """One JSON-ready record (docs/cli.md, "decide")."""
+        arch = self.architecture
+
+        def program(p):
+            return None if p is None else p.to_json() | {"steps": describe_program(p, self.target)}
+
+        return {"status": self.status.value, "target": str(self.target), "name": getattr(self.target, "name", None),
+                "architecture": {"heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
+                                 "input_dim": arch.input_dim, "positional": arch.positional},
+                "seq_len": self.seq_len,
+                "exponent": None if self.status is Status.UNKNOWN else str(self.exponent),
+                "witness": program(self.witness),
+                "best_program": program(self.best_program if self.witness is None else None),
+                "explanation": [{"constraint": r.constraint, "sentence": r.sentence} for r in self.explanation],
+                "reason_unknown": self.reason_unknown,
+                "stats": {"seconds": round(self.stats.seconds, 4), "solver_calls": self.stats.solver_calls,
+                          **{k: v for k, v in self.stats.extra.items() if isinstance(v, (str, int, float, bool))}}}
+
+
+def _meaning(exponent, seq_len) -> str:
+    """What an exponent says, for a reader: parameters grow as eps to its minus."""
+    if exponent is sympy.oo:
+        return "no program computes it at any cost"
+    e = sympy.sympify(exponent)
+    if e.has(sympy.Symbol("T", positive=True, integer=True)) and seq_len is None:
+        return "grows with T: not efficient"
+    if e == 0:
+        return "for precision eps the parameter count stays bounded"
+    return f"for precision eps the parameter count grows as eps^-({e})"

@@ -1,0 +1,877 @@
+"""InfoFlow programs as SMT constraints (z3): one of the two modules that import z3.
+
+The encoding does not grow with ``T``. Without positional encoding all input positions are interchangeable,
+so the state of the model is the state of *position classes*: ``in`` (every input position, playing the
+bound variable of whatever node it makes), ``out`` (the output token) and, with positional encoding, the
+*anchors* ``a1..aK`` (fixed positions whose heads may override the inputs'). For each class ``c`` and layer
+``l`` Boolean facts, each defined by an equality, so that a model is a program of ``docs/model.md`` and
+conversely:
+
+``all[c,l]``      the class holds every input position;
+``know[c,l,n]``   it knows node ``n``: a selection's chosen position at the binding it plays (and, by
+                  holding the winner's holdings, what the node's score read there), an aggregate's value;
+``xfix[c,l,q]``   it holds the content of fixed position ``q``;
+``xoff[c,l,k]``   (inputs) it holds the content of its neighbour at offset ``k``.
+
+A selection ranks its candidates by a score whose every term depends on the candidate (the comparison
+tree's nodes, ``trees.py``). What the score reads is split by who reads it (``_reads``): the selecting
+position (reads tied to the variable it plays), every candidate (reads tied to the node's variable), or
+either (reads tied to no variable: the selector, or every candidate). A selection's value is computed later
+by whoever needs it, from knowing the selection; nothing else is required where it is made.
+
+Heads are *counted*, not named: at most ``h_l`` operations per class and layer, one of each kind, except
+specific-position aggregation, whose heads split the sources into disjoint blocks in one canonical order.
+The number of layers and of heads in each layer are chosen by assumption literals, so one encoding serves
+every architecture up to the one it was built for (a sweep asks one solver many questions), and ``grow``
+adds layers to it in place (a sweep walks from few layers to many). Each operation
+carries a cost level, also chosen by assumptions, so that an unsat core names the tracked constraints that
+clash.
+
+The constraints are written as SMT-LIB text and parsed by z3 in one call: building them with z3's Python
+objects costs a hundred times more than solving them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+import z3
+
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.realization import Realization
+from infoflow_smt.lang.trees import (
+    GroupRef,
+    NodeRef,
+    comparison_tree,
+    needs_positional,
+    outermost,
+    position_reads,
+    useful_orders,
+    walk,
+)
+from infoflow_smt.lang.trees import free_variables as tree_free_variables
+from infoflow_smt.model import cost
+from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
+from infoflow_smt.symbols import T
+
+IN, OUT = "in", "out"
+SELECTOR, CANDIDATE, EITHER, BOTH = "selector", "candidate", "either", "both"
+TRUE, FALSE = "true", "false"
+_FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
+
+
+@dataclass(frozen=True)
+class Need:
+    """One thing a position must hold or know: ``("fixed", q)``, ``("offset", k)``, ``("node", key)``
+    (a node of the same order), ``("group", gid)`` (a group's outermost node, under its chosen order)."""
+
+    kind: str
+    what: object
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What evaluating a score reads, by who must hold it (module docstring)."""
+
+    selector: tuple[Need, ...] = ()
+    candidate: tuple[Need, ...] = ()
+    either: tuple[Need, ...] = ()
+    both: bool = False  # a read ties both sides' variables: only candidates holding everything can rank
+
+    @property
+    def empty(self) -> bool:
+        return not (self.selector or self.candidate or self.either or self.both)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One single-variable node of one group under one variable order."""
+
+    key: str                    # unique: group|order|var
+    node: str                   # the tree's node id (g0.t)
+    group: str
+    order: tuple[str, ...]
+    kind: str                   # top1, kth, aggregate
+    bound: frozenset[str]
+    k: int
+    domain: ex.Domain
+    reads: Reads                # ranking its candidates (a selection), or one token's value (an aggregate)
+    constant: bool              # its score reads nothing: known everywhere from the start
+
+    @property
+    def restricted(self) -> bool:  # candidates restricted to a subset or range: positions tell them apart
+        return not isinstance(self.domain, ex.AllPositions)
+
+
+@dataclass
+class Encoding:
+    """The constraints of one family of questions and the names the solver reads back.
+
+    Every variable is named by a string; ``var(name)`` is its z3 expression in this encoding's context."""
+
+    target: object
+    arch: object                 # the largest architecture the encoding serves
+    ctx: z3.Context
+    solver: z3.Solver
+    nodes: dict[str, NodeInfo]
+    outer: dict[str, dict[tuple[str, ...], str]]            # group -> order -> key of its outermost node
+    text: str = ""                                         # the SMT-LIB declarations and assertions
+    classes: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    ops: dict[tuple[int, str, str], str] = field(default_factory=dict)   # (layer, class, op) -> name
+    op_cost: dict[tuple[int, str, str], dict[int, sympy.Expr]] = field(default_factory=dict)  # by heads
+    order_vars: dict[str, dict[tuple[str, ...], str]] = field(default_factory=dict)
+    # (layer, class, "POSITIONS#j") -> source -> chosen: the j-th specific-position head's sources
+    sources: dict[tuple[int, str, str], dict[object, str]] = field(default_factory=dict)
+    # every specific-position head a class runs itself: (layer, acts, size gathered, whole sequence)
+    gathers: list[tuple[int, str, str, str]] = field(default_factory=list)
+    gather_cap: str | None = None          # bounds every gathered size when the levels order sizes
+    gather_limits: list[int | None] = field(default_factory=list)  # per level: the largest size costing
+                                                                   # no more (None: grows with T)
+    gather_floor: int = 0  # the largest size whose decoding costs nothing (exponents are clamped at 0)
+    tracked: dict[str, str] = field(default_factory=dict)  # constraint name -> assumption literal
+    heads: dict[tuple[int, int], str] = field(default_factory=dict)   # (layer, h) -> "h heads in layer"
+    depth: dict[int, str] = field(default_factory=dict)               # L -> "the program has L layers"
+    facts: dict[int, list[str]] = field(default_factory=dict)         # layer -> every fact after it
+    widest: int = 0   # the most distinct operations one class can run in one layer: more heads add nothing
+    levels: list[sympy.Expr] = field(default_factory=list)
+    level_vars: list[str] = field(default_factory=list)
+    fixed: tuple = ()
+    offsets: tuple = ()
+    anchors: dict[str, ex.FixedIndex] = field(default_factory=dict)   # class name -> its fixed position
+    kept: dict[tuple[int, str, str], str] = field(default_factory=dict)  # anchor keeps an input op
+    _vars: dict[str, z3.ExprRef] = field(default_factory=dict, repr=False)
+    _sorts: dict[str, str] = field(default_factory=dict, repr=False)
+    _acting: dict[int, tuple] = field(default_factory=dict, repr=False)
+    _weights: dict[tuple, z3.ArithRef] = field(default_factory=dict, repr=False)
+    _excluded: list | None = field(default=None, repr=False)
+    _builder: object = field(default=None, repr=False)   # what wrote it: ``grow`` adds layers with it
+
+    def var(self, name: str) -> z3.ExprRef:
+        """The z3 constant ``name`` (declared by the encoding)."""
+        found = self._vars.get(name)
+        if found is None:
+            found = self._vars[name] = (z3.Int if self._sorts[name] == "Int" else z3.Bool)(name, self.ctx)
+        return found
+
+    def at_most_operations(self, layers: int, bound: int) -> z3.BoolRef:
+        """At most ``bound`` heads act in layers ``1..layers`` (built through z3's C API: this is asked
+        again and again while a witness is minimized)."""
+        if layers not in self._acting:
+            names = [n for (layer, _, _), n in [*self.ops.items(), *self.kept.items()] if layer <= layers]
+            literals = [self.var(n) for n in names]
+            array = (z3.Ast * len(literals))(*(x.as_ast() for x in literals))
+            self._acting[layers] = (literals, array)
+        literals, array = self._acting[layers]
+        return z3.BoolRef(z3.Z3_mk_atmost(self.ctx.ref(), len(literals), array, bound), self.ctx)
+
+    def excluded_levels(self) -> list[z3.BoolRef]:
+        """Per level, the assumption that excludes it."""
+        if self._excluded is None:
+            self._excluded = [z3.Not(self.var(v)) for v in self.level_vars]
+        return self._excluded
+
+    def acting(self, model, layers: int) -> int:
+        """How many heads act in layers ``1..layers`` in ``model``."""
+        names = tuple(n for (layer, _, _), n in [*self.ops.items(), *self.kept.items()] if layer <= layers)
+        return sum(self.values(model, names).values())
+
+    def values(self, model, names: tuple[str, ...]) -> dict[str, bool]:
+        """The truth of many Boolean constants in ``model``, read with one evaluation: their sum weighted
+        by powers of two (one call into z3 instead of one per constant)."""
+        if names not in self._weights:  # parsed, not built: z3's Python objects cost a call per term
+            terms = " ".join(f"(ite |{n}| {1 << i} 0)" for i, n in enumerate(names))
+            declared = "".join(f"(declare-const |{n}| Bool)" for n in names)
+            parsed = z3.parse_smt2_string(f"{declared}(declare-const |weights| Int)"
+                                          f"(assert (= |weights| (+ 0 {terms})))", ctx=self.ctx)
+            self._weights[names] = parsed[0].arg(1)
+        bits = model.eval(self._weights[names], model_completion=True).as_long()
+        return {n: bool(bits >> i & 1) for i, n in enumerate(names)}
+
+    def maximal_facts(self, layers: int, heads: int, deadline) -> set[str]:
+        """The facts some efficient program with ``heads`` heads in each of ``layers`` layers makes true
+        after its last layer. All of them hold at once (every operation can run beside the others), so one
+        model is grown until no further fact can join it."""
+        base = self.assumptions((heads,) * layers, [n for k, n in self.tracked.items() if k != "goal"])
+        base += [x for i, x in enumerate(self.excluded_levels()) if not cost.is_bounded(self.levels[i])]
+        names = tuple(self.facts[layers])
+        held: set[str] = set()
+        while True:
+            deadline.check("finding the saturation bound")
+            others = [self.var(n) for n in names if n not in held]
+            if not others:
+                return held
+            self.solver.set("timeout", deadline.milliseconds())
+            if self.solver.check(*base, *(self.var(n) for n in held), z3.Or(others)) != z3.sat:
+                return held
+            held = {n for n, v in self.values(self.solver.model(), names).items() if v}
+
+    def assumptions(self, heads: tuple[int, ...], names: list[str] | None = None) -> list[z3.ExprRef]:
+        """The literals of a question about ``heads`` (one entry per layer): the tracked constraints, the
+        number of layers and each layer's head count."""
+        literals = list(self.tracked.values()) if names is None else list(names)
+        literals += [self.depth[len(heads)]] + [self.heads[(l, h)] for l, h in enumerate(heads, start=1)]
+        return [self.var(n) for n in literals]
+
+
+# ---- reading what a score needs ---------------------------------------------------------------------
+def _reads(tree, terms, players: dict[str, str], key_of) -> Reads:
+    """Split the reads of ``terms`` by who makes them: ``players`` says which side plays each variable."""
+    found: dict[str, list[Need]] = {SELECTOR: [], CANDIDATE: [], EITHER: [], BOTH: []}
+
+    def side(variables) -> str:
+        sides = {players[v] for v in variables}
+        return EITHER if not sides else (sides.pop() if len(sides) == 1 else BOTH)
+
+    for _, term in terms:
+        for leaf in walk(term):
+            ref = leaf.index if isinstance(leaf, ex.Content) else leaf
+            if isinstance(ref, ex.OffsetIndex):
+                need, where = Need("offset", ref.offset), side({ref.name})
+            elif isinstance(ref, ex.FixedIndex):
+                need, where = Need("fixed", ref), EITHER
+            elif isinstance(ref, NodeRef):
+                need, where = Need("node", key_of(ref.node)), side(tree.nodes[ref.node]["bound"])
+            elif isinstance(ref, GroupRef):
+                need, where = Need("group", ref.group), side(tree.nodes[outermost(tree, ref.group)]["bound"])
+            else:
+                continue
+            if need not in found[where]:
+                found[where].append(need)
+    return Reads(tuple(found[SELECTOR]), tuple(found[CANDIDATE]), tuple(found[EITHER]), bool(found[BOTH]))
+
+
+def _key(group: str, order: tuple[str, ...], var: str) -> str:
+    return f"{group}.{'-'.join(order) if len(order) > 1 else ''}.{var}"
+
+
+def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, ...], str]]]:
+    """The nodes of every useful order of every group; of orders whose trees read alike (the same nodes,
+    reads and bindings up to the names of the variables), one is kept: they are the same question."""
+    infos: dict[str, NodeInfo] = {}
+    outer: dict[str, dict[tuple[str, ...], str]] = {}
+    for gid, orders in useful_orders(target).items():
+        outer[gid], seen = {}, set()
+        for order in orders:
+            tree = comparison_tree(target, {gid: order})
+            here: dict[str, NodeInfo] = {}
+            for var in order:
+                data = tree.nodes[f"{gid}.{var}"]
+                players = {var: CANDIDATE} | {b: SELECTOR for b in data["bound"]}
+                reads = _reads(tree, data["terms"], players,
+                               lambda n, gid=gid, order=order: _key(gid, order, n.split(".", 1)[1]))
+                score_free = tree_free_variables(data["score"], tree.graph["groups"])
+                key = _key(gid, order, var)
+                here[key] = NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
+                                     data["domain"], reads, constant=reads.empty and not score_free)
+            top = _key(gid, order, order[0])
+            signature = _signature(here, top)
+            if signature in seen:
+                continue
+            seen.add(signature)
+            infos.update(here)
+            outer[gid][order] = top
+    return infos, outer
+
+
+def _signature(infos: dict[str, NodeInfo], key: str) -> tuple:
+    """A node's shape with the names of variables and nodes left out: kind, rank, domain, how many
+    variables it binds, and what it reads (the nodes it reads by their own shapes)."""
+    info = infos[key]
+
+    def needs(found: tuple[Need, ...]) -> tuple:
+        return tuple(sorted((_signature(infos, n.what) if n.kind == "node" else (n.kind, repr(n.what))
+                             for n in found), key=repr))
+
+    r = info.reads
+    return (info.kind, info.k, repr(info.domain), len(info.bound), info.constant,
+            needs(r.selector), needs(r.candidate), needs(r.either), r.both)
+
+
+# ---- SMT-LIB terms ----------------------------------------------------------------------------------------
+def conj(items) -> str:
+    items = [i for i in items if i != TRUE]
+    if FALSE in items:
+        return FALSE
+    return TRUE if not items else items[0] if len(items) == 1 else f"(and {' '.join(items)})"
+
+
+def disj(items) -> str:
+    items = [i for i in items if i != FALSE]
+    if TRUE in items:
+        return TRUE
+    return FALSE if not items else items[0] if len(items) == 1 else f"(or {' '.join(items)})"
+
+
+def neg(a: str) -> str:
+    return FALSE if a == TRUE else TRUE if a == FALSE else f"(not {a})"
+
+
+def implies(a: str, b: str) -> str:
+    if a == FALSE or b == TRUE:
+        return TRUE
+    return b if a == TRUE else f"(=> {a} {b})"
+
+
+def both(a: str, b: str) -> str:
+    return conj([a, b])
+
+
+def either(a: str, b: str) -> str:
+    return disj([a, b])
+
+
+def total(terms) -> str:
+    terms = list(terms)
+    return "0" if not terms else terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
+
+
+def at_most(literals, bound: int, portable: bool) -> str:
+    """Standard SMT-LIB (a sum of 0/1 terms) when ``portable``; z3's cardinality constraint otherwise."""
+    literals = [x for x in literals if x != FALSE]
+    if len(literals) <= bound:
+        return TRUE
+    if portable:
+        return f"(<= {total(f'(ite {x} 1 0)' for x in literals)} {bound})"
+    return f"((_ at-most {bound}) {' '.join(literals)})"
+
+
+def exactly_one(literals, portable: bool) -> str:
+    literals = list(literals)
+    if len(literals) == 1:
+        return literals[0]
+    if portable:
+        return f"(= {total(f'(ite {x} 1 0)' for x in literals)} 1)"
+    return f"((_ pbeq 1 {' '.join('1' for _ in literals)}) {' '.join(literals)})"
+
+
+def q(name: str) -> str:
+    """A declared name as an SMT-LIB symbol."""
+    return f"|{name}|"
+
+
+def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
+    """Whether fixed position ``q`` (near the start) is a candidate of ``domain`` for every large ``T``."""
+    return bool(q.resolve(_FAR) in Realization().domain_positions(domain, _FAR))
+
+
+def _ref_name(q) -> str:
+    return f"off{q.offset}" if isinstance(q, Offset) else str(q)
+
+
+# ---- the encoding -----------------------------------------------------------------------------------
+def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int | None = None,
+           anchors: bool = True, portable: bool = False, ctx: z3.Context | None = None) -> Encoding:
+    """Build the constraints for ``target`` on every architecture up to ``arch`` (as many layers, at most
+    as many heads in each; the width, input dimension and positional encoding of ``arch``). Ask with
+    ``Encoding.assumptions(heads)`` and the level literals.
+
+    ``anchors=False`` leaves out the fixed positions that may override heads: a smaller encoding whose
+    programs are programs of the full one (the solver tries it first and falls back when it says no).
+    ``ctx``: the z3 context to build in (a new one by default; one caller at a time may use a context)."""
+    return _Builder(target, arch, law, seq_len, anchors, portable, ctx).build()
+
+
+def grow(enc: Encoding, arch) -> bool:
+    """Extend ``enc`` in place to the larger ``arch`` (more layers, no more heads in the layers it has);
+    False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``)."""
+    return enc._builder is not None and enc._builder.grow(arch)
+
+
+class _Builder:
+    """One encoding, written by named constraint families in ``build``."""
+
+    def __init__(self, target, arch, law, seq_len, anchors, portable, ctx):
+        infos, outer = _node_infos(target)
+        self.ctx = ctx or z3.Context()
+        self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer)
+        self.law, self.seq_len, self.portable = law, seq_len, portable
+        self.use_anchors = anchors
+        self.pe = arch.positional
+        # bounded gathers cost by their size unless the width grows with T (the width is every layer's)
+        self.by_size = not cost.at(arch.width, seq_len).has(T)
+        self.lines: list[str] = []
+        self.positional_ok = self.bool("allow:positional")
+        self.candidate_classes: dict[ex.Domain, list[str]] = {}
+        self.all: dict = {}   # the facts by (class, layer[, node or position]): ``state_variables``
+        self.know: dict = {}
+        self.xfix: dict = {}
+        self.xoff: dict = {}
+
+    # ---- names and assertions ---------------------------------------------------------------------------
+    def declare(self, name: str, sort: str) -> str:
+        if name not in self.enc._sorts:
+            self.enc._sorts[name] = sort
+            self.lines.append(f"(declare-const |{name}| {sort})")
+        return q(name)
+
+    def bool(self, name: str) -> str:
+        return self.declare(name, "Bool")
+
+    def int(self, name: str) -> str:
+        return self.declare(name, "Int")
+
+    def add(self, formula: str) -> None:
+        if formula != TRUE:
+            self.lines.append(f"(assert {formula})")
+
+    def track(self, name: str, formula: str) -> None:
+        lit = self.enc.tracked.setdefault(name, self.bool(f"track:{name}")[1:-1])
+        self.add(implies(q(lit), formula))
+
+    # ---- the families, in order -------------------------------------------------------------------------
+    def build(self) -> Encoding:
+        self.orders()
+        self.position_classes()
+        layers = range(1, self.enc.arch.layers + 1)
+        self.state_variables(range(self.enc.arch.layers + 1))
+        self.initial_state()
+        for layer in layers:
+            self.operations(layer)
+            self.update_rules(layer)
+        if self.enc.sources:
+            self.size = {(c, 0): "0" if c == OUT else "1" for c in self.enc.classes}
+            self.whole = {(c, 0): FALSE for c in self.enc.classes}
+            self.sizes(layers)
+        self.goal(layers)
+        if needs_positional(self.enc.target):  # else no program at any cost
+            self.track("goal", self.positional_ok)
+        self.costs()
+        self.enc.text = "\n".join(self.lines)
+        self.enc.solver.from_string(self.enc.text)
+        self.enc._builder, self.lines = self, []  # kept to grow the encoding; its lines are in the text
+        return self.enc
+
+    def grow(self, arch) -> bool:
+        """Add the layers of ``arch`` beyond the encoding's to its solver (what a fresh encoding of ``arch``
+        asserts, the same lines: a sweep's walk adds a layer at a time, and its questions keep what z3 has
+        learnt). False, with the encoding unchanged, when ``arch`` needs more: more heads in a layer the
+        encoding has, anchors (they appear at two layers), or a cost level it lacks; then encode afresh."""
+        enc, old = self.enc, self.enc.arch
+        grows_layers = arch.layers > old.layers and all(a <= b for a, b in zip(arch.heads, old.heads))
+        if not grows_layers or self.portable or (self.use_anchors and self.pe and old.layers < 2):
+            return False
+        if not self.needed_levels(arch) <= set(enc.levels):
+            return False
+        gathers, ops = len(enc.gathers), set(enc.ops)
+        self.lines, enc.arch = [], arch
+        layers = range(old.layers + 1, arch.layers + 1)
+        self.state_variables(layers)
+        for layer in layers:
+            self.operations(layer)
+            self.update_rules(layer)
+        if enc.sources:
+            self.sizes(layers)
+        self.goal(layers)
+        self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
+        text, self.lines = "\n".join(self.lines), []
+        enc.solver.from_string(text)  # the solver's parser knows the names it declared before
+        enc.text += "\n" + text
+        return True
+
+    def orders(self) -> None:
+        """Exactly one variable order (one elimination tree) per group."""
+        enc = self.enc
+        for gid, per_order in enc.outer.items():
+            enc.order_vars[gid] = {o: self.bool(f"ord:{gid}:{','.join(o)}")[1:-1] for o in per_order}
+            self.add(exactly_one([q(v) for v in enc.order_vars[gid].values()], self.portable))
+
+    def position_classes(self) -> None:
+        """``in``, the anchors 1..K (positional encoding, two layers or more; K = the groups with a
+        selection that binds no variable, the only work a fixed position can do for a generic input), and
+        ``out``; the fixed positions and offsets a specific-position head may gather."""
+        enc = self.enc
+        enc.fixed, enc.offsets = position_reads(comparison_tree(enc.target))
+        n_free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
+        if self.use_anchors and self.pe and enc.arch.layers >= 2:
+            enc.anchors = {f"a{q}": ex.FixedIndex(q) for q in range(1, n_free + 1)}
+        enc.inputs = [IN] + list(enc.anchors)
+        enc.classes = enc.inputs + [OUT]
+        self.fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
+        self.source_class = {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in self.fixed_sources}
+
+    def state_variables(self, layers: range) -> None:
+        """The facts after each of ``layers`` (0: the tokens as they come in)."""
+        enc = self.enc
+        tables = (
+            {(c, l): self.bool(f"all:{c}:{l}") for c in enc.classes for l in layers},
+            {(c, l, n): self.bool(f"know:{c}:{l}:{n}") for c in enc.classes for l in layers for n in enc.nodes},
+            {(c, l, q): self.bool(f"xfix:{c}:{l}:{q}") for c in enc.classes for l in layers for q in enc.fixed},
+            {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}") for c in enc.inputs for l in layers for k in enc.offsets})
+        for mine, table in zip((self.all, self.know, self.xfix, self.xoff), tables):
+            mine.update(table)
+            for key, name in table.items():
+                enc.facts.setdefault(key[1], []).append(name[1:-1])
+
+    def initial_state(self) -> None:
+        """Layer 0: an input position holds its own token (an anchor is its fixed position), the output
+        token nothing; a node whose score reads nothing (a count, a choice among ties) is known to all."""
+        enc = self.enc
+        initial = [neg(self.all[(c, 0)]) for c in enc.classes]
+        initial += [v if self.admissible(enc.nodes[n], c) and enc.nodes[n].constant else neg(v)
+                    for (c, l, n), v in self.know.items() if l == 0]
+        initial += [v if c in enc.anchors and enc.anchors[c] == q else neg(v)
+                    for (c, l, q), v in self.xfix.items() if l == 0]
+        initial += [neg(v) for (c, l, k), v in self.xoff.items() if l == 0]
+        self.track("initial", conj(initial))
+        if not self.pe:  # an assumption, so that an unsat core can say when positions were the obstacle
+            self.enc.tracked["positional"] = self.bool("deny:positional")[1:-1]
+            self.add(implies(self.bool("deny:positional"), neg(self.positional_ok)))
+
+    # ---- what a class holds ---------------------------------------------------------------------------
+    def admissible(self, info: NodeInfo, c: str) -> bool:
+        """Whether class ``c`` can know node ``info`` at a binding it plays: the output token plays no
+        variable, an input position one."""
+        return len(info.bound) <= (0 if c == OUT else 1)
+
+    def holds(self, c: str, l: int, need: Need) -> str:
+        if need.kind == "fixed":
+            return self.xfix[(c, l, need.what)]
+        if need.kind == "offset":
+            return self.xoff[(c, l, need.what)] if c != OUT else FALSE
+        if need.kind == "node":
+            return self.know[(c, l, need.what)]
+        return disj([both(q(v), self.know[(c, l, self.enc.outer[need.what][o])])
+                     for o, v in self.enc.order_vars[need.what].items()])
+
+    def candidates(self, info: NodeInfo) -> list[str]:
+        """The input classes among a node's candidates (an anchor outside a subset is not one)."""
+        found = self.candidate_classes.get(info.domain)
+        if found is None:
+            found = self.candidate_classes[info.domain] = [IN] + [a for a, q in self.enc.anchors.items()
+                                                               if _in_domain(q, info.domain)]
+        return found
+
+    def every_candidate(self, info: NodeInfo, l: int, needs, both_sides: bool = False) -> str:
+        """Every candidate class holds ``needs`` after layer ``l`` (or holds every position)."""
+        return conj([either(self.all[(k, l)], FALSE if both_sides else conj([self.holds(k, l, nd) for nd in needs]))
+                     for k in self.candidates(info)])
+
+    def ready(self, info: NodeInfo, c: str, l: int) -> str:
+        """Can class ``c`` make selection ``info`` with a retrieval head in layer ``l``?"""
+        r, before = info.reads, l - 1
+        selector = either(self.all[(c, before)], conj([self.holds(c, before, nd) for nd in r.selector]))
+        sides = [either(self.holds(c, before, nd), self.every_candidate(info, before, [nd])) for nd in r.either]
+        gate = self.positional_ok if info.restricted else TRUE
+        return conj([selector, self.every_candidate(info, before, r.candidate, r.both), *sides, gate])
+
+    def averaged(self, info: NodeInfo, l: int) -> str:
+        """Can an averaging head in layer ``l`` learn aggregate ``info``: every position computes its
+        per-token value from what it holds?"""
+        r = info.reads
+        gate = self.positional_ok if info.restricted else TRUE
+        return both(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
+
+    def common(self, info: NodeInfo, l: int, fact) -> str:
+        """A fact every candidate has: what a retrieval gains whoever wins."""
+        return conj([fact(k, l) for k in self.candidates(info)])
+
+    # ---- the operations of one layer ------------------------------------------------------------------
+    def references(self, c: str) -> list:
+        """What a specific-position head at ``c`` may gather: fixed positions (the anchors too) and, at an
+        input position, offsets from it."""
+        return list(self.fixed_sources) + ([Offset(k) for k in self.enc.offsets] if c != OUT else [])
+
+    def operations(self, l: int) -> None:
+        """The operation variables of layer ``l`` at every class: retrievals of the nodes it can make, one
+        global aggregation, one global averaging, specific-position slots; at most ``h`` heads each."""
+        enc = self.enc
+        self.effective: dict[tuple[str, str], str] = {}  # (class, op) -> the op acts there
+        H = enc.arch.heads[l - 1]
+        for h in range(1, H + 1):
+            enc.heads[(l, h)] = self.bool(f"heads:{l}:{h}")[1:-1]
+        averages = any(i.kind == "aggregate" and not i.bound and not i.constant for i in enc.nodes.values())
+        for c in [IN, OUT] + enc.inputs[1:]:
+            names = [(f"{'KTH' if i.kind == 'kth' else 'RETRIEVE'}:{key}", i)
+                     for key, i in enc.nodes.items() if i.kind in ("top1", "kth") and self.admissible(i, c)]
+            names += [("AGGREGATE", None)] + ([("AVERAGE", None)] if averages else [])
+            refs = self.references(c)
+            enc.widest = max(enc.widest, len(names) + len(refs))  # distinct operations a layer offers here
+            names += [(f"POSITIONS#{j}", None) for j in range(1, min(H, len(refs)) + 1)]
+            used = [self.operation(l, c, name, info) for name, info in names]
+            used += [enc.kept[(l, c, n)] for n, _ in names if (l, c, n) in enc.kept]
+            self.slots(l, c, [n for n, _ in names if n.startswith("POSITIONS")], refs)
+            for h in range(1, H + 1):
+                self.track(f"budget:{l}:{c}", implies(q(enc.heads[(l, h)]),
+                                                      at_most([q(u) for u in used], h, self.portable)))
+
+    def operation(self, l: int, c: str, name: str, info: NodeInfo | None) -> str:
+        """One operation variable, its preconditions and cost, and (at an anchor) the inputs' head it keeps."""
+        enc = self.enc
+        var = self.bool(f"op:{l}:{c}:{name}")
+        enc.ops[(l, c, name)] = var[1:-1]
+        enc.op_cost[(l, c, name)] = self.cost_of(l, name, info)
+        if info is not None:
+            self.add(implies(var, both(q(enc.order_vars[info.group][info.order]), self.ready(info, c, l))))
+        if name.startswith("POSITIONS"):
+            enc.sources[(l, c, name)] = {ref: self.bool(f"src:{l}:{c}:{name[10:]}:{_ref_name(ref)}")[1:-1]
+                                         for ref in self.references(c)}
+        acts = var
+        if c in enc.anchors and (l, IN, name) in enc.ops:
+            keep = self.bool(f"keep:{l}:{c}:{name}")  # an anchor keeps the inputs' op unless it overrides
+            enc.kept[(l, c, name)] = keep[1:-1]
+            self.add(implies(keep, q(enc.ops[(l, IN, name)])))
+            acts = either(var, keep)
+        self.effective[(c, name)] = acts
+        return enc.ops[(l, c, name)]
+
+    def cost_of(self, l: int, name: str, info: NodeInfo | None) -> dict[int, sympy.Expr]:
+        """The operation's cost exponent for each head count of layer ``l`` (only k-th retrieval depends
+        on it, through the per-head width ``n = E / h``)."""
+        arch, heads = self.enc.arch, range(1, self.enc.arch.heads[l - 1] + 1)
+        if name.startswith("KTH"):
+            return {h: cost.kth_retrieval(info.k, arch.width / h) for h in heads}
+        if name.startswith(("RETRIEVE", "AVERAGE")):
+            return {h: cost.retrieval() for h in heads}
+        if name == "AGGREGATE":
+            return {h: cost.decode(T, arch.input_dim, arch.width, self.law) for h in heads}
+        return {}  # specific-position heads: by the size they gather (``costs``)
+
+    def slots(self, l: int, c: str, slots: list[str], refs: list) -> None:
+        """Specific-position heads: each gathers a block of sources, blocks disjoint and in one order."""
+        enc = self.enc
+        for j, name in enumerate(slots):
+            srcs = enc.sources[(l, c, name)]
+            op = q(enc.ops[(l, c, name)])
+            self.add(f"(= {op} {disj([q(v) for v in srcs.values()])})")
+            self.add(implies(op, self.positional_ok))
+            if j:  # one canonical partition: each block starts after the previous block's first source
+                before = enc.sources[(l, c, slots[j - 1])]
+                for i, ref in enumerate(refs):
+                    self.add(implies(q(srcs[ref]), disj([q(before[p]) for p in refs[:i]])))
+        for ref in refs:  # a source in one block at most: a second copy gathers nothing new
+            self.add(at_most([q(enc.sources[(l, c, name)][ref]) for name in slots], 1, self.portable))
+
+    def member_sets(self, l: int, c: str) -> list[tuple[str | None, dict]]:
+        """The specific-position heads acting at ``c`` in layer ``l``, each with its sources: the class's
+        own (with the head's name), and at an anchor the inputs' heads it keeps (``None``)."""
+        enc = self.enc
+        own = [(name, {ref: q(v) for ref, v in srcs.items()})
+               for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == c]
+        kept = [(None, {ref: both(q(enc.kept[(l, c, name)]), q(v)) for ref, v in srcs.items()})
+                for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == IN and (l, c, name) in enc.kept]
+        return own + kept
+
+    # ---- what each class holds after the layer ------------------------------------------------------
+    def update_rules(self, l: int) -> None:
+        """Each fact after layer ``l``: what it was, or what this layer's operations brought."""
+        for c in self.enc.classes:
+            acting = {name: v for (cc, name), v in self.effective.items() if cc == c}
+            gathered = self.member_sets(l, c)
+            chosen = {q: disj([m[q] for _, m in gathered]) for q in self.references(c)}
+            winners = [(v, self.enc.nodes[name.split(":", 1)[1]]) for name, v in acting.items()
+                       if name.startswith(("RETRIEVE", "KTH"))]
+            self.update_all(c, l, acting, chosen, winners)
+            for key, info in self.enc.nodes.items():
+                self.update_know(c, l, key, info, acting, chosen, winners)
+            self.update_positions(c, l, chosen, winners)
+
+    def update_all(self, c: str, l: int, acting: dict, chosen: dict, winners: list) -> None:
+        gains = [self.all[(c, l - 1)], acting["AGGREGATE"]]
+        gains += [both(v, self.common(i, l - 1, lambda k, ll: self.all[(k, ll)])) for v, i in winners]
+        gains += [both(v, self.all[(self.source_class[q], l - 1)]) for q, v in chosen.items() if not isinstance(q, Offset)]
+        gains += [both(v, self.all[(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
+        self.add(f"(= {self.all[(c, l)]} {disj(gains)})")
+
+    def update_know(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict, winners: list) -> None:
+        know = self.know
+        if not self.admissible(info, c):
+            self.add(neg(know[(c, l, key)]))
+            return
+        gains = [know[(c, l - 1, key)], self.all[(c, l)]]
+        if info.kind == "aggregate":
+            if not info.bound and "AVERAGE" in acting:
+                gains.append(both(acting["AVERAGE"], self.averaged(info, l)))
+        else:
+            gains.append(acting.get(f"{'KTH' if info.kind == 'kth' else 'RETRIEVE'}:{key}", FALSE))
+        if not info.bound:  # binding-free knowledge travels with any copy of a position's holdings
+            gains += [both(v, self.common(i, l - 1, lambda k, ll: know[(k, ll, key)])) for v, i in winners]
+            gains += [both(v, know[(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
+                      if not isinstance(q, Offset)]
+            gains += [both(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
+        self.add(f"(= {know[(c, l, key)]} {disj(gains)})")
+
+    def update_positions(self, c: str, l: int, chosen: dict, winners: list) -> None:
+        for q in self.enc.fixed:
+            gains = [self.xfix[(c, l - 1, q)], self.all[(c, l)], chosen.get(q, FALSE)]
+            gains += [both(v, self.common(i, l - 1, lambda k, ll, q=q: self.xfix[(k, ll, q)])) for v, i in winners]
+            gains += [both(v, self.xfix[(self.source_class[p], l - 1, q)]) for p, v in chosen.items()
+                      if not isinstance(p, Offset)]
+            self.add(f"(= {self.xfix[(c, l, q)]} {disj(gains)})")
+        if c != OUT:
+            for k in self.enc.offsets:
+                gains = [self.xoff[(c, l - 1, k)], self.all[(c, l)], chosen[Offset(k)]]
+                self.add(f"(= {self.xoff[(c, l, k)]} {disj(gains)})")
+
+    # ---- sizes, the goal, the costs -------------------------------------------------------------------
+    def sizes(self, layers: range) -> None:
+        """``size[c,l]``: ``|I(c, l)|`` as ``program.set_sizes`` counts it (an upper bound: each gain in full,
+        a retrieval gaining the largest input class), and ``whole[c,l]``: that count is ``T``, after each of
+        ``layers`` (``build`` sets layer 0's). Only encodings with specific-position heads need them, whose
+        cost is the decoding of what they gather."""
+        enc = self.enc
+        size, whole = self.size, self.whole
+        for l in layers:
+            widest = size[(enc.inputs[0], l - 1)]
+            for k in enc.inputs[1:]:
+                widest = f"(ite (> {size[(k, l - 1)]} {widest}) {size[(k, l - 1)]} {widest})"
+            any_whole = disj([whole[(k, l - 1)] for k in enc.inputs])
+            for c in enc.classes:
+                gains, wholes = [], [self.acts(l, c, "AGGREGATE")]
+                for name in sorted({n for (ll, cc, n) in [*enc.ops, *enc.kept] if ll == l and cc == c}):
+                    if name.startswith(("RETRIEVE", "KTH")):
+                        gains.append(f"(ite {self.acts(l, c, name)} {widest} 0)")
+                        wholes.append(both(self.acts(l, c, name), any_whole))
+                for name, members in self.member_sets(l, c):
+                    gathered = total(f"(ite {m} {size[(self.source_class.get(q, IN), l - 1)]} 0)"
+                                     for q, m in members.items())
+                    everything = disj([both(m, whole[(self.source_class.get(q, IN), l - 1)]) for q, m in members.items()])
+                    gains.append(gathered)
+                    wholes.append(everything)
+                    if name is not None:  # charged where the head is the class's own (a kept head: at the inputs)
+                        n = len(enc.gathers)
+                        g, w = self.int(f"gathered:{n}"), self.bool(f"gathers_all:{n}")
+                        self.add(f"(= {g} {gathered})")
+                        self.add(f"(= {w} {everything})")
+                        enc.gathers.append((l, enc.ops[(l, c, name)], g[1:-1], w[1:-1]))
+                size[(c, l)], whole[(c, l)] = self.int(f"size:{c}:{l}"), self.bool(f"whole:{c}:{l}")
+                self.add(f"(= {size[(c, l)]} {total([size[(c, l - 1)]] + gains)})")
+                self.add(f"(= {whole[(c, l)]} {disj([whole[(c, l - 1)]] + wholes)})")
+
+    def acts(self, l: int, c: str, name: str) -> str:
+        own, kept = self.enc.ops.get((l, c, name)), self.enc.kept.get((l, c, name))
+        return disj([q(v) for v in (own, kept) if v is not None])
+
+    def goal(self, layers: range) -> None:
+        """After the last layer the output token computes the target from what it holds; the number of
+        layers is an assumption (``depth``), so the goal is written for every depth in ``layers``."""
+        enc = self.enc
+        tree = comparison_tree(enc.target)
+        reads = _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n)
+        for L in layers:
+            enc.depth[L] = self.bool(f"layers:{L}")[1:-1]
+            reachable = either(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in reads.either]))
+            self.track("goal", implies(q(enc.depth[L]), reachable))
+
+    def costs(self) -> None:
+        """Cost levels: every operation implies that its level (at the layer's head count) is allowed.
+
+        A specific-position head costs the decoding of what it gathers: of a whole sequence, the global
+        aggregation's level; of a bounded set, a cost that grows with the set. Then one integer
+        ``gather_cap`` bounds every gathered size, and excluding a level excludes the sizes that cost as
+        much: at the cheapest allowed prefix of levels the solver then lowers the cap (``solver.py``), which
+        makes the exponent exact. With a width that grows with ``T`` every bounded set costs alike."""
+        enc = self.enc
+        key = ((lambda e: cost.asymptotic_key(e)) if self.seq_len is None
+               else (lambda e: (float(cost.at(e, self.seq_len)), 0.0)))
+        enc.levels = sorted(self.needed_levels(enc.arch), key=key)
+        enc.level_vars = [self.bool(f"level:{i}")[1:-1] for i in range(len(enc.levels))]
+        if enc.gathers and self.by_size:
+            enc.gather_cap = self.int("gather:cap")[1:-1]
+            self.gather_levels()
+        self.level_implications(list(enc.op_cost), enc.gathers)
+
+    def needed_levels(self, arch) -> set:
+        """The levels the operations of ``arch`` need: the encoding's operations (those of its layers; the
+        operations of a layer cost alike in every layer) and, with specific-position heads, their gathers."""
+        enc, law = self.enc, self.law
+        candidates = {e for by_heads in enc.op_cost.values() for e in by_heads.values()}
+        candidates |= {cost.kth_retrieval(i.k, arch.width / h) for i in enc.nodes.values()
+                       if i.kind == "kth" and self.admissible(i, IN) for h in range(1, max(arch.heads) + 1)}
+        if enc.sources:
+            candidates.add(cost.decode(T, arch.input_dim, arch.width, law))
+            if not self.by_size:
+                candidates.add(cost.decode(1, arch.input_dim, arch.width, law))
+        return candidates
+
+    def level_implications(self, ops: list, gathers: list) -> None:
+        """Each of ``ops`` and ``gathers`` implies its level; a bounded gather is at most the cap."""
+        enc, arch, law = self.enc, self.enc.arch, self.law
+        level_of = {e: q(v) for e, v in zip(enc.levels, enc.level_vars)}
+        everything = cost.decode(T, arch.input_dim, arch.width, law)
+        bounded_gather = cost.decode(1, arch.input_dim, arch.width, law)
+        for op in ops:
+            by_heads = enc.op_cost[op]
+            if len(set(by_heads.values())) == 1:  # the same at every head count (all but k-th retrieval)
+                self.add(implies(q(enc.ops[op]), level_of[next(iter(by_heads.values()))]))
+                continue
+            for h, e in by_heads.items():
+                self.add(implies(both(q(enc.ops[op]), q(enc.heads[(op[0], h)])), level_of[e]))
+        for _, acts, gathered, whole in gathers:
+            self.add(implies(both(q(acts), q(whole)), level_of[everything]))
+            if not self.by_size:
+                self.add(implies(both(q(acts), neg(q(whole))), level_of[bounded_gather]))
+            else:  # ``costs`` made the cap with the first gathers
+                self.add(implies(both(q(acts), neg(q(whole))), f"(<= {q(gathered)} {q(enc.gather_cap)})"))
+
+    def gather_levels(self) -> None:
+        """Tie the cap on gathered sizes to the levels (``costs``): excluding a level excludes the sizes
+        whose decoding costs as much."""
+        enc = self.enc
+        width = cost.at(enc.arch.width, self.seq_len)
+
+        def limit(value) -> sympy.Expr:  # decode(n) <= value  <=>  n <= limit(value), for value >= 0
+            return (value + 1 if cost.DecodeLaw(self.law) is cost.DecodeLaw.SEED else value) * width / enc.arch.input_dim
+
+        enc.gather_floor = int(sympy.floor(limit(0)))
+        for var, level in zip(enc.level_vars, enc.levels):
+            value = cost.at(level, self.seq_len)
+            if value.has(T):  # grows with T: above every bounded set
+                enc.gather_limits.append(None)
+                continue
+            enc.gather_limits.append(int(sympy.floor(limit(value))))
+            self.add(implies(neg(q(var)), f"(< {q(enc.gather_cap)} {int(sympy.ceiling(limit(value)))})"))
+
+
+# ---- reading a program back ---------------------------------------------------------------------------
+def _op(enc: Encoding, true, l: int, c: str, name: str) -> Op:
+    if name == "AGGREGATE":
+        return Op(Mode.AGGREGATE)
+    if name == "AVERAGE":
+        return Op(Mode.AVERAGE)
+    if name.startswith("POSITIONS"):
+        chosen = tuple(ref for ref, v in enc.sources[(l, c, name)].items() if true(v))
+        return Op(Mode.POSITIONS, positions=chosen)
+    mode_name, key = name.split(":", 1)
+    return Op(Mode[mode_name], node=enc.nodes[key].node)
+
+
+def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Program:
+    """The witness program of a model asked with ``heads`` heads per layer: head numbers assigned in a fixed
+    order within each class; an anchor overrides the heads whose input operation it does not keep (with its
+    own operation, or idle)."""
+    names = [n for (layer, _, _), n in [*enc.ops.items(), *enc.kept.items()] if layer <= len(heads)]
+    names += [v for (layer, _, _), srcs in enc.sources.items() if layer <= len(heads) for v in srcs.values()]
+    names += [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
+    truth = enc.values(model, tuple(names))
+
+    def true(name: str) -> bool:
+        return truth.get(name, False)
+
+    def used(l: int, c: str) -> list[str]:
+        return sorted(name for (ll, cc, name), var in enc.ops.items() if ll == l and cc == c and true(var))
+
+    actions = []
+    for l in range(1, len(heads) + 1):
+        heads_of_input = {}
+        for c, where in ((IN, "input"), (OUT, "output")):
+            for head, name in enumerate(used(l, c), start=1):
+                actions.append(Action(l, head, where, _op(enc, true, l, c, name)))
+                if c == IN:
+                    heads_of_input[name] = head
+        for c, position in enc.anchors.items():
+            kept = {name for name in heads_of_input if true(enc.kept[(l, c, name)])}
+            free = [heads_of_input[n] for n in sorted(heads_of_input) if n not in kept]
+            free += list(range(len(heads_of_input) + 1, heads[l - 1] + 1))
+            own = used(l, c)
+            for head, name in zip(free, own):
+                actions.append(Action(l, head, position, _op(enc, true, l, c, name)))
+            for head in free[len(own):]:
+                if head <= len(heads_of_input):  # a dropped input operation: this position stays idle
+                    actions.append(Action(l, head, position, Op(Mode.IDLE)))
+    order = []
+    for gid, per_order in enc.order_vars.items():
+        chosen = next((o for o, v in per_order.items() if true(v)), next(iter(per_order)))
+        if len(chosen) > 1:
+            order.append((gid, chosen))
+    return Program(tuple(actions), tuple(order), len(heads))

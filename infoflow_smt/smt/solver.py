@@ -1,0 +1,588 @@
+"""decide, minimize and export: the pipeline from a target and an architecture to a checked verdict.
+
+    encode (encoder.py) -> ask z3 for an efficient program -> minimize its exponent -> replay the witness
+    (interpreter.py) -> or explain the unsat core (explain.py) and find the cheapest inefficient program.
+
+A ``Questions`` object holds the encodings of one target at one width and answers many architectures
+from them (the number of layers and each layer's heads are assumptions of one encoding); ``decide``
+makes a fresh one, a sweep, ``minimize`` or ``decide_all`` share one. Nothing is shared between two
+``Questions``: each encoding owns its z3 context, so calls from several threads do not meet.
+
+z3 is imported here and in the encoder only. One deadline bounds the whole answer; a z3 ``unknown``
+(timeout, resource limit) or a passed deadline gives UNKNOWN with the reason, never INFEASIBLE.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import sympy
+import z3
+
+from infoflow_smt.deadline import Deadline, OutOfTime
+from infoflow_smt.errors import InvalidSpecError, WitnessCheckError
+from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.lang.evaluate import scalar_tokens_problem
+from infoflow_smt.lang.trees import comparison_tree
+from infoflow_smt.limits import MAX_REPLAY_WORK
+from infoflow_smt.model import cost
+from infoflow_smt.model.architecture import Architecture
+from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
+from infoflow_smt.report import explain
+from infoflow_smt.report.verdict import Stats, Status, Verdict
+from infoflow_smt.smt import encoder
+from infoflow_smt.verify import replay
+from infoflow_smt.verify.interpreter import check
+
+
+def _check_inputs(target, arch, seq_len, samples) -> None:
+    problems = []
+    if not isinstance(arch, Architecture):
+        problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
+    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2):
+        problems.append(f"seq_len must be an integer >= 2 or None, got {seq_len!r}")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        problems.append(f"samples must be an integer >= 1 (every witness is replayed), got {samples!r}")
+    if problems:
+        raise InvalidSpecError(problems, "decision")
+    if target.reads_tokens_as_numbers and arch.input_dim != 1:
+        raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
+    length = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
+    if target.work(length) > MAX_REPLAY_WORK:  # every answer is replayed: a target too costly to evaluate is refused
+        raise InvalidSpecError(f"checking an answer evaluates the target at T={length}, about "
+                               f"{target.work(length):.2g} index tuples per input, over the limit of "
+                               f"{MAX_REPLAY_WORK:.0g} (infoflow_smt.limits.MAX_REPLAY_WORK): it reads too many variables at once",
+                               "target")
+    if seq_len is not None:
+        need = target.shortest_length
+        if seq_len < need:
+            raise InvalidSpecError(f"seq_len={seq_len} is too short for this target: it names positions or "
+                                   f"ranks up to {need}", "decision")
+
+
+# replays run on sequences long enough that no position holds every candidate by accident: longer than
+# the largest set the program gathers without aggregating the whole sequence (and than the target needs),
+# rounded up to a power of two, so that the target's values at a few lengths serve every witness
+MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
+
+
+def _replay_length(program, target, arch, seq_len: int | None) -> int:
+    gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
+    shortest = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
+    length = max(shortest, min(1 << (gathered + 1).bit_length(), MAX_REPLAY_LENGTH))
+    while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
+        length -= 1
+    return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
+
+
+MINIMIZE_SECONDS = 2.0   # the longest one question of a witness's minimization may take (it is optional)
+
+
+# ---- one encoding, many questions --------------------------------------------------------------------------
+class _Session:
+    """Questions about one architecture, asked of a (possibly larger) encoding by assumptions."""
+
+    def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline, hint: int | None = None):
+        self.enc, self.heads, self.deadline = enc, heads, deadline
+        self.calls = 0
+        self.bounded = [i for i, lvl in enumerate(enc.levels) if cost.is_bounded(lvl)]
+        self.layers = len(heads)
+        self.base = enc.assumptions(heads)
+        self.excluded = enc.excluded_levels()
+        self.hint = hint       # the fewest operations of a neighbouring question: probed first
+        self.core: set[str] | None = None
+        self.minimal = True    # every minimization question was answered
+
+    def ask(self, allowed: list[int], extra=(), at_most: float | None = None):
+        self.deadline.check("solving")
+        allowed_set = set(allowed)
+        assumptions = self.base + list(extra)
+        assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
+        budget = self.deadline.milliseconds()
+        self.enc.solver.set("timeout", budget if at_most is None else min(budget, int(at_most * 1000)))
+        self.calls += 1
+        result = self.enc.solver.check(*assumptions)
+        if result == z3.unknown and self.deadline.passed:
+            raise OutOfTime("solving")
+        return result
+
+    def unknown(self) -> str:
+        return self.enc.solver.reason_unknown()
+
+    def model(self):
+        return self.enc.solver.model()
+
+    def cheapest(self, allowed: list[int]):
+        """The lowest level (in the encoding's order) at which a program exists, with its model.
+
+        A binary search over prefixes of ``allowed``: a program within a prefix is within every longer one.
+        """
+        result = self.ask(allowed)
+        if result == z3.unsat:
+            self.core = self.core_names()
+        if result != z3.sat:
+            return None, None, (self.unknown() if result == z3.unknown else None)
+        if not allowed:  # a target that needs no operation with a cost at all
+            return -1, self.model(), None
+        model, lo, hi = self.model(), 0, len(allowed) - 1  # invariant: a program within [:hi+1]
+        if hi > 0:  # most answers lie at the cheapest level: ask it first
+            result = self.ask(allowed[:1])
+            if result == z3.sat:
+                return allowed[0], self.model(), None
+            if result == z3.unknown:
+                return None, None, self.unknown()
+            lo = 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            result = self.ask(allowed[: mid + 1])
+            if result == z3.sat:
+                model, hi = self.model(), mid
+            elif result == z3.unknown:
+                return None, None, self.unknown()
+            else:
+                lo = mid + 1
+        return allowed[hi], model, None
+
+    def tightest_gather(self, level: int, allowed: list[int], model):
+        """At the cheapest ``level``, the smallest sets specific-position heads must gather (the levels
+        alone leave sizes that cost less than the next level free: ``encoder._Builder.costs``). Returns a
+        model and the constraint that keeps the exponent exact in later questions."""
+        enc = self.enc
+        if enc.gather_cap is None:
+            return model, []  # no bounded gathers, or a width that makes them all cost alike
+        # up to ``free`` a gather costs no more than the level (level -1: no operation with a level at all,
+        # and a gather costs nothing up to the size whose decoding reaches 0)
+        free = enc.gather_floor if level < 0 else enc.gather_limits[level]
+        if free is None:
+            return model, []  # a level that grows with T: every bounded gather costs less
+        cap = enc.var(enc.gather_cap)
+        sizes = [model.eval(enc.var(g), model_completion=True).as_long()
+                 for layer, acts, g, whole in enc.gathers if layer <= self.layers and z3.is_true(
+                     model.eval(z3.And(enc.var(acts), z3.Not(enc.var(whole))), model_completion=True))]
+        lo, hi = free, max(sizes, default=0)
+        while lo < hi:  # invariant: a program gathering at most hi exists (model)
+            mid = (lo + hi) // 2
+            result = self.ask(allowed, [cap <= mid])
+            if result == z3.sat:
+                model, hi = self.model(), mid
+            elif result == z3.unknown:
+                break  # keep the witness we have: it is valid, its exponent an upper bound
+            else:
+                lo = mid + 1
+        return model, [cap <= max(hi, free)]
+
+    def fewest_operations(self, allowed: list[int], model, extra=()):
+        """A model at the same levels with as few operations as possible (a witness without idle work):
+        a binary search on the number of operations of the architecture's layers, from a lower bound (every
+        selection needs a retrieval somewhere, unless a global aggregation is allowed). The proofs of
+        optimality are combinatorial and can be hard: each question gets at most ``MINIMIZE_SECONDS``, and a
+        witness that could not be shown minimal is kept as it is (it is valid)."""
+        enc = self.enc
+        lo, hi = self.fewest_possible(allowed, model), enc.acting(model, self.layers)
+        probes = [self.hint, self.hint - 1] if self.hint is not None else []
+        while lo < hi:
+            mid = probes.pop(0) if probes else (lo + hi) // 2
+            if not lo <= mid < hi:
+                continue
+            result = self.ask(allowed, [*extra, enc.at_most_operations(self.layers, mid)], MINIMIZE_SECONDS)
+            if result == z3.sat:
+                model = self.model()
+                hi = enc.acting(model, self.layers)
+            elif result == z3.unsat:
+                lo = mid + 1
+            else:
+                self.minimal = False  # keep the witness we have: it is valid, only not shown to be the smallest
+                break
+        return model
+
+    def fewest_possible(self, allowed: list[int], model) -> int:
+        """A lower bound on the operations of any program at these levels: without a global aggregation
+        every selection of the chosen trees (but one whose score reads nothing) is made by some head."""
+        enc = self.enc
+        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name == "AGGREGATE"
+                       for e in by_heads.values()}
+        if any(enc.levels[i] in aggregation for i in allowed):
+            return 0
+        chosen = {}
+        for gid, per_order in enc.order_vars.items():
+            values = enc.values(model, tuple(per_order.values()))
+            chosen[gid] = next((o for o, v in per_order.items() if values[v]), next(iter(per_order)))
+        return sum(1 for info in enc.nodes.values() if info.kind in ("top1", "kth") and not info.constant
+                   and chosen[info.group] == info.order)
+
+    def program(self, model):
+        return encoder.extract(self.enc, model, self.heads)
+
+    def core_names(self) -> set[str]:
+        names = {v: name for name, v in self.enc.tracked.items()}
+        # a literal's name, without z3's pretty printer (slow, and it quotes names with a colon)
+        return {names.get(c.decl().name(), "level") for c in self.enc.solver.unsat_core()}
+
+
+@dataclass
+class Questions:
+    """The encodings of one target (at one width, input dimension, decoding law and length), shared by the
+    questions asked of it; each encoding grows to the largest architecture asked so far.
+
+    ``fewest_heads=False`` keeps each witness as the solver finds it, without reducing it to the fewest acting
+    heads (a sweep's cells need a checked answer and an exact exponent, not the smallest program): the
+    witness is replayed and its exponent is exact either way. ``reasons=False`` leaves an infeasible verdict
+    without the sentences that say why (a sweep's cells keep only the status and exponent)."""
+
+    target: object
+    law: cost.DecodeLaw = cost.DecodeLaw.SEED
+    seq_len: int | None = None
+    samples: int = 12
+    fewest_heads: bool = True
+    reasons: bool = True
+    busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    context: z3.Context | None = field(default=None, repr=False, compare=False)
+    encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
+    replays: dict = field(default_factory=dict)         # (program, length, samples, d, pe) -> exponent
+    inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
+    truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
+    fewest: int | None = None                           # the fewest operations of the last witness
+    optimal: list = field(default_factory=list)         # (architecture, witness) of fully minimized answers
+
+    def encoding(self, arch: Architecture, anchors: bool, deadline: Deadline) -> encoder.Encoding:
+        key = (str(arch.embed_dim), arch.input_dim, arch.positional, anchors)
+        found = self.encodings.get(key)
+        if found is not None and found.arch.layers >= arch.layers and all(
+                H >= h for H, h in zip(found.arch.heads, arch.heads)):
+            return found
+        deadline.check("encoding")
+        if found is not None:  # grow: as many layers and heads as either asked; in place when it can
+            layers = max(found.arch.layers, arch.layers)
+            heads = tuple(max(found.arch.heads[l] if l < found.arch.layers else 0,
+                              arch.heads[l] if l < arch.layers else 0) for l in range(layers))
+            arch = arch.with_heads(heads)
+            try:
+                if encoder.grow(found, arch):
+                    return found
+            except BaseException:  # interrupted half grown: its solver may lack the new layers' constraints
+                del self.encodings[key]
+                raise
+        if self.context is None:  # making a z3 context costs more than a small question: one per thread
+            self.context = _thread_context()
+        self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors,
+                                             ctx=self.context)
+        return self.encodings[key]
+
+    def decide(self, arch: Architecture, deadline: Deadline) -> Verdict:
+        """The checked verdict for ``arch`` (see ``decide``)."""
+        started = time.perf_counter()
+        calls = [0]
+
+        def stats(extra=None):
+            return Stats(seconds=time.perf_counter() - started, solver_calls=calls[0], extra=extra or {})
+
+        try:
+            return self._decide(arch, deadline, stats, calls)
+        except OutOfTime as late:
+            return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=stats(), seq_len=self.seq_len,
+                           reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
+
+    def reuse(self, arch: Architecture, deadline: Deadline) -> Verdict | None:
+        """The verdict ``arch`` gets from an optimal witness found for an architecture that covers it, when
+        that witness fits ``arch``: every program of ``arch`` is one of the larger architecture, so its best
+        exponent and fewest operations are no better there, and the witness reaches both (a witness with a
+        k-th retrieval is not reused: fewer heads widen it and change its cost)."""
+        for bigger, program in self.optimal:
+            if (bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch)
+                    and not any(a.op.mode is Mode.KTH for a in program.actions)):
+                exponent = self.replayed_exponent(program, arch, deadline)
+                notes = tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
+                return Verdict(Status.FEASIBLE, self.target, arch, exponent, witness=program, best_program=program,
+                               seq_len=self.seq_len, stats=Stats(extra={"reused_from": str(bigger.heads)}),
+                               explanation=notes)
+        return None
+
+    def _decide(self, arch, deadline, stats, calls) -> Verdict:
+        target, seq_len = self.target, self.seq_len
+        reused = self.reuse(arch, deadline)
+        if reused is not None:
+            return reused
+        # first without anchors (a smaller encoding whose programs are programs of the full one), then with
+        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, self.fewest)
+        level, model, unknown = session.cheapest(session.bounded)
+        if model is None and unknown is None and arch.positional and arch.layers >= 2:
+            calls[0] += session.calls
+            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, self.fewest)
+            level, model, unknown = session.cheapest(session.bounded)
+        if unknown is not None:
+            calls[0] += session.calls
+            return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=stats(), seq_len=seq_len,
+                           reason_unknown=unknown)
+        if model is not None:
+            program, exponent, note = self._cheapest_program(session, level, session.bounded, model, arch)
+            calls[0] += session.calls
+            if not note:  # fully minimized: the answer of every smaller architecture the witness fits
+                self.optimal.append((arch, program))
+            notes = tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
+            return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(note),
+                           best_program=program, seq_len=seq_len, explanation=notes)
+        # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
+        # program at any cost (above the bounded levels, which have none)
+        reasons = ()
+        if self.reasons:
+            has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
+            reasons = explain.explain(target, arch, session.core or set(),
+                                      explain.growing_costs(arch, self.law, has_kth))
+        every = list(range(len(session.enc.levels)))
+        level, model, unknown = session.cheapest([i for i in every if i not in session.bounded])
+        if unknown is not None or model is None:
+            calls[0] += session.calls
+            note = f"best exponent not found: {unknown}" if unknown else None
+            return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
+                           seq_len=seq_len, reason_unknown=note)
+        program, exponent, note = self._cheapest_program(session, level, every, model, arch)
+        calls[0] += session.calls
+        reasons += tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
+        return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(note),
+                       best_program=program, seq_len=seq_len)
+
+    def _cheapest_program(self, session: _Session, level: int, levels: list[int], model, arch):
+        """The program at ``level`` with the smallest gathers and the fewest operations, replayed; when the
+        deadline cuts the minimization short, the program found so far (its exponent an upper bound)."""
+        allowed = [i for i in levels if i <= level]
+        note = {}
+        try:
+            model, exact = session.tightest_gather(level, allowed, model)
+            if self.fewest_heads:
+                model = session.fewest_operations(allowed, model, exact)
+        except OutOfTime:
+            note = {"minimized": False, "note": "the deadline cut the minimization short: the exponent is an "
+                                                "upper bound and the witness may hold idle operations"}
+        if not note and not session.minimal:
+            note = {"minimized": False, "note": "the witness was not shown to have the fewest operations (a "
+                                                "minimization question ran out of its time); its exponent is exact"}
+        program = session.program(model)
+        self.fewest = program.operations
+        return program, self.replayed_exponent(program, arch, session.deadline), note
+
+    def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:
+        """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
+        length = _replay_length(program, self.target, arch, self.seq_len)
+        key = (program, length, arch.input_dim, arch.positional)
+        if key not in self.replays:
+            deadline.check("the witness replay")
+            tree = comparison_tree(self.target, program.order_map)
+            inputs, expected = self.samples_of(length, arch.input_dim)
+            truth = self.truth_of(program.order, tree, inputs)
+            passed = replay.passes(program, tree, self.target, inputs, expected, arch.positional, truth)
+            if passed is None or not passed.all():  # the reference replay decides, and reports
+                report = check(program, self.target, arch, inputs=inputs, deadline=deadline)
+                if not report.ok:
+                    raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
+                                            f"{program}\n{report}", report)
+            self.replays[key] = True
+        exponent, _ = program_cost(program, comparison_tree(self.target, program.order_map), arch, self.law)
+        # at a given length a cost that grows with T may still be below a constant there: it counts as 0
+        return cost.clamp(cost.at(exponent, self.seq_len))
+
+    def truth_of(self, order, tree, inputs: np.ndarray):
+        """The true choices of every node on ``inputs`` (None when too large: the scalar replay decides)."""
+        key = (order, inputs.shape)
+        if key not in self.truths:
+            try:
+                self.truths[key] = replay.Truth(tree, inputs, self.target.realization)
+            except replay.TooLarge:
+                self.truths[key] = None
+        return self.truths[key]
+
+    def samples_of(self, length: int, input_dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """The replay's inputs (``samples`` sequences x ~ N(0, I), seed 0) and the target's values on them."""
+        key = (length, input_dim)
+        if key not in self.inputs:
+            inputs = np.random.default_rng(0).standard_normal((self.samples, length, input_dim))
+            with np.errstate(all="ignore"):
+                self.inputs[key] = inputs, np.asarray(self.target.evaluate(inputs), dtype=float)
+        return self.inputs[key]
+
+
+def decide(target, arch: Architecture, seq_len: int | None = None, timeout: float | None = None, *,
+           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = 12) -> Verdict:
+    """Decide whether ``arch`` computes ``target`` efficiently (a cost exponent bounded in ``T``).
+
+    ``timeout`` (seconds, positive and finite; default ``limits.DEFAULT_TIMEOUT``) bounds the whole answer;
+    what is unfinished then is UNKNOWN, never INFEASIBLE. ``samples`` random inputs replay the witness.
+
+    >>> import infoflow_smt as ifs
+    >>> tgt = ifs.catalogue.get("min_pairwise_dot")
+    >>> ifs.decide(tgt, ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2)).status
+    <Status.FEASIBLE: 'feasible'>
+    >>> ifs.decide(tgt, ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)).exponent
+    T/8 - 1
+    """
+    deadline = Deadline(timeout)
+    target = as_target(target)
+    _check_inputs(target, arch, seq_len, samples)
+    with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
+        return questions.decide(arch, deadline)
+
+
+_contexts = threading.local()
+
+
+def _thread_context() -> z3.Context:
+    """This thread's z3 context, shared by the questions it asks (a context is used by one thread only:
+    recent questions are kept per thread)."""
+    if not hasattr(_contexts, "context"):
+        _contexts.context = z3.Context()
+    return _contexts.context
+
+
+RECENT_TARGETS = 16   # targets whose encodings, replays and witnesses ``decide`` keeps for the next question
+_recent_questions: OrderedDict[tuple, Questions] = OrderedDict()
+_recent_lock = threading.Lock()
+
+
+def forget_recent() -> None:
+    """Drop the questions ``decide`` keeps (encodings, replays, witnesses of recent targets): the next answer
+    is computed from scratch, as in a fresh session (for measurements and tests)."""
+    with _recent_lock:
+        _recent_questions.clear()
+
+
+@contextlib.contextmanager
+def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
+    """The ``Questions`` of a target this thread asked recently (a researcher asks one target about many
+    architectures: its encoding is built once), held by one caller at a time (a caller that finds it busy
+    gets fresh ones). The answers are the same either way: the shared state is caches."""
+    key = (target.text, target.seed, target.name, law, seq_len, samples, threading.get_ident())
+    with _recent_lock:
+        questions = _recent_questions.pop(key, None) or Questions(target, law, seq_len, samples)
+        _recent_questions[key] = questions
+        while len(_recent_questions) > RECENT_TARGETS:
+            _recent_questions.popitem(last=False)
+    if not questions.busy.acquire(blocking=False):
+        yield Questions(target, law, seq_len, samples)
+        return
+    try:
+        yield questions
+    finally:
+        questions.busy.release()
+
+
+@dataclass(frozen=True)
+class Front:
+    """The answer of ``minimize``: the Pareto-minimal architectures (each a ``Verdict`` with its witness), and
+    when there is none, why (the explanation of the largest architecture tried). Iterates like a tuple."""
+
+    points: tuple[Verdict, ...]
+    largest: Verdict | None = None      # the largest architecture tried (its verdict says why, when none)
+    tried: int = 0
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, i):
+        return self.points[i]
+
+    def __bool__(self) -> bool:
+        return bool(self.points)
+
+    def __str__(self) -> str:
+        from infoflow_smt.report.explain import plural
+
+        if not self.points:
+            head = f"no efficient architecture among the {plural(self.tried, 'architecture')} tried"
+            why = [f"  - {r}" for r in self.largest.explanation] if self.largest else []
+            if why:
+                head += f"; at the largest, {self.largest.architecture.shape}:"
+            return "\n".join([head] + why)
+        rows = [("layers", "heads per layer", "exponent", "operations")]
+        rows += [(str(v.architecture.layers), str(v.architecture.heads[0]), str(v.exponent),
+                  str(v.witness.operations if v.witness else "-")) for v in self.points]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        return "\n".join([lines[0], "  ".join("-" * w for w in widths)] + lines[1:])
+
+    def to_json(self) -> dict:
+        return {"points": [v.to_json() for v in self.points], "tried": self.tried,
+                "why_none": [r.sentence for r in self.largest.explanation] if (self.largest and not self.points) else []}
+
+
+def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
+             positional: bool | None = None, seq_len: int | None = None,
+             timeout: float | None = None) -> Front:
+    """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
+
+    Architectures have the same number of heads in every layer. A point is kept when no other feasible
+    point has at most as many layers, at most as many heads and an exponent no larger. Every architecture
+    is decided (one encoding serves them all): more heads can lower the exponent (heads that split specific
+    positions each decode less). ``timeout`` bounds the whole search. When nothing is feasible the result
+    says why: the explanation of the largest architecture tried.
+    """
+    deadline = Deadline(timeout)
+    target = as_target(target)
+    if positional is None:
+        positional = bool(target.needs_positional)
+    problems = [f"{name} must be an integer >= 1, got {value!r}"
+                for name, value in (("max_layers", max_layers), ("max_heads", max_heads))
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1]
+    if problems:
+        raise InvalidSpecError(problems, "minimize")
+    largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
+                           positional=positional)
+    _check_inputs(target, largest, seq_len, 12)
+    feasible: list[Verdict] = []
+    last = None
+    with _recent(target, cost.DecodeLaw.SEED, seq_len, 12) as questions:
+        for layers in range(1, max_layers + 1):
+            for heads in range(1, max_heads + 1):
+                last = questions.decide(largest.with_heads((heads,) * layers), deadline)
+                if last.status is Status.FEASIBLE:
+                    feasible.append(last)
+    key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
+
+    def dominated(v: Verdict) -> bool:
+        return any(w is not v and w.architecture.layers <= v.architecture.layers
+                   and w.architecture.heads[0] <= v.architecture.heads[0] and key(w) <= key(v)
+                   for w in feasible)
+
+    return Front(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
+
+
+def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,
+                  decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Path:
+    """Write the decision as a standard SMT-LIB 2 script: satisfiable iff an (efficient) program exists.
+
+    Refuses an existing file unless ``overwrite``, never writes through a symbolic link, and writes
+    atomically (a temporary file beside the destination, then renamed)."""
+    target = as_target(target)
+    _check_inputs(target, arch, None, 12)
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "export")
+    if path.is_dir():
+        raise InvalidSpecError(f"{path} is a folder; give a file path", "export")
+    if path.is_symlink():
+        raise InvalidSpecError(f"{path} is a symbolic link; export_smtlib writes only to a plain path", "export")
+    if path.exists() and not overwrite:
+        raise InvalidSpecError(f"{path} exists; pass overwrite=True to replace it", "export")
+    enc = encoder.encode(target, arch, cost.as_law(decode_law), None, portable=True)
+    facts = [*enc.tracked.values(), enc.depth[arch.layers], *(enc.heads[(l, h)] for l, h in enumerate(arch.heads, 1))]
+    facts = [f"|{n}|" for n in facts]
+    if efficient:
+        facts += [f"(not |{v}|)" for i, v in enumerate(enc.level_vars) if not cost.is_bounded(enc.levels[i])]
+    text = "(set-logic QF_LIA)\n" + enc.text + "\n" + "".join(f"(assert {f})\n" for f in facts) + "(check-sat)\n"
+    handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,600 @@
+"""The reference interpreter: replays a witness program with hard attention on concrete random inputs.
+
+It is the checker of every solver answer and shares no code with the encoder. Each position keeps the set
+of input positions it holds (``I(p, l)``) and the selections it knows (node, binding -> chosen position).
+A content a position does not hold is masked, so any score or value that reads it is poisoned: a poisoned
+score is a failed action, a poisoned output a failed program. The output token must end up computing
+exactly what ``Target.evaluate`` computes on the target's own text (the tree is built from its normal
+form, so every replay also checks the normal form).
+
+Who reads what (docs/model.md, section 2):
+
+* a retrieval at position ``p`` ranks candidates by its node's score, which depends on the candidate in
+  every term; a read tied to the candidate's variable (its token, an offset from it, a selection made for
+  it) is the candidate's, a read tied to the variable ``p`` plays is ``p``'s, a read tied to no variable
+  (a fixed position, a selection with no bound variable) either side's. The winner's holdings and
+  knowledge are copied to ``p``;
+* a selection's *value* is computed later, by whichever position needs it, from what that position holds:
+  the side that knows the selection holds the winner's holdings;
+* a position holding every candidate (and what their scores read) makes a selection itself;
+* a global averaging head (``Mode.AVERAGE``) learns the mean (or sum) of a per-token value that every
+  position computes from what it holds: a linear statistic, no token is gathered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.realization import Realization
+from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
+from infoflow_smt.model.program import Mode, Offset, Program, validate
+from infoflow_smt.verify import replay
+
+AVERAGED = -1          # in ``known``: the node is an aggregate whose value the position learnt by averaging
+EVERYTHING = object()  # the output of a run whose output token holds every token: it computes the target
+SELECTOR, CANDIDATE = "selector", "candidate"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One concrete input on which the program does not compute the target, and why."""
+
+    sample: int
+    reason: str
+    inputs: np.ndarray            # the input X (T, d) that reproduces it
+    required: frozenset[int]      # R_F(X): positions whose contents determine F(X)
+    reached: frozenset[int]       # I(T+1, L): what the output token held at the end
+
+    def __str__(self) -> str:
+        return (f"sample {self.sample}: {self.reason}; required {sorted(self.required)}, "
+                f"reached {sorted(self.reached)}")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    ok: bool
+    seq_len: int
+    samples: int
+    failures: tuple[Failure, ...] = ()
+    problems: tuple[str, ...] = ()  # structural problems (the program does not fit the architecture)
+    sizes: dict = field(default_factory=dict, compare=False)  # largest |I(p, L)| seen per position class
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"ok: {self.samples} random inputs of length {self.seq_len} computed exactly"
+        lines = [f"FAILED on length {self.seq_len}:"] + [f"  {p}" for p in self.problems]
+        lines += [f"  {f}" for f in self.failures[:5]]
+        return "\n".join(lines)
+
+
+class _Poisoned(Exception):
+    """A score or value read masked content."""
+
+    reached: frozenset[int] = frozenset()  # what the output token held when it happened
+
+
+class _Layer:
+    """Holdings of every position after one layer: ``held[p-1, q-1]`` and ``known[p-1]``."""
+
+    def __init__(self, held: np.ndarray, known: list[dict]):
+        self.held = held
+        self.known = known
+
+    @classmethod
+    def start(cls, seq_len: int) -> _Layer:
+        """Before layer 1: each input position holds itself, the output token (row T+1) nothing."""
+        held = np.zeros((seq_len + 1, seq_len), dtype=bool)
+        held[np.arange(seq_len), np.arange(seq_len)] = True
+        return cls(held, [{} for _ in range(seq_len + 1)])
+
+
+@dataclass(frozen=True)
+class _View:
+    """Who evaluates: the position acting (``selector``), the candidate whose side is read (an int, an
+    array of candidates, or None outside a comparison), and which side plays each variable."""
+
+    selector: int
+    candidate: object
+    layer: _Layer
+    sides: dict
+
+    def side(self, variables) -> str | None:
+        """The side a read tied to ``variables`` belongs to (None: tied to none, either side)."""
+        sides = {self.sides.get(v, SELECTOR) for v in variables}
+        return CANDIDATE if CANDIDATE in sides else (SELECTOR if sides else None)
+
+    def position(self, side: str):
+        return self.candidate if side == CANDIDATE else self.selector
+
+    def alone(self, position: int) -> _View:
+        """``position`` evaluating on its own (it makes a selection itself, or computes a per-token value)."""
+        return _View(position, None, self.layer, {})
+
+
+class _Replay:
+    """One input's replay: reading contents, evaluating scores and values, selecting."""
+
+    def __init__(self, tree, X: np.ndarray, realization: Realization):
+        self.tree = tree
+        self.X = X
+        self.T, self.d = X.shape
+        self.real = realization
+        # the realization draws its parameters afresh on each call: memoize them for this replay
+        self.matrix = lru_cache(maxsize=None)(realization.matrix)
+        self.vector = lru_cache(maxsize=None)(realization.vector)
+        self.function = lru_cache(maxsize=None)(realization.function)
+        self.groups = tree.graph["groups"]
+        self.trace: set[int] | None = None  # positions read along the chain (for R_F)
+        self.scanning = 0
+        self.made: dict[tuple, int] = {}    # selections made by positions holding every token
+
+    # ---- reading contents -----------------------------------------------------------------------
+    def content(self, q, side: str | None, view: _View) -> np.ndarray:
+        """``x[q]`` read by ``side`` (either side when None); ``q`` may be an array over candidates."""
+        q = np.asarray(q)
+        inside = (q >= 1) & (q <= self.T)
+        clipped = np.clip(q, 1, self.T) - 1
+        held = view.layer.held
+        if side is None:
+            holds = held[view.selector - 1, clipped]
+            if view.candidate is not None:
+                holds = holds | held[np.asarray(view.candidate) - 1, clipped]
+        else:
+            holds = held[np.asarray(view.position(side)) - 1, clipped]
+        unheld = ~holds & inside
+        if unheld.any():
+            at = np.argwhere(np.atleast_1d(unheld))[0][0]
+            read = int(np.atleast_1d(np.broadcast_to(q, unheld.shape))[at])
+            if side == CANDIDATE:
+                reader = int(np.atleast_1d(np.broadcast_to(view.candidate, unheld.shape))[at])
+                raise _Poisoned(f"candidate {reader} reads x[{read}] for position {view.selector}, "
+                                "which it does not hold")
+            raise _Poisoned(f"position {view.selector} reads x[{read}], which it does not hold")
+        if self.trace is not None and not self.scanning:
+            self.trace.update(int(v) for v in np.atleast_1d(q[inside]))
+        values = self.X[clipped]
+        # outside the sequence: padding, the zero vector, as in Target.evaluate
+        return values if inside.all() else np.where(inside[..., None], values, 0.0)
+
+    def domain(self, domain) -> np.ndarray:
+        return self.real.domain_positions(domain, self.T)
+
+    def is_vector(self, e) -> bool:
+        """Whether an expression has a d-vector value (contents, parameters, sums and means of them)."""
+        if isinstance(e, (ex.Content, ex.Param)):
+            return True
+        if isinstance(e, ex.BinOp):
+            return self.is_vector(e.left) or self.is_vector(e.right)
+        if isinstance(e, ex.Neg):
+            return self.is_vector(e.operand)
+        if isinstance(e, (GroupRef, NodeRef)):
+            group = self.groups[e.group if isinstance(e, GroupRef) else self.tree.nodes[e.node]["group"]]
+            return not group.kind.is_selection and self.is_vector(group.body)
+        return False  # numbers and calls
+
+    # ---- values -----------------------------------------------------------------------------------
+    def value(self, e, env: dict, view: _View):
+        """The value of ``e``; a variable may be bound to an array of candidates (then the result has a
+        leading candidate axis)."""
+        if isinstance(e, ex.Num):
+            return e.value
+        if isinstance(e, ex.Param):  # a vector wherever it stands; bilinear reads its matrix directly
+            return self.vector(e.name, self.d)
+        if isinstance(e, ex.Content):
+            return self.token(e.index, env, view)
+        if isinstance(e, GroupRef):
+            return self.node_value(outermost(self.tree, e.group), env, view)
+        if isinstance(e, NodeRef):
+            return self.node_value(e.node, env, view)
+        if isinstance(e, ex.BinOp):
+            a, b = self.value(e.left, env, view), self.value(e.right, env, view)
+            if self.is_vector(e.left) != self.is_vector(e.right):  # a scalar per candidate against a vector
+                a, b = (np.asarray(a)[..., None], b) if not self.is_vector(e.left) else (a, np.asarray(b)[..., None])
+            return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide,
+                    "**": np.power}[e.op](a, b)
+        if isinstance(e, ex.Neg):
+            return -self.value(e.operand, env, view)
+        if isinstance(e, ex.Call):
+            return self.call(e, env, view)
+        raise TypeError(f"cannot evaluate {e!r} on its own")
+
+    def token(self, index, env: dict, view: _View):
+        """``x[index]``: the position and the side that reads it."""
+        if isinstance(index, ex.VarIndex):
+            return self.content(env[index.name], view.side({index.name}), view)
+        if isinstance(index, ex.OffsetIndex):
+            return self.content(np.asarray(env[index.name]) + index.offset, view.side({index.name}), view)
+        if isinstance(index, ex.FixedIndex):
+            return self.content(index.resolve(self.T), None, view)
+        chosen, side = self.lookup(outermost(self.tree, index.group), env, view)
+        return self.content(chosen, side, view)  # the side that knows the selection holds the winner
+
+    def call(self, e: ex.Call, env, view):
+        if e.name == "bilinear":
+            A = self.matrix(e.args[0].name, self.d)
+            a, b = (self.value(x, env, view) for x in e.args[1:])
+            return np.einsum("...i,ij,...j->...", a, A, b)
+        args = [self.value(x, env, view) for x in e.args]
+        if e.name == "dot":
+            return np.sum(np.multiply(args[0], args[1]), axis=-1)
+        if e.name == "norm":
+            return np.linalg.norm(args[0], axis=-1)
+        columns = [np.asarray(a, dtype=float) if self.is_vector(x) else np.asarray(a, dtype=float)[..., None]
+                   for a, x in zip(args, e.args)]
+        lead = np.broadcast_shapes(*(c.shape[:-1] for c in columns))
+        flat = np.concatenate([np.broadcast_to(c, lead + c.shape[-1:]) for c in columns], axis=-1)
+        return self.function(e.name, flat.shape[-1])(flat)
+
+    def node_value(self, node: str, env: dict, view: _View):
+        """The value of ``node`` at the bindings of ``env``, computed from what ``view`` holds."""
+        data = self.tree.nodes[node]
+        env = {v: env[v] for v in data["bound"]}
+        if data["kind"] == "aggregate":
+            return self.aggregate(node, env, view)
+        chosen, side = self.lookup(node, env, view)
+        if data["sense"] in ("argmin", "argmax"):
+            return float(chosen)
+        sides = dict(view.sides, **{data["var"]: side})
+        return self.score(data, dict(env, **{data["var"]: chosen}), _View(view.selector, view.candidate,
+                                                                          view.layer, sides))
+
+    def aggregate(self, node: str, env: dict, view: _View):
+        """A sum or mean: known from an averaging head, or computed by a side holding every position."""
+        data = self.tree.nodes[node]
+        key = self.binding(node, env)
+        side = view.side(data["bound"])
+        for s in ([side] if side else [SELECTOR, CANDIDATE] if view.candidate is not None else [SELECTOR]):
+            p = view.position(s)
+            if isinstance(p, (int, np.integer)) and view.layer.known[p - 1].get(key) == AVERAGED:
+                return self.per_token_total(node, env, None)
+        errors = []
+        for s in ([side] if side else [SELECTOR, CANDIDATE] if view.candidate is not None else [SELECTOR]):
+            try:
+                return self.per_token_total(node, env, view.alone(int(view.position(s))))
+            except _Poisoned as err:
+                errors.append(err)
+        raise errors[0]
+
+    def per_token_total(self, node: str, env: dict, view: _View | None):
+        """The sum or mean of the node's score over its candidates; ``view`` None: nothing is checked
+        (an averaging head checked, when it ran, that every position computed its value)."""
+        data = self.tree.nodes[node]
+        candidates = self.domain(data["domain"])
+        values = []
+        for c in candidates:
+            local = dict(env, **{data["var"]: int(c)})
+            if view is None:
+                values.append(self.unchecked(data["score"], local))
+            else:
+                values.append(self.value(data["score"], local, view))
+        total = np.sum(values, axis=0)
+        return total / len(candidates) if data["sense"] == "mean" else total
+
+    def unchecked(self, e, env: dict):
+        """A value with every content readable (for the values an averaging head already checked)."""
+        everything = _Layer(np.ones((self.T + 1, self.T), dtype=bool), [{} for _ in range(self.T + 1)])
+        self.scanning += 1
+        try:
+            return self.value(e, env, _View(self.T + 1, None, everything, {}))
+        finally:
+            self.scanning -= 1
+
+    # ---- selections -----------------------------------------------------------------------------
+    def binding(self, node: str, env: dict) -> tuple:
+        return (node,) + tuple((v, int(env[v])) for v in sorted(self.tree.nodes[node]["bound"]))
+
+    def lookup(self, node: str, env: dict, view: _View) -> tuple[int, str]:
+        """The position ``node`` selects at ``env``, and the side that knows (or makes) it: the side playing
+        its bound variables, either side for a selection that binds none."""
+        bound = self.tree.nodes[node]["bound"]
+        side = view.side(bound)
+        tries = [side] if side else ([SELECTOR, CANDIDATE] if view.candidate is not None else [SELECTOR])
+        errors = []
+        for s in tries:
+            try:
+                return self.select(node, env, int(view.position(s)), view.layer), s
+            except _Poisoned as err:
+                errors.append(err)
+        raise errors[0]
+
+    def select(self, node: str, env: dict, who: int, layer: _Layer) -> int:
+        """The position ``node`` selects at ``env`` as known to (or made by) position ``who``."""
+        key = self.binding(node, env)
+        known = layer.known[who - 1].get(key)
+        if known is not None:
+            return known
+        omniscient = layer.held[who - 1].all()
+        if omniscient and key in self.made:  # a position holding every token makes it as any other one would
+            return self.made[key]
+        view = _View(who, None, layer, {})  # ``who`` holds every candidate: it makes the selection itself
+        candidates, scores = self.rank(node, env, view, None)
+        chosen = self.pick(node, candidates, scores)
+        if omniscient:
+            self.made[key] = chosen
+        return chosen
+
+    def rank(self, node: str, env: dict, view: _View, candidate_side: str | None) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates and their scores; ``candidate_side`` CANDIDATE when each candidate reads its own
+        side (a retrieval), None when ``view.selector`` evaluates every score itself."""
+        data = self.tree.nodes[node]
+        var, candidates = data["var"], self.domain(data["domain"])
+        sides = {v: SELECTOR for v in data["bound"]} | ({var: CANDIDATE} if candidate_side else {})
+        self.scanning += 1
+        try:
+            if _reads_selections(data["terms"]):  # one candidate at a time: selections are looked up
+                scores = [self.score(data, dict(env, **{var: int(c)}),
+                                     _View(view.selector, int(c) if candidate_side else None, view.layer, sides))
+                          for c in candidates]
+            else:  # every candidate at once
+                local = dict(env, **{var: candidates})
+                scores = np.broadcast_to(self.score(data, local, _View(
+                    view.selector, candidates if candidate_side else None, view.layer, sides)), candidates.shape)
+        finally:
+            self.scanning -= 1
+        return candidates, np.asarray(scores, dtype=float)
+
+    def score(self, data: dict, env: dict, view: _View):
+        """A node's score; a token compared as a number (scalar tokens, ``d = 1``) is its one coordinate."""
+        total = sum((sign * np.asarray(self.value(t, env, view)) for sign, t in data["terms"]), np.zeros(()))
+        return total[..., 0] if self.is_vector(data["score"]) else total
+
+    def pick(self, node: str, candidates: np.ndarray, scores: np.ndarray) -> int:
+        data = self.tree.nodes[node]
+        if data["sense"] in ("min", "argmin"):
+            return int(candidates[int(np.argmin(scores))])
+        if data["sense"] in ("max", "argmax"):
+            return int(candidates[int(np.argmax(scores))])
+        if data["k"] > len(candidates):
+            raise _Poisoned(f"{node} asks for the {data['k']}-th largest of {len(candidates)} candidates")
+        return int(candidates[np.argsort(-scores, kind="stable")[data["k"] - 1]])
+
+
+def _reads_selections(terms) -> bool:
+    return any(isinstance(sub, (GroupRef, NodeRef)) or (isinstance(sub, ex.Content)
+               and isinstance(sub.index, GroupRef)) for _, t in terms for sub in walk(t))
+
+
+# ---- one layer of a program ---------------------------------------------------------------------------
+def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positional: bool) -> _Layer:
+    """Every position applies its heads' operations to what every position held after the layer before."""
+    T = replay.T
+    held, known = _carried(prev)
+    for p in range(1, T + 2):
+        where = "output" if p == T + 1 else "input"
+        acts = {a.head: a for a in program.at(layer_no, where)}
+        if positional and p <= T:
+            for a in program.actions:
+                if a.layer == layer_no and not isinstance(a.where, str) and a.where.resolve(T) == p:
+                    acts[a.head] = a
+        for a in acts.values():
+            try:
+                sources = _OPERATIONS[a.op.mode](replay, a.op, p, prev, known)
+            except _Poisoned as err:
+                raise _Poisoned(f"{a} at position {p} is poisoned: {err}") from None
+            for s in sources:
+                held[p - 1] |= prev.held[s - 1]
+                for key, value in prev.known[s - 1].items():
+                    known[p - 1].setdefault(key, value)
+    return _Layer(held, known)
+
+
+def _carried(prev: _Layer) -> tuple[np.ndarray, list[dict]]:
+    """What every position keeps from the layer before: everything (the residual connection)."""
+    return prev.held.copy(), [dict(k) for k in prev.known]
+
+
+def _idle(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    return []
+
+
+def _aggregate_all(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    return list(range(1, replay.T + 2))
+
+
+def _aggregate_positions(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    sources = [p + q.offset if isinstance(q, Offset) else q.resolve(replay.T) for q in op.positions]
+    return [s for s in sources if 1 <= s <= replay.T]
+
+
+def _retrieve(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    """Rank the node's candidates from ``p``'s query side and each candidate's key side; copy the winner."""
+    env = _role_env(replay.tree, op.node, p) if p <= replay.T else {}
+    candidates, scores = replay.rank(op.node, env, _View(p, None, prev, {}), CANDIDATE)
+    chosen = replay.pick(op.node, candidates, scores)
+    known[p - 1][replay.binding(op.node, env)] = chosen
+    return [chosen]
+
+
+def _average(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+    """Every aggregate that binds no variable and whose per-token value every position computes from what
+    it holds: ``p`` learns its mean (or sum). One head carries every such value (its value vectors stack
+    them); an aggregate some position cannot compute is simply not learnt."""
+    for node, data in replay.tree.nodes(data=True):
+        if data["kind"] != "aggregate" or data["bound"]:
+            continue
+        try:
+            for c in replay.domain(data["domain"]):
+                replay.value(data["score"], {data["var"]: int(c)}, _View(int(c), None, prev, {}))
+        except _Poisoned:
+            continue
+        known[p - 1][replay.binding(node, {})] = AVERAGED
+    return []
+
+
+_OPERATIONS = {Mode.IDLE: _idle, Mode.AGGREGATE: _aggregate_all, Mode.POSITIONS: _aggregate_positions,
+               Mode.RETRIEVE: _retrieve, Mode.KTH: _retrieve, Mode.AVERAGE: _average}
+
+
+def _role_env(tree, node: str, position: int) -> dict:
+    bound = sorted(tree.nodes[node]["bound"])
+    return {bound[0]: position} if bound else {}
+
+
+def _action_problems(program: Program, tree, arch) -> list[str]:
+    problems = validate(program, arch)
+    for a in program.actions:
+        if a.op.mode not in (Mode.RETRIEVE, Mode.KTH):
+            continue
+        if a.op.node not in tree.nodes or tree.nodes[a.op.node]["kind"] not in ("top1", "kth"):
+            problems.append(f"{a}: the target has no selection node {a.op.node!r}")
+            continue
+        data = tree.nodes[a.op.node]
+        wanted = "kth" if a.op.mode is Mode.KTH else "top1"
+        if data["kind"] != wanted:
+            problems.append(f"{a}: {a.op.node} is a {data['kind']} node, not one {a.op.mode.value} makes")
+        if a.where == "output" and data["bound"]:
+            problems.append(f"{a}: the output token cannot play the bound variable(s) {sorted(data['bound'])}")
+        if len(data["bound"]) > 1:
+            problems.append(f"{a}: one position cannot play {len(data['bound'])} variables at once")
+        if not isinstance(data["domain"], ex.AllPositions) and not arch.positional:
+            problems.append(f"{a}: restricting candidates to a subset needs positional encoding")
+    return problems
+
+
+def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int]:
+    """R_F(X): the positions the output's chain reads, found by a position that holds everything."""
+    replay = _Replay(tree, X, realization)
+    T = replay.T
+    omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
+    replay.trace = set()
+    replay.value(tree.graph["output"], {}, _View(T + 1, None, omniscient, {}))
+    return frozenset(replay.trace)
+
+
+def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool):
+    """Run a program on one input; returns (the output's value, what the output token holds).
+
+    Raises ``_Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
+    replay = _Replay(tree, X, realization)
+    T = replay.T
+    layer = _Layer.start(T)
+    try:
+        for layer_no in range(1, program.layers + 1):
+            layer = _step(replay, program, layer_no, layer, positional)
+        reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        if len(reached) == T:  # the output token holds every token: it computes any function of them
+            return EVERYTHING, reached
+        value = replay.value(tree.graph["output"], {}, _View(T + 1, None, layer, {}))
+    except _Poisoned as err:
+        err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        raise
+    return value, reached
+
+
+MAX_CHECK_LENGTH, MAX_CHECK_SAMPLES = 4096, 100_000  # a replay holds samples x length x length Booleans
+
+
+def _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures) -> list[str]:
+    from infoflow_smt.model.architecture import Architecture
+
+    problems = []
+    if not isinstance(program, Program):
+        problems.append(f"program must be an ifs.Program, got {type(program).__name__}")
+    if not isinstance(arch, Architecture):
+        problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
+    for name, value, low, high in (("seq_len", seq_len, 2, MAX_CHECK_LENGTH),
+                                   ("samples", samples, 1, MAX_CHECK_SAMPLES),
+                                   ("max_failures", max_failures, 1, None)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or \
+                (high is not None and value > high):
+            bound = f"between {low} and {high}" if high else f">= {low}"
+            problems.append(f"{name} must be an integer {bound} (every witness is replayed), got {value!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        problems.append(f"seed must be an integer, got {seed!r}")
+    if inputs is not None:
+        d = getattr(arch, "input_dim", None)
+        ok = isinstance(inputs, np.ndarray) and inputs.ndim == 3 and len(inputs) >= 1 and inputs.shape[2] == d
+        ok = ok and 2 <= inputs.shape[1] <= MAX_CHECK_LENGTH and np.issubdtype(inputs.dtype, np.number)
+        if not ok or not np.isfinite(inputs).all():
+            shape = getattr(inputs, "shape", type(inputs).__name__)
+            problems.append(f"inputs must be a finite array of shape (samples, T, {d}) with 2 <= T <= "
+                            f"{MAX_CHECK_LENGTH}, got {shape}")
+    return problems
+
+
+def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200, seed: int = 0,
+          inputs: np.ndarray | None = None, max_failures: int = 5, deadline=None) -> CheckReport:
+    """Replay ``program`` on ``samples`` random inputs ``x ~ N(0, I_d)`` of length ``seq_len``.
+
+    Bad arguments (not a program, ``samples < 1``, inputs of the wrong shape) raise ``InvalidSpecError``
+    naming them; a replay is never skipped. ``deadline`` (a ``Deadline``) stops a long scalar replay.
+
+    >>> import infoflow_smt as ifs
+    >>> from infoflow_smt.program import Action, Op, Mode, Program
+    >>> tgt = ifs.parse_target("max(f1(x[t]) for t in T)")
+    >>> prog = Program((Action(1, 1, "output", Op(Mode.RETRIEVE, "g0.t")),), layers=1)
+    >>> ifs.check(prog, tgt, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), seq_len=6, samples=5).ok
+    True
+    """
+    from infoflow_smt.lang.catalogue import as_target
+
+    target = as_target(target)
+    problems = _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures)
+    if problems:
+        raise InvalidSpecError(problems, "check")
+    if inputs is not None:
+        seq_len = inputs.shape[1]
+    if target.reads_tokens_as_numbers and arch.input_dim != 1:
+        from infoflow_smt.lang.evaluate import scalar_tokens_problem
+        raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
+    tree = comparison_tree(target, program.order_map)
+    problems = _action_problems(program, tree, arch)
+    if needs_positional(target) and not arch.positional:
+        problems.append("the target tells positions apart (fixed positions, offsets or subsets), and an "
+                        "architecture without positional encoding cannot, whatever its heads hold")
+    if program.layers != arch.layers:
+        problems.append(f"the program has {program.layers} layers, the architecture {arch.layers}")
+    if problems:
+        return CheckReport(ok=False, seq_len=seq_len, samples=0, problems=tuple(problems))
+    if inputs is None:
+        rng = np.random.default_rng(seed)
+        inputs = rng.standard_normal((samples, seq_len, arch.input_dim))
+    with np.errstate(all="ignore"):  # a target may divide by zero; both sides then agree on nan or inf
+        expected = np.asarray(target.evaluate(inputs), dtype=float)
+        passed = replay.passes(program, tree, target, inputs, expected, arch.positional)
+        if passed is not None and passed.all():  # the batched replay: every sample computed
+            return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))
+        return _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
+
+
+def computes_exactly(value, expected) -> bool:
+    """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0).
+    An output token that holds every token computes any function of them (``EVERYTHING``)."""
+    return value is EVERYTHING or bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
+
+
+def replays(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether the program computes ``expected`` on every input: ``check`` without its report (no failure's
+    required set is computed), stopping at the first miss; for searches that replay many programs."""
+    with np.errstate(all="ignore"):
+        for X, want in zip(inputs, expected):
+            try:
+                value, _ = run(program, tree, X, target.realization, arch.positional)
+            except _Poisoned:
+                return False
+            if not computes_exactly(value, want):
+                return False
+    return True
+
+
+def _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline=None) -> CheckReport:
+    """The scalar replay of every sample: the reference answer, with a report of each failure."""
+    failures: list[Failure] = []
+    for i, X in enumerate(inputs):
+        if deadline is not None:
+            deadline.check("the witness replay")
+        try:
+            value, reached = run(program, tree, X, target.realization, arch.positional)
+        except _Poisoned as err:
+            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
+        else:
+            if not computes_exactly(value, expected[i]):
+                failures.append(Failure(i, f"the output computes {value}, the target is {expected[i]}",
+                                        X, required_set(tree, X, target.realization), reached))
+        if len(failures) >= max_failures:
+            break
+    return CheckReport(ok=not failures, seq_len=seq_len, samples=len(inputs), failures=tuple(failures))

@@ -1,0 +1,269 @@
+"""Solver vs enumerator vs interpreter on a fixed set of random cases, and the metamorphic laws of model.md.
+
+The three semantics share no code: the solver (z3 encoding) decides, the enumerator searches every program
+with the interpreter's replay, and the interpreter re-checks every program either of them returns on inputs
+neither has seen. The cases come from a seeded ``random.Random`` (``random_case(i)``), so the set is fixed
+and any failure reproduces from its index alone.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from support.generators import VARIABLES, Case, random_case
+
+import infoflow_smt as ifs
+from infoflow_smt.errors import WitnessCheckError
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.language import to_text
+from infoflow_smt.lang.trees import comparison_tree
+from infoflow_smt.model import cost
+from infoflow_smt.model.program import Action, Mode
+from infoflow_smt.verify.enumerator import enumerate_programs, replay_length
+
+CASE_COUNT = 200
+CHECK_SAMPLES = 4   # fresh inputs for the re-check (seed 1: neither the solver nor the search saw them)
+WORKERS = 2         # the cases are spread over two processes (the suite's budget is 2 cores)
+ENUMERATION_BUDGET_S = 20  # the search is exponential in the anchors: a case over it is left unconfirmed
+MAX_UNCONFIRMED = 4        # ... and no more than this many of the fixed cases may be (2 %)
+
+
+CASES = [random_case(i) for i in range(CASE_COUNT)]
+
+
+# ---- one comparison ---------------------------------------------------------------------------------
+UNCONFIRMED = "unconfirmed"  # the enumeration ran out of its budget: the solver's witness is still replayed
+
+
+def disagreements(case: Case, budget_s: float | None = None) -> list[str]:
+    """Every way solver, enumerator and interpreter disagree on ``case`` (empty when they agree); ends with
+    ``UNCONFIRMED`` when the enumeration ran past ``budget_s``."""
+    target = ifs.parse_target(case.text)
+    try:
+        verdict = ifs.decide(target, case.arch)
+    except WitnessCheckError as err:
+        return [f"{case}: the solver's witness fails its replay: {err}"]
+    found = enumerate_programs(target, case.arch, budget_s=budget_s)
+    problems = []
+    if verdict.status is ifs.Status.UNKNOWN:
+        problems.append(f"{case}: the solver says unknown ({verdict.reason_unknown})")
+    elif found is not None and verdict.feasible != (found.found is not None):
+        problems.append(f"{case}: solver {verdict.status.value}, enumerator "
+                        f"{'found' if found.found else 'found nothing'}\n{verdict.witness or found.found}")
+    programs = (("solver", verdict.witness), ("enumerator", found.found if found else None))
+    for who, program in programs:
+        if program is not None:
+            length = found.seq_len if found else replay_length(target, case.arch)
+            report = ifs.check(program, target, case.arch, seq_len=length, samples=CHECK_SAMPLES, seed=1)
+            if not report.ok:
+                problems.append(f"{case}: the {who}'s program fails a fresh replay\n{program}\n{report}")
+    return problems + ([UNCONFIRMED] if found is None else [])
+
+
+def _isolated(case: Case) -> list[str]:
+    """``disagreements``, with any crash reported against its own case rather than the whole set."""
+    try:
+        return disagreements(case, ENUMERATION_BUDGET_S)
+    except Exception as err:  # noqa: BLE001 - a crash is a finding about this case
+        return [f"{case}: raised {type(err).__name__}: {err}"]
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[int, list[str]]:
+    """Every case's disagreements, computed once, in ``WORKERS`` fresh processes (spawned, so that no z3
+    state crosses a fork)."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(WORKERS, os.cpu_count() or 1), mp_context=context) as pool:
+        return dict(zip((c.index for c in CASES), pool.map(_isolated, CASES, chunksize=5)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"case{c.index}")
+def test_solver_enumerator_interpreter_agree(case: Case, outcomes: dict[int, list[str]]) -> None:
+    problems = [p for p in outcomes[case.index] if p != UNCONFIRMED]
+    assert problems == []
+    if UNCONFIRMED in outcomes[case.index]:
+        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case} (its witness, if any, replays)")
+
+
+def test_few_cases_are_left_unconfirmed(outcomes: dict[int, list[str]]) -> None:
+    left = [c for c in CASES if UNCONFIRMED in outcomes[c.index]]
+    assert len(left) <= MAX_UNCONFIRMED, "\n".join(map(str, left))
+
+
+def test_the_case_set_is_fixed_and_varied() -> None:
+    assert len(CASES) >= 200 and CASES[7] == random_case(7)
+    assert any(c.arch.positional for c in CASES) and any(c.arch.layers == 2 for c in CASES)
+    assert any("kth_largest" in c.text for c in CASES) and any("argm" in c.text for c in CASES)
+
+
+# Found by this comparison (the solver's witness failed its replay), fixed in the encoder and interpreter:
+# a selection's value needs its query side (terms that do not depend on its variable) where it is made.
+def test_query_side_fixed_position() -> None:
+    text = "min(f1(x[s]) + f1(x[1]) for s in T)"
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=1, positional=True)
+    assert ifs.decide(text, arch).status is ifs.Status.INFEASIBLE  # x[1] must be held where g0.s is made
+    assert ifs.decide(text, arch.with_heads((1, 1))).status is ifs.Status.FEASIBLE
+    for heads in ((1,), (2,), (1, 1)):
+        assert disagreements(Case(-1, text, arch.with_heads(heads))) == []
+
+
+def test_query_side_nested_group() -> None:
+    target = ifs.parse_target("max(f1(x[s]) + max(f2(x[t], x[u]) for t in T for u in T) for s in T)")
+    arch = ifs.Architecture(heads=(2, 2), embed_dim=8, input_dim=1)
+    assert disagreements(Case(-1, target.text, arch)) == []
+
+
+def test_kth_largest_one_is_a_top1_selection() -> None:  # once a ValueError from cost.kth_retrieval(1, n)
+    target = ifs.parse_target("kth_largest(1, f1(x[t]) for t in T)")
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=1)
+    assert enumerate_programs(target, arch).found is not None
+    assert ifs.decide(target, arch).status is ifs.Status.FEASIBLE
+
+
+def test_vacuous_variable() -> None:
+    target = ifs.parse_target("max(f1(x[s]) for s in T for t in T)")
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=1)
+    assert enumerate_programs(target, arch).found is not None
+    assert ifs.decide(target, arch).status is ifs.Status.FEASIBLE
+
+
+def test_check_refuses_positions_without_positional_encoding() -> None:
+    target = ifs.parse_target("x[1] + max(f1(x[t]) for t in T)")
+    arch = ifs.Architecture(heads=(1,), embed_dim=2 * ifs.T, input_dim=1)
+    gather_all = ifs.Program((Action(1, 1, "output", ifs.Op(Mode.AGGREGATE)),), layers=1)
+    assert ifs.decide(target, arch).status is ifs.Status.INFEASIBLE
+    assert not ifs.check(gather_all, target, arch, seq_len=8, samples=4).ok
+
+
+# ---- metamorphic laws (model.md section 5) ----------------------------------------------------------
+def _key(verdict) -> tuple[float, float]:
+    return cost.asymptotic_key(verdict.exponent)
+
+
+
+def _has_kth(target) -> bool:
+    return any(d["kind"] == "kth" for _, d in comparison_tree(target).nodes(data=True))
+
+
+LAWS = settings(max_examples=15, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _no_worse(small, large) -> None:
+    """``large`` (more resources) is feasible when ``small`` is, and its best exponent is no higher."""
+    if small.feasible:
+        assert large.feasible, f"{small}\n--- became ---\n{large}"
+    assert _key(large) <= _key(small), f"{small}\n--- became ---\n{large}"
+
+
+@LAWS
+@given(st.integers(0, 10**6), st.integers(0, 1))
+def test_adding_a_layer_never_hurts(index: int, where: int) -> None:
+    case = random_case(index)
+    target = ifs.parse_target(case.text)
+    heads = case.arch.heads
+    more = case.arch.with_heads((1,) + heads if where == 0 else heads + (1,))
+    _no_worse(ifs.decide(target, case.arch), ifs.decide(target, more))
+
+
+@LAWS
+@given(st.integers(0, 10**6), st.integers(0, 1))
+def test_adding_a_head_never_hurts(index: int, layer: int) -> None:
+    case = random_case(index)
+    target = ifs.parse_target(case.text)
+    # with E fixed, a head more narrows every head (n = E/h), which raises Theorem 2's k-th cost:
+    # the law holds for targets without k-th selections (see test_kth_cost_and_the_head_law)
+    assume(not _has_kth(target))
+    heads = list(case.arch.heads)
+    heads[min(layer, len(heads) - 1)] += 1
+    _no_worse(ifs.decide(target, case.arch), ifs.decide(target, case.arch.with_heads(tuple(heads))))
+
+
+@pytest.mark.xfail(strict=True, reason="model.md conflict: Theorem 2's (T-k-1)/(n+1) with n = E/h grows "
+                                       "when a head is added at fixed E, against the metamorphic law")
+def test_kth_cost_and_the_head_law() -> None:
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=1)
+    one, two = (ifs.decide("kth_largest:k=2", a) for a in (arch, arch.with_heads((2,))))
+    _no_worse(one, two)
+
+
+@LAWS
+@given(st.integers(0, 10**6))
+def test_widening_never_hurts(index: int) -> None:
+    case = random_case(index)
+    target = ifs.parse_target(case.text)
+    arch = case.arch
+    assume(arch.width.is_number)
+    wider = ifs.Architecture(heads=arch.heads, embed_dim=int(arch.width) * 4, input_dim=arch.input_dim,
+                             positional=arch.positional)
+    _no_worse(ifs.decide(target, arch), ifs.decide(target, wider))
+
+
+@LAWS
+@given(st.integers(0, 10**6))
+def test_raising_t_never_lowers_the_exponent(index: int) -> None:
+    case = random_case(index)
+    target = ifs.parse_target(case.text)
+    short, long = (ifs.decide(target, case.arch, seq_len=n) for n in (12, 40))
+    assert short.status is long.status
+    assert float(long.exponent) >= float(short.exponent) - 1e-12, f"{short}\n--- at T=40 ---\n{long}"
+
+
+# ---- permutation invariance: relabelled, reordered, swapped texts decide alike ------------------------
+def _rename(e, names: dict[str, str]):
+    if isinstance(e, ex.VarIndex):
+        return ex.VarIndex(names[e.name])
+    if isinstance(e, ex.OffsetIndex):
+        return ex.OffsetIndex(names[e.name], e.offset)
+    if isinstance(e, ex.Content):
+        return ex.Content(_rename(e.index, names))
+    if isinstance(e, ex.Call):
+        return ex.Call(e.name, tuple(_rename(a, names) for a in e.args))
+    if isinstance(e, ex.BinOp):
+        return ex.BinOp(e.op, _rename(e.left, names), _rename(e.right, names))
+    if isinstance(e, ex.Neg):
+        return ex.Neg(_rename(e.operand, names))
+    if isinstance(e, ex.Reduce):
+        bindings = tuple(ex.Binding(names[b.var], b.domain) for b in e.bindings)
+        return ex.Reduce(e.kind, _rename(e.body, names), bindings, e.k)
+    return e
+
+
+def _shuffle(e, rng: random.Random):
+    """Reverse joint bindings and swap commutative operands (+, *, dot), at random."""
+    if isinstance(e, ex.Content) and isinstance(e.index, ex.Reduce):
+        return ex.Content(_shuffle(e.index, rng))
+    if isinstance(e, ex.Call):
+        args = tuple(_shuffle(a, rng) for a in e.args)
+        return ex.Call(e.name, args[::-1] if e.name == "dot" and rng.random() < 0.5 else args)
+    if isinstance(e, ex.BinOp):
+        left, right = _shuffle(e.left, rng), _shuffle(e.right, rng)
+        swap = e.op in "+*" and rng.random() < 0.5
+        return ex.BinOp(e.op, right, left) if swap else ex.BinOp(e.op, left, right)
+    if isinstance(e, ex.Neg):
+        return ex.Neg(_shuffle(e.operand, rng))
+    if isinstance(e, ex.Reduce):
+        bindings = e.bindings[::-1] if rng.random() < 0.5 else e.bindings
+        return ex.Reduce(e.kind, _shuffle(e.body, rng), bindings, e.k)
+    return e
+
+
+@LAWS
+@given(st.integers(0, 10**6), st.randoms(use_true_random=False))
+def test_relabelling_positions_does_not_change_the_decision(index: int, rng: random.Random) -> None:
+    case = random_case(index)
+    target = ifs.parse_target(case.text)
+    assume(not target.needs_positional)
+    arch = ifs.Architecture(heads=case.arch.heads, embed_dim=case.arch.embed_dim,
+                            input_dim=case.arch.input_dim)
+    names = dict(zip(VARIABLES, rng.sample(VARIABLES, len(VARIABLES))))
+    other = ifs.parse_target(to_text(_shuffle(_rename(target.expr, names), rng)))
+    first, second = ifs.decide(target, arch), ifs.decide(other, arch)
+    assert first.status is second.status, f"{first}\n--- relabelled ---\n{second}"
+    assert first.exponent == second.exponent or sympy.simplify(first.exponent - second.exponent) == 0

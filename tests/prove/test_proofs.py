@@ -1,0 +1,162 @@
+"""The proof scripts (proofs/): every known result holds, mismatches are reported, the CLI keeps its contract.
+
+The proofs run once (a module fixture) and serve both the "every proof holds" test and the JSON schema
+test; the CLI's exit codes are checked on a stand-in proof that does not hold, its bad-input handling in a
+subprocess (one line on stderr, no traceback), and one real proof end to end.
+"""
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import sympy
+from support.paths import ROOT
+
+import infoflow_smt as ifs
+import proofs
+from proofs import cli, harness, render
+from proofs.result import Evidence, ProofResult
+
+PROOF_MODULES = [f"proofs.{name}" for name in proofs.ALL]
+
+
+@pytest.fixture(scope="module")
+def results() -> tuple[ProofResult, ...]:
+    return proofs.prove_all()
+
+
+def test_every_proof_holds(results):
+    assert [r.name for r in results] == list(proofs.ALL)
+    failing = [r for r in results if not r.holds]
+    assert not failing, "\n".join(render.text(failing))
+    for r in results:
+        one_sentence = r.statement.endswith(".") and not re.search(r"[.;]\s+[A-Z]", r.statement)
+        assert one_sentence, r.statement
+        assert "Paper" in r.statement and any(w in r.statement for w in ("Theorem", "Experiment", "Conjecture"))
+        assert r.general is not None and r.general.holds and r.general.frontiers, r.name
+        assert len({e.architecture for e in r.evidence}) >= 3, f"{r.name}: tried on too few architectures"
+        for e in r.evidence:
+            if e.obtained_status == "feasible":
+                assert e.replayed is True, (r.name, e)
+            if e.obtained_status == "infeasible":
+                assert e.explanation and all(s.endswith(".") for s in e.explanation), (r.name, e)
+
+
+def test_json_document_schema(results):
+    document = json.loads(render.json_document(results))
+    assert isinstance(document, list) and [p["name"] for p in document] == list(proofs.ALL)
+    for proof in document:
+        assert tuple(proof) == render.SCHEMA_KEYS
+        assert isinstance(proof["holds"], bool) and isinstance(proof["seconds"], float)
+        assert proof["general"]["holds"] is True and proof["general"]["frontiers"]
+        for frontier in proof["general"]["frontiers"]:
+            assert {"frontier", "head_bound", "layer_bound", "explanation"} <= set(frontier)
+        for ev in proof["instances"]:
+            assert tuple(ev) == render.EVIDENCE_KEYS
+            assert isinstance(ev["obtained_exponent"], str) and isinstance(ev["explanation"], list)
+            sympy.sympify(ev["obtained_exponent"])  # sympy's str reads back
+
+
+def test_a_mismatch_is_reported_not_hidden():
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2)
+    wrong = harness.observe("max_retrieval", arch, "infeasible", harness.linear())
+    assert not wrong.matches and "status feasible, expected infeasible" in wrong.detail
+    assert "exponent 1, expected linear in T" in wrong.detail
+    broken = harness.observe("no_such_target", arch, "feasible", harness.exactly(1))
+    assert broken.obtained_status == "error" and "InvalidSpecError" in broken.detail
+    result = harness.run_proof("demo", "A statement.", lambda: [wrong])
+    assert not result.holds and result.mismatches == (wrong,)
+    assert not harness.run_proof("empty", "A statement.", list).holds  # no evidence proves nothing
+
+
+def _failing_proof() -> ProofResult:
+    ev = Evidence("max_retrieval", "heads=(1,), E=8, d=2", "infeasible", "feasible", "linear in T",
+                  sympy.Integer(1), True, matches=False, detail="status feasible, expected infeasible")
+    return ProofResult("failing", "A statement that does not hold.", False, (ev,), 0.1)
+
+
+def test_cli_exit_codes_and_report(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(proofs, "ALL", {"failing": _failing_proof})
+    report = tmp_path / "report.md"
+    assert cli.main(["--report", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("failing  DOES NOT HOLD")
+    assert "MISMATCH" in out and "why: status feasible, expected infeasible" in out
+    assert "| [failing](#failing) | **no** |" in report.read_text()
+    assert cli.main(["failing", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)[0]["holds"] is False
+    assert cli.main(["failing"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "A statement that does not hold." in lines[1] and lines[-1] == "0 of 1 proofs hold (0.1 s)."
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["no_such_proof"], "unknown proof 'no_such_proof'"),
+    (["--all", "kth_retrieval"], "not both"),
+    (["--frobnicate"], "unrecognized arguments"),
+    (["kth_retrieval", "--report", "/no/such/folder/report.md"], "not a file in an existing folder"),
+])
+def test_cli_bad_input(argv, message, capsys):
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and message in captured.err
+
+
+def test_cli_unknown_name_in_a_subprocess_names_the_known_ones():
+    run = subprocess.run([sys.executable, "-m", "proofs", "no_such_proof"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, check=False)
+    assert run.returncode == 2 and run.stdout == "" and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "no_such_proof" in run.stderr
+    assert all(name in run.stderr for name in proofs.ALL)
+
+
+def test_cli_one_real_proof_as_json_end_to_end():
+    run = subprocess.run([sys.executable, "-m", "proofs", "kth_retrieval", "--json"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    (proof,) = json.loads(run.stdout)
+    assert proof["name"] == "kth_retrieval" and proof["holds"] is True
+    assert {ev["obtained_exponent"] for ev in proof["instances"]} >= {"T/9 - 1/3", "T/16 - 1", "1"}
+
+
+def _doctests():
+    """Every docstring example of the package, except the proof modules' own (they run the whole proof,
+    which test_every_proof_holds already does)."""
+    finder = doctest.DocTestFinder()
+    names = ["proofs", "proofs.result", "proofs.harness", "proofs.render", "proofs.cli", *PROOF_MODULES]
+    for name in names:
+        module = importlib.import_module(name)
+        for test in finder.find(module, name):
+            if test.examples and not (name in PROOF_MODULES and test.name == name):
+                yield test
+
+
+@pytest.mark.parametrize("test", list(_doctests()), ids=lambda t: t.name)
+def test_docstring_examples(test):
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0, f"{test.name}: {runner.failures} failing example(s)"
+
+
+def test_json_lists_seven_results_with_their_general_claims(results):
+    document = json.loads(render.json_document(results))
+    assert len(document) == 7
+    assert all({"name", "statement", "holds", "instances", "general"} <= set(p) for p in document)
+
+
+def test_the_committed_report_is_current(results):
+    """docs/proofs.md is what ``python -m proofs --report docs/proofs.md`` writes (it has no timings)."""
+    assert (ROOT / "docs" / "proofs.md").read_text() == render.markdown(results)
+
+
+def test_a_run_out_of_time_is_unknown_not_disproved(capsys):
+    """One deadline for the whole run: what is unfinished is UNKNOWN, exit 3, never a disproof."""
+    assert cli.main(["depth_separation", "--timeout", "0.05"]) == 3
+    out = capsys.readouterr().out
+    assert "UNKNOWN" in out and "1 unknown" in out and "DOES NOT HOLD" not in out
+    assert cli.main(["depth_separation", "--timeout", "-1"]) == 2

@@ -1,0 +1,147 @@
+"""Hostile inputs for the Python API, as data: (id, code, expected outcome).
+
+Each ``code`` is one Python expression or statement run with ``ifs`` (infoflow_smt), ``np``, ``sympy``, ``T``
+and ``tmp`` (a scratch folder) in scope. The outcome is the class name of the error it must raise, or
+``"ok"`` (it returns, within its bound). ``tests/properties/test_hostile.py`` runs them all in one subprocess under a
+memory limit, each under an alarm.
+"""
+from __future__ import annotations
+
+A = "ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2)"
+APE = "ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2, positional=True)"
+ERR = "InvalidSpecError"
+
+TEXTS = [
+    ("empty", "''"), ("blank", "'   '"), ("open-call", "'min('"), ("open-index", "'x['"), ("dangling-op", "'1 +'"),
+    ("parens-only", "'(((('"), ("close-paren", "')'"), ("unclosed-generator", "'min(x[t] for t in T'"),
+    ("null-byte", "'max(f1(x[t]) for t in T)\\x00'"), ("unicode-name", "'mín(f1(x[t]) for t in T)'"),
+    ("emoji", "'max(f1(x[😀]) for 😀 in T)'"), ("rtl-mark", "'max(f1(x[t])\\u202e for t in T)'"),
+    ("deep-parens", "'(' * 500 + '1' + ')' * 500"), ("unary-flood", "'-' * 20000 + '1'"),
+    ("plus-flood", "'1+' * 5000 + '1'"), ("too-long", "'x[1] + ' * 4000 + 'x[2]'"),
+    ("position-60000", "'x[60000]'"), ("position-million", "'x[1000000]'"), ("position-2**63", "'x[2**63]'"),
+    ("position-10**100", "'x[10**100]'"), ("position-257", "'x[257]'"), ("position-T-300", "'x[T-300]'"),
+    ("offset-65", "'max(f1(x[t-65]) for t in range(70, T+1))'"), ("rank-65", "'kth_largest(65, f1(x[t]) for t in T)'"),
+    ("rank-huge", "'kth_largest(10**30, f1(x[t]) for t in T)'"), ("range-300", "'max(f1(x[t]) for t in range(1, 300))'"),
+    ("joint-9", ("'min(f1(x[a],x[b],x[c],x[d],x[e],x[f],x[g],x[h],x[i]) for a in T for b in T for c in T for d in T "
+                "for e in T for f in T for g in T for h in T for i in T)'")),
+    ("nesting-13", "'min(' * 13 + 'f1(x[v0])' + ''.join(f' for v{i} in T)' for i in range(13))"),
+    ("nesting-20-dependent", ("''.join(f'min(dot(x[v{i}], x[v{i+1}]) + ' for i in range(20)) + 'f1(x[v20])' + "
+                             "''.join(f' for v{20-i} in T)' for i in range(21))")),
+    ("number-1e999", "'1e999'"), ("import", "\"__import__('os').system('true')\""),
+    ("dunder", "'().__class__'"), ("lambda", "'lambda: 1'"), ("eval-call", "\"eval('1')\""),
+    ("open-call-name", "\"open('/etc/passwd')\""), ("getattr", "\"getattr(x, 'y')\""),
+    ("comprehension", "'[c for c in T]'"), ("string", "\"'abc'\""), ("fstring", "\"f'{x}'\""),
+    ("walrus", "'(y := 1)'"), ("starred", "'f1(*a)'"), ("keyword", "'f1(x[1], k=2)'"), ("bool-op", "'a and b'"),
+    ("compare", "'x[1] < x[2]'"), ("floordiv", "'x[1] // 2'"), ("matmul", "'x[1] @ x[2]'"),
+    ("unbound-var", "'x[t]'"), ("var-as-value", "'max(f1(x[t], t) for t in T)'"), ("x-as-value", "'x'"),
+    ("T-as-value", "'T * 2'"), ("bad-domain", "'min(f1(x[t]) for t in U)'"), ("range-zero", "'min(f1(x[t]) for t in range(0, T))'"),
+    ("if-filter", "'min(f1(x[t]) for t in T if t)'"), ("rebind", "'min(max(f1(x[t]) for t in T) for t in T)'"),
+    ("dot-arity", "'dot(x[1])'"), ("bilinear-matrix", "'bilinear(x[1], x[2], x[3])'"), ("abs", "'abs(x[1])'"),
+    ("subset-value", "'S1 + 1'"), ("underscore", "'_secret'"), ("bytes", "b'x[1]'"), ("none", "None"), ("int", "42"),
+]
+
+ARCHITECTURES = [
+    ("heads-0", "ifs.Architecture(heads=(0,))"), ("heads-negative", "ifs.Architecture(heads=(-1,))"),
+    ("heads-bool", "ifs.Architecture(heads=(True,))"), ("heads-float", "ifs.Architecture(heads=(1.5,))"),
+    ("heads-string", "ifs.Architecture(heads='2')"), ("heads-none", "ifs.Architecture(heads=None)"),
+    ("heads-empty", "ifs.Architecture(heads=())"), ("heads-zero-layer", "ifs.Architecture(heads=(1, 0))"),
+    ("heads-million", "ifs.Architecture(heads=(10**6,))"), ("layers-40", "ifs.Architecture(heads=(1,) * 40)"),
+    ("width-negative", "ifs.Architecture(heads=(1,), embed_dim=-4)"), ("width-0", "ifs.Architecture(heads=(1,), embed_dim=0)"),
+    ("width-nan", "ifs.Architecture(heads=(1,), embed_dim=sympy.nan)"), ("width-oo", "ifs.Architecture(heads=(1,), embed_dim=sympy.oo)"),
+    ("width-zoo", "ifs.Architecture(heads=(1,), embed_dim=sympy.zoo)"), ("width-sin", "ifs.Architecture(heads=(1,), embed_dim=sympy.sin(T))"),
+    ("width-minus-T", "ifs.Architecture(heads=(1,), embed_dim=-T)"), ("width-string", "ifs.Architecture(heads=(1,), embed_dim='32')"),
+    ("width-none", "ifs.Architecture(heads=(1,), embed_dim=None)"), ("width-bool", "ifs.Architecture(heads=(1,), embed_dim=True)"),
+    ("width-float", "ifs.Architecture(heads=(1,), embed_dim=1.5)"), ("width-complex", "ifs.Architecture(heads=(1,), embed_dim=sympy.I * T)"),
+    ("width-other-symbol", "ifs.Architecture(heads=(1,), embed_dim=sympy.Symbol('n'))"),
+    ("input-dim-0", "ifs.Architecture(heads=(1,), input_dim=0)"), ("input-dim-negative", "ifs.Architecture(heads=(1,), input_dim=-1)"),
+    ("input-dim-10**9", "ifs.Architecture(heads=(1,), input_dim=10**9)"), ("input-dim-float", "ifs.Architecture(heads=(1,), input_dim=1.5)"),
+    ("input-dim-none", "ifs.Architecture(heads=(1,), input_dim=None)"), ("input-dim-bool", "ifs.Architecture(heads=(1,), input_dim=True)"),
+    ("positional-string", "ifs.Architecture(heads=(1,), positional='yes')"), ("positional-int", "ifs.Architecture(heads=(1,), positional=1)"),
+]
+
+DECIDE = [
+    ("seq-len-1", f"ifs.decide('max_retrieval', {A}, seq_len=1)"), ("seq-len-string", f"ifs.decide('max_retrieval', {A}, seq_len='8')"),
+    ("seq-len-float", f"ifs.decide('max_retrieval', {A}, seq_len=2.5)"), ("seq-len-bool", f"ifs.decide('max_retrieval', {A}, seq_len=True)"),
+    ("seq-len-short-for-rank", f"ifs.decide('kth_largest:k=3', {A}, seq_len=3)"),
+    ("timeout-0", f"ifs.decide('max_retrieval', {A}, timeout=0)"), ("timeout-negative", f"ifs.decide('max_retrieval', {A}, timeout=-1)"),
+    ("timeout-nan", f"ifs.decide('max_retrieval', {A}, timeout=float('nan'))"), ("timeout-inf", f"ifs.decide('max_retrieval', {A}, timeout=float('inf'))"),
+    ("timeout-string", f"ifs.decide('max_retrieval', {A}, timeout='1')"), ("timeout-bool", f"ifs.decide('max_retrieval', {A}, timeout=True)"),
+    ("samples-0", f"ifs.decide('max_retrieval', {A}, samples=0)"), ("samples-negative", f"ifs.decide('max_retrieval', {A}, samples=-1)"),
+    ("samples-none", f"ifs.decide('max_retrieval', {A}, samples=None)"), ("samples-float", f"ifs.decide('max_retrieval', {A}, samples=1.5)"),
+    ("law-unknown", f"ifs.decide('max_retrieval', {A}, decode_law='foo')"), ("target-none", f"ifs.decide(None, {A})"),
+    ("target-int", f"ifs.decide(42, {A})"), ("target-object", f"ifs.decide(object(), {A})"), ("arch-none", "ifs.decide('max_retrieval', None)"),
+    ("arch-tuple", "ifs.decide('max_retrieval', (1, 1))"), ("unknown-catalogue", f"ifs.decide('no_such_target', {A})"),
+    ("scalar-tokens-with-vectors", f"ifs.decide('max(x[t] for t in T)', {A})"),
+    ("too-costly-to-check", (f"ifs.decide('min(dot(x[a],x[b])*dot(x[c],x[d])*dot(x[e],x[f])*dot(x[g],x[h]) for a in T for b in T "
+                            f"for c in T for d in T for e in T for f in T for g in T for h in T)', {A})")),
+    ("nesting-12-chain-too-costly", (f"ifs.decide(''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' for i in range(11)) + "
+                                    f"'f1(x[v11])' + ''.join(f' for v{{11-i}} in T)' for i in range(12)), {A}, timeout=20)")),
+]
+BOUNDED = [  # each returns within its deadline (UNKNOWN is fine, a wrong or unbounded answer is not)
+    ("joint-8-chain", (f"ifs.decide('min(dot(x[a],x[b])+dot(x[b],x[c])+dot(x[c],x[d])+dot(x[d],x[e])+dot(x[e],x[f])+"
+                      f"dot(x[f],x[g])+dot(x[g],x[h]) for a in T for b in T for c in T for d in T for e in T for f in T "
+                      f"for g in T for h in T)', {A}, timeout=20)")),
+    ("timeout-nanosecond", f"ifs.decide('intrinsic_dimension:D=3', {A}, timeout=1e-9)"),
+    ("timeout-sub-millisecond", "ifs.decide('intrinsic_dimension:D=8', ifs.Architecture(heads=(7, 8), input_dim=4), timeout=0.0005)"),
+    ("joint-7-chain", (f"ifs.decide('min(dot(x[a],x[b])+dot(x[b],x[c])+dot(x[c],x[d])+dot(x[d],x[e])+dot(x[e],x[f])+"
+                      f"dot(x[f],x[g]) for a in T for b in T for c in T for d in T for e in T for f in T "
+                      f"for g in T)', {A}, timeout=20)")),
+    ("intrinsic-8-at-8x8", "ifs.decide('intrinsic_dimension:D=8', ifs.Architecture(heads=(8,) * 8, input_dim=4), timeout=20)"),
+    ("position-256-positional", f"ifs.decide('x[256]', {APE}, timeout=20)"),
+    ("nesting-12-distributed", (f"ifs.decide('min(f1(x[v0]) + ' + ''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' "
+                               f"for i in range(10)) + 'f1(x[v10])' + ''.join(f' for v{{10-i}} in T)' for i in range(10)) + "
+                               f"' for v0 in T)', {A}, timeout=20)")),
+    ("minimize-bounded", "ifs.minimize('intrinsic_dimension:D=6', max_layers=6, max_heads=8, input_dim=2, timeout=20)"),
+    ("sweep-bounded", f"ifs.sweep(['triangle_center'], [{A}], cache=False, workers=1, timeout=20)"),
+]
+
+CHECK = [
+    ("check-program-none", f"ifs.check(None, 'max_retrieval', {A})"), ("check-program-string", f"ifs.check('prog', 'max_retrieval', {A})"),
+    ("check-target-none", f"ifs.check(ifs.Program(()), None, {A})"), ("check-arch-none", "ifs.check(ifs.Program(()), 'max_retrieval', None)"),
+    ("check-samples-0", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, samples=0)"),
+    ("check-samples-negative", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, samples=-3)"),
+    ("check-seq-len-1", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, seq_len=1)"),
+    ("check-seq-len-huge", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, seq_len=10**7)"),
+    ("check-inputs-shape", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, inputs=np.zeros((2, 3)))"),
+    ("check-inputs-nan", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, inputs=np.full((2, 4, 2), np.nan))"),
+    ("check-inputs-list", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, inputs=[[[0.0]]])"),
+    ("check-inputs-wrong-d", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, inputs=np.zeros((2, 4, 5)))"),
+    ("check-seed-string", f"ifs.check(ifs.Program((), layers=2), 'max_retrieval', {A}, seed='0')"),
+]
+
+OTHERS = [
+    ("minimize-layers-0", "ifs.minimize('max_retrieval', max_layers=0)"), ("minimize-heads-string", "ifs.minimize('max_retrieval', max_heads='3')"),
+    ("minimize-target-none", "ifs.minimize(None)"), ("minimize-width", "ifs.minimize('max_retrieval', embed_dim=-1)"),
+    ("minimize-timeout", "ifs.minimize('max_retrieval', timeout=-1)"),
+    ("sweep-workers-0", f"ifs.sweep(['max_retrieval'], [{A}], workers=0)"), ("sweep-backend", f"ifs.sweep(['max_retrieval'], [{A}], backend='spark')"),
+    ("sweep-arch-tuple", "ifs.sweep(['max_retrieval'], [(1, 1)])"), ("sweep-no-targets", f"ifs.sweep([], [{A}])"),
+    ("sweep-bad-target", f"ifs.sweep(['x[0]'], [{A}], cache=False)"), ("sweep-timeout", f"ifs.sweep(['max_retrieval'], [{A}], timeout=0)"),
+    ("decide-all-head-dim", "ifs.decide_all('max_retrieval', head_dim=0)"), ("decide-all-target", "ifs.decide_all(3.5)"),
+    ("decide-all-width", "ifs.decide_all('max_retrieval', embed_dim='x')"), ("decide-all-timeout", "ifs.decide_all('max_retrieval', timeout=float('nan'))"),
+    ("export-exists", f"open(tmp + '/e.smt2', 'w').close() or ifs.export_smtlib('max_retrieval', {A}, tmp + '/e.smt2')"),
+    ("export-symlink", f"__import__('os').symlink('/tmp/target-of-link', tmp + '/l.smt2') or ifs.export_smtlib('max_retrieval', {A}, tmp + '/l.smt2')"),
+    ("export-directory", f"ifs.export_smtlib('max_retrieval', {A}, tmp)"),
+    ("export-no-folder", f"ifs.export_smtlib('max_retrieval', {A}, tmp + '/no/such/folder/e.smt2')"),
+    ("catalogue-unknown", "ifs.catalogue.get('no_such')"), ("catalogue-D-0", "ifs.catalogue.get('intrinsic_dimension', D=0)"),
+    ("catalogue-D-1000", "ifs.catalogue.get('intrinsic_dimension', D=1000)"), ("catalogue-D-string", "ifs.catalogue.parse_spec('intrinsic_dimension:D=x')"),
+    ("catalogue-k-2000", "ifs.catalogue.get('kth_largest', k=2000)"), ("catalogue-positions-0", "ifs.catalogue.parse_spec('specific_positions:positions=0')"),
+    ("catalogue-squared-maybe", "ifs.catalogue.parse_spec('triangle_center:squared=maybe')"),
+    ("catalogue-duplicate", "ifs.catalogue.parse_spec('intrinsic_dimension:D=2,D=3')"), ("catalogue-unknown-param", "ifs.catalogue.get('max_retrieval', z=1)"),
+    ("catalogue-name-type", "ifs.catalogue.get(3)"),
+    ("evaluate-list", "ifs.parse_target('x[1]').evaluate([[[1.0]]])"), ("evaluate-2d", "ifs.parse_target('x[1]').evaluate(np.zeros((2, 3)))"),
+    ("evaluate-strings", "ifs.parse_target('x[1]').evaluate(np.array([[['a']]]))"), ("evaluate-nan", "ifs.parse_target('x[1]').evaluate(np.full((1, 2, 2), np.nan))"),
+    ("evaluate-inf", "ifs.parse_target('x[1]').evaluate(np.full((1, 2, 2), np.inf))"), ("evaluate-empty", "ifs.parse_target('x[1]').evaluate(np.zeros((1, 0, 2)))"),
+    ("evaluate-complex", "ifs.parse_target('x[1]').evaluate(np.zeros((1, 2, 2), dtype=complex))"),
+    ("evaluate-too-short", "ifs.parse_target('x[5]').evaluate(np.zeros((1, 3, 2)))"),
+    ("parse-seed-string", "ifs.parse_target('x[1]', seed='1')"), ("parse-name-int", "ifs.parse_target('x[1]', name=3)"),
+]
+
+CASES: list[tuple[str, str, str]] = (
+    [(f"text-{i}", f"ifs.parse_target({code})", ERR) for i, code in TEXTS]
+    + [(f"decide-text-{i}", f"ifs.decide({code}, {A})", ERR) for i, code in TEXTS[:20]]
+    + [(f"arch-{i}", code, ERR) for i, code in ARCHITECTURES]
+    + [(f"decide-{i}", code, ERR) for i, code in DECIDE]
+    + [(f"bounded-{i}", code, "ok") for i, code in BOUNDED]
+    + [(i, code, ERR) for i, code in CHECK]
+    + [(i, code, ERR) for i, code in OTHERS]
+)

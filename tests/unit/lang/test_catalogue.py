@@ -1,0 +1,151 @@
+"""The catalogue: names, specs, parameters, their errors, and the Target wrapper around it."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang import catalogue, trees
+from infoflow_smt.lang.language import parse_target_expr, to_text
+from infoflow_smt.lang.target import Target, parse_target
+
+EXPECTED_NAMES = ("min_pairwise_dot", "max_retrieval", "kth_largest", "d_retrieval", "linear_max_sum",
+                  "intrinsic_dimension", "triangle_center", "specific_positions")
+
+
+def test_names_and_entries():
+    assert catalogue.names() == EXPECTED_NAMES
+    assert tuple(catalogue.ENTRIES) == EXPECTED_NAMES
+    for name, entry in catalogue.ENTRIES.items():
+        assert entry.name == name and entry.source and entry.summary
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            entry.name = "other"
+    with pytest.raises(TypeError):
+        catalogue.ENTRIES["new"] = None
+
+
+@pytest.mark.parametrize("name", EXPECTED_NAMES)
+def test_every_entry_builds_a_canonical_target(name):
+    target = catalogue.get(name)
+    assert isinstance(target, Target)
+    assert target.name == name
+    assert to_text(parse_target_expr(target.text)) == target.text
+    assert catalogue.parse_spec(name) == target
+    assert name in catalogue.describe(name) and "source:" in catalogue.describe(name)
+
+
+@pytest.mark.parametrize("name, params, text", [
+    ("min_pairwise_dot", {}, "min(dot(x[s], x[t]) for s in T for t in T)"),
+    ("max_retrieval", {}, "max(f1(x[t]) for t in T)"),
+    ("kth_largest", {"k": 3}, "kth_largest(3, f1(x[t]) for t in T)"),
+    ("d_retrieval", {"D": 3},
+     "F0(min(f1(x[t]) for t in S1), min(f2(x[t]) for t in S2), min(f3(x[t]) for t in S3))"),
+    ("d_retrieval", {"D": 1, "subsets": False}, "F0(min(f1(x[t]) for t in T))"),
+    ("linear_max_sum", {"D": 2}, "max(dot(a1, x[t]) for t in T) + max(dot(a2, x[t]) for t in T)"),
+    ("intrinsic_dimension", {"D": 1}, "max(bilinear(A1, x[s], x[t]) for s in T for t in T)"),
+    ("triangle_center", {}, "min(norm(x[a] + x[b] + x[c])**2 for a in T for b in T for c in T)"),
+    ("triangle_center", {"squared": False}, "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)"),
+    ("specific_positions", {}, "x[1] + x[2] + x[3]"),
+    ("specific_positions", {"positions": (4, 1)}, "x[4] + x[1]"),
+])
+def test_texts(name, params, text):
+    assert catalogue.get(name, **params).text == text
+
+
+@pytest.mark.parametrize("spec, name, text_start", [
+    ("min_pairwise_dot", "min_pairwise_dot", "min(dot"),
+    ("intrinsic_dimension:D=3", "intrinsic_dimension:D=3", "max(bilinear(A1"),
+    ("kth_largest:k=2", "kth_largest", "kth_largest(2,"),  # k=2 is the default: omitted
+    ("kth_largest:k=5", "kth_largest:k=5", "kth_largest(5,"),
+    ("d_retrieval:D=3,subsets=false", "d_retrieval:D=3,subsets=false", "F0(min(f1(x[t]) for t in T)"),
+    ("d_retrieval: subsets = FALSE , D = 3", "d_retrieval:D=3,subsets=false", "F0("),
+    ("linear_max_sum:D=4", "linear_max_sum", "max(dot(a1"),
+    ("triangle_center:squared=false", "triangle_center:squared=false", "min(norm"),
+    ("specific_positions:positions=1,5,2", "specific_positions:positions=1,5,2", "x[1] + x[5] + x[2]"),
+])
+def test_parse_spec(spec, name, text_start):
+    target = catalogue.parse_spec(spec, seed=4)
+    assert target.name == name
+    assert target.text.startswith(text_start)
+    assert target.seed == 4
+    assert catalogue.parse_spec(name, seed=4) == target  # the canonical spec reproduces the target
+
+
+def test_get_names_in_canonical_form():
+    assert catalogue.get("intrinsic_dimension", D=3).name == "intrinsic_dimension:D=3"
+    assert catalogue.get("d_retrieval", subsets=False, D=2).name == "d_retrieval:subsets=false"
+    assert catalogue.get("d_retrieval", D="5").name == "d_retrieval:D=5"
+
+
+def test_parse_spec_falls_back_to_text():
+    target = catalogue.parse_spec("max(f1(x[t])  for t in T)", seed=2)
+    assert target.name is None and target.seed == 2
+    assert target.text == "max(f1(x[t]) for t in T)"
+    with pytest.raises(InvalidSpecError, match="unbound index variable 'u'"):
+        catalogue.parse_spec("max(f1(x[u]) for t in T)")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: catalogue.get("min_pairwise_dots"),
+     "unknown catalogue target 'min_pairwise_dots'; did you mean min_pairwise_dot"),
+    (lambda: catalogue.parse_spec("intrinsic_dim:D=3"), "did you mean intrinsic_dimension"),
+    (lambda: catalogue.parse_spec("zzz"), "unknown catalogue target 'zzz'; known: min_pairwise_dot"),
+    (lambda: catalogue.get("intrinsic_dimension", E=3),
+     "unknown parameter 'E' of intrinsic_dimension; parameters: D"),
+    (lambda: catalogue.get("max_retrieval", k=3), "unknown parameter 'k' of max_retrieval; parameters: none"),
+    (lambda: catalogue.get("intrinsic_dimension", D=0), "D must be >= 1 and <= 64, got 0"),
+    (lambda: catalogue.get("intrinsic_dimension", D=1000), "got 1000"),
+    (lambda: catalogue.get("kth_largest", k=0), "k must be >= 1"),
+    (lambda: catalogue.get("kth_largest", k=2.5), "k must be an integer, got 2.5"),
+    (lambda: catalogue.get("kth_largest", k=True), "k must be an integer, got True"),
+    (lambda: catalogue.parse_spec("intrinsic_dimension:D=three"), "D must be an integer, got 'three'"),
+    (lambda: catalogue.parse_spec("d_retrieval:subsets=maybe"), "subsets must be true or false, got 'maybe'"),
+    (lambda: catalogue.parse_spec("specific_positions:positions=1,0"), "positions must be >= 1, got 0"),
+    (lambda: catalogue.get("specific_positions", positions=()), "non-empty list of positions"),
+    (lambda: catalogue.parse_spec("kth_largest:k=2,k=3"), "parameter 'k' given twice"),
+    (lambda: catalogue.parse_spec("kth_largest:,k=2"), "expected key=value, got ''"),
+    (lambda: catalogue.parse_spec("max_retrieval:seed=3"), "unknown parameter 'seed'"),
+    (lambda: catalogue.parse_spec(3), "target spec must be a str, got int"),
+    (lambda: catalogue.describe("nope"), "unknown catalogue target 'nope'"),
+    (lambda: catalogue.get("kth_largest", seed="a"), "seed must be an integer"),
+])
+def test_errors(call, message):
+    with pytest.raises(InvalidSpecError, match=message):
+        call()
+
+
+def test_all_parameter_problems_at_once():
+    with pytest.raises(InvalidSpecError) as caught:
+        catalogue.parse_spec("d_retrieval:D=0,subsets=maybe,E=1")
+    assert len(caught.value.problems) == 3
+
+
+# ---- Target -------------------------------------------------------------------------------------------
+def test_parse_target():
+    target = parse_target("max( f1(x[t]) for t in T )", seed=5, name="mine")
+    assert str(target) == target.text == "max(f1(x[t]) for t in T)"
+    assert target.seed == 5 and target.realization.seed == 5 and target.name == "mine"
+    assert target == parse_target("max(f1(x[t]) for t in T)", seed=5, name="mine")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        target.seed = 3
+    with pytest.raises(InvalidSpecError, match="target text must be a str, got bytes"):
+        parse_target(b"x[1]")
+    with pytest.raises(InvalidSpecError, match="seed must be an integer, got 1.5"):
+        parse_target("x[1]", seed=1.5)
+
+
+@pytest.mark.parametrize("attribute, function", [
+    ("comparison_order", "comparison_order"), ("comparison_dimension", "comparison_dimension"),
+    ("comparison_number", "comparison_number"), ("depth", "depth"), ("needs_positional", "needs_positional"),
+])
+def test_measures_are_delegated_to_trees(attribute, function, monkeypatch):
+    target = catalogue.get("min_pairwise_dot")
+    monkeypatch.setattr(trees, function, lambda t: ("measured", t))
+    assert getattr(target, attribute) == ("measured", target)
+
+
+def test_tree_is_delegated_to_trees(monkeypatch):
+    target = catalogue.get("min_pairwise_dot")
+    monkeypatch.setattr(trees, "comparison_tree", lambda t, order=None: ("tree", t, order))
+    assert target.tree({"g0": ("t", "s")}) == ("tree", target, {"g0": ("t", "s")})

@@ -1,0 +1,322 @@
+"""The reference evaluator against plain-Python loops, its shapes and errors, and the realization."""
+from __future__ import annotations
+
+import itertools
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.strategies import targets
+
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang import catalogue, evaluate
+from infoflow_smt.lang.evaluate import evaluate_expr
+from infoflow_smt.lang.expr import (
+    AllPositions,
+    Binding,
+    Call,
+    Content,
+    FixedIndex,
+    Range,
+    Reduce,
+    ReduceKind,
+    Subset,
+    VarIndex,
+)
+from infoflow_smt.lang.realization import Realization
+from infoflow_smt.lang.target import Target, parse_target
+
+
+def _X(batch=3, T=5, d=2, seed=0):
+    return np.random.default_rng(seed).normal(size=(batch, T, d))
+
+
+def _in_subset(t: int, i: int) -> bool:
+    """The documented subset rule, restated independently: t in S_i iff (t - i) % 4 in (0, 1)."""
+    return (t - i) % 4 in (0, 1)
+
+
+# ---- catalogue targets against brute-force loops (positions 1-based in the text, 0-based in X) ----------
+def _ref_min_pairwise_dot(X, R):
+    return [min(x[s] @ x[t] for s in range(len(x)) for t in range(len(x))) for x in X]
+
+
+def _ref_max_retrieval(X, R):
+    f1 = R.function("f1", X.shape[2])
+    return [max(f1(x[t]) for t in range(len(x))) for x in X]
+
+
+def _ref_kth_largest(X, R, k=2):
+    f1 = R.function("f1", X.shape[2])
+    return [sorted((f1(x[t]) for t in range(len(x))), reverse=True)[k - 1] for x in X]
+
+
+def _ref_d_retrieval(X, R, D=2, subsets=True):
+    d = X.shape[2]
+    F0 = R.function("F0", D)
+    out = []
+    for x in X:
+        mins = [min(R.function(f"f{i}", d)(x[t - 1]) for t in range(1, len(x) + 1)
+                    if not subsets or _in_subset(t, i)) for i in range(1, D + 1)]
+        out.append(F0(np.array(mins)))
+    return out
+
+
+def _ref_linear_max_sum(X, R, D=4):
+    a = [R.vector(f"a{i}", X.shape[2]) for i in range(1, D + 1)]
+    return [sum(max(a[i] @ x[t] for t in range(len(x))) for i in range(D)) for x in X]
+
+
+def _ref_intrinsic_dimension(X, R, D=2):
+    A = [R.matrix(f"A{i}", X.shape[2]) for i in range(1, D + 1)]
+    pairs = lambda x: itertools.product(range(len(x)), repeat=2)
+    return [sum(max(x[s] @ A[i] @ x[t] for s, t in pairs(x)) for i in range(D)) for x in X]
+
+
+def _ref_triangle_center(X, R, squared=True):
+    power = 2 if squared else 1
+    return [min(np.sqrt(np.sum((x[a] + x[b] + x[c]) ** 2)) ** power
+                for a, b, c in itertools.product(range(len(x)), repeat=3)) for x in X]
+
+
+def _ref_specific_positions(X, R, positions=(1, 2, 3)):
+    return [sum(x[p - 1] for p in positions) for x in X]
+
+
+REFERENCES = [
+    ("min_pairwise_dot", {}, _ref_min_pairwise_dot),
+    ("max_retrieval", {}, _ref_max_retrieval),
+    ("kth_largest", {}, _ref_kth_largest),
+    ("kth_largest", {"k": 4}, lambda X, R: _ref_kth_largest(X, R, k=4)),
+    ("d_retrieval", {}, _ref_d_retrieval),
+    ("d_retrieval", {"D": 3, "subsets": False}, lambda X, R: _ref_d_retrieval(X, R, D=3, subsets=False)),
+    ("d_retrieval", {"D": 4}, lambda X, R: _ref_d_retrieval(X, R, D=4)),
+    ("linear_max_sum", {}, _ref_linear_max_sum),
+    ("intrinsic_dimension", {"D": 3}, lambda X, R: _ref_intrinsic_dimension(X, R, D=3)),
+    ("triangle_center", {}, _ref_triangle_center),
+    ("triangle_center", {"squared": False}, lambda X, R: _ref_triangle_center(X, R, squared=False)),
+    ("specific_positions", {}, _ref_specific_positions),
+    ("specific_positions", {"positions": (2, 5)}, lambda X, R: _ref_specific_positions(X, R, (2, 5))),
+]
+
+
+@pytest.mark.parametrize("name, params, reference", REFERENCES)
+@pytest.mark.parametrize("seed", [0, 7])
+def test_catalogue_targets_match_brute_force(name, params, reference, seed):
+    target = catalogue.get(name, seed=seed, **params)
+    X = _X(batch=4, T=6, d=3, seed=seed)
+    expected = np.array(reference(X, target.realization), dtype=float)
+    np.testing.assert_allclose(target.evaluate(X), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_argmax_index_against_brute_force():
+    target = parse_target("x[argmax(dot(x[s-1], x[T]) for s in range(2, T+1))]")
+    X = _X(batch=5, T=7, d=2)
+    expected = []
+    for x in X:
+        best = max(range(2, 8), key=lambda s: x[s - 2] @ x[6])
+        expected.append(x[best - 1])
+    np.testing.assert_allclose(target.evaluate(X), np.array(expected))
+
+
+def test_argmax_as_a_value_is_the_position_and_ties_go_first():
+    X = np.zeros((2, 4, 1))
+    X[0, :, 0] = [1.0, 3.0, 3.0, 0.0]  # tie between positions 2 and 3
+    X[1, :, 0] = [5.0, 1.0, 2.0, 0.5]
+    values = parse_target("argmax(dot(x[t], x[t]) for t in T)").evaluate(X)
+    assert values.tolist() == [2.0, 1.0]
+    assert parse_target("argmin(dot(x[t], x[t]) for t in T)").evaluate(X).tolist() == [4.0, 4.0]
+
+
+def test_nested_reduction_against_brute_force():
+    target = parse_target("min(max(g(x[s], x[t]) for t in S1) + dot(x[s], x[s]) for s in range(1, T))")
+    X = _X(batch=3, T=6, d=2)
+    g = target.realization.function("g", 4)
+    expected = [min(max(g(np.concatenate([x[s - 1], x[t - 1]])) for t in range(1, 7) if _in_subset(t, 1))
+                    + x[s - 1] @ x[s - 1] for s in range(1, 6)) for x in X]
+    np.testing.assert_allclose(target.evaluate(X), expected)
+
+
+def test_sum_and_mean_of_vectors():
+    X = _X(batch=2, T=5, d=3)
+    np.testing.assert_allclose(parse_target("sum(x[t] for t in T)").evaluate(X), X.sum(axis=1))
+    got = parse_target("mean(x[t-1] for t in range(2, T+1))").evaluate(X)
+    np.testing.assert_allclose(got, X[:, :4].mean(axis=1))
+
+
+def test_scalar_times_vector_broadcasts():
+    X = _X(batch=2, T=3, d=2)
+    got = parse_target("dot(x[1], x[2]) * x[3] + 1").evaluate(X)
+    expected = np.einsum("bi,bi->b", X[:, 0], X[:, 1])[:, None] * X[:, 2] + 1
+    np.testing.assert_allclose(got, expected)
+
+
+# ---- shapes, env, errors ----------------------------------------------------------------------------------
+def test_shapes():
+    X = _X(batch=6, T=4, d=5)
+    assert parse_target("max(f1(x[t]) for t in T)").evaluate(X).shape == (6,)
+    assert parse_target("x[1] + x[T]").evaluate(X).shape == (6, 5)
+    assert parse_target("3").evaluate(X).shape == (6,)
+    assert parse_target("dot(a1, x[2]) * x[1]").evaluate(X).shape == (6, 5)
+
+
+def test_env_binds_free_variables():
+    expr = Call("dot", (Content(VarIndex("t")), Content(FixedIndex(1))))
+    X = _X(batch=3, T=4, d=2)
+    t = np.array([1, 4, 2])
+    got = evaluate_expr(expr, X, Realization(0), env={"t": t})
+    np.testing.assert_allclose(got, [X[b, t[b] - 1] @ X[b, 0] for b in range(3)])
+    with pytest.raises(InvalidSpecError, match="unbound index variable 't'"):
+        evaluate_expr(expr, X, Realization(0))
+
+
+@pytest.mark.parametrize("text, T, message", [
+    ("x[T-5]", 3, r"x\[T-5\] reads position -2, outside 1..3 \(seq_len=3\)"),
+    ("x[4]", 3, r"x\[4\] reads position 4"),
+    ("kth_largest(3, f1(x[t]) for t in S1)", 4, r"needs 1 <= k <= 2 candidates at seq_len=4, got k=3"),
+    ("min(f1(x[t]) for t in range(3, 2))", 5, r"domain of t \(range\(3, 2\)\) is empty at seq_len=5"),
+    ("min(f1(x[t]) for t in S3)", 2, "is empty at seq_len=2"),
+])
+def test_evaluation_errors(text, T, message):
+    with pytest.raises(InvalidSpecError, match=message):
+        parse_target(text).evaluate(_X(T=T))
+
+
+def test_offsets_outside_the_sequence_read_padding():
+    X = _X(T=4)
+    got = parse_target("x[argmax(dot(x[s-1], x[T]) for s in T)]").evaluate(X)
+    for b in range(X.shape[0]):
+        scores = [0.0] + [X[b, s - 2] @ X[b, 3] for s in range(2, 5)]
+        np.testing.assert_allclose(got[b], X[b, int(np.argmax(scores))])
+
+
+def test_a_selection_of_tokens_needs_scalar_tokens():
+    expr = Reduce(ReduceKind.MAX, Content(VarIndex("t")), (Binding("t", AllPositions()),))
+    with pytest.raises(InvalidSpecError, match="needs scalar tokens .input_dim=1., got input_dim=2"):
+        evaluate_expr(expr, _X(), Realization(0))
+    X = np.random.default_rng(0).standard_normal((4, 6, 1))
+    np.testing.assert_allclose(evaluate_expr(expr, X, Realization(0)), X[:, :, 0].max(axis=1))
+
+
+def test_input_validation_lists_every_problem():
+    target = parse_target("x[1]")
+    with pytest.raises(InvalidSpecError, match="numpy array, got list"):
+        target.evaluate([[[1.0]]])
+    with pytest.raises(InvalidSpecError, match=r"shape \(batch, T, d\), got shape \(2, 3\)"):
+        target.evaluate(np.zeros((2, 3)))
+    with pytest.raises(InvalidSpecError, match=r"T >= 1 and d >= 1, got shape \(2, 0, 3\)"):
+        target.evaluate(np.zeros((2, 0, 3)))
+    bad = np.full((2, 2), np.nan)
+    with pytest.raises(InvalidSpecError) as caught:
+        target.evaluate(bad)
+    assert len(caught.value.problems) == 2  # wrong shape and non-finite values, together
+    with pytest.raises(InvalidSpecError, match="dtype bool"):
+        target.evaluate(np.zeros((1, 2, 2), dtype=bool))
+
+
+# ---- chunking --------------------------------------------------------------------------------
+CHUNKED = [
+    "min(norm(x[a] + x[b] + x[c])**2 for a in T for b in T for c in T)",
+    "kth_largest(3, f1(x[t]) for t in T) + mean(dot(x[s], x[t]) for s in T for t in S2)",
+    "x[argmax(dot(x[s], x[1]) for s in T)] - x[argmin(dot(x[s], x[2]) for s in T)]",
+    "max(min(f1(x[s], x[t]) for t in range(2, T)) for s in T)",
+    "argmax(dot(x[t], x[t]) for t in T)",
+]
+
+
+@pytest.mark.parametrize("text", CHUNKED)
+@pytest.mark.parametrize("budget", [1, 5, 37])
+def test_chunked_equals_unchunked(text, budget, monkeypatch):
+    X = _X(batch=3, T=6, d=2)
+    X[:, 4] = X[:, 1]  # repeated tokens create ties, which must break the same way in every chunking
+    target = parse_target(text)
+    whole = target.evaluate(X)
+    monkeypatch.setattr(evaluate, "_BUDGET", budget)
+    np.testing.assert_allclose(target.evaluate(X), whole, rtol=1e-12)
+
+
+def test_three_variable_reduction_at_T64_stays_small():
+    X = _X(batch=64, T=64, d=2)
+    tracemalloc.start()
+    try:
+        values = catalogue.get("triangle_center").evaluate(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert values.shape == (64,)
+    assert peak < 200e6
+    row = X[0]
+    sums = row[:, None, None, :] + row[None, :, None, :] + row[None, None, :, :]
+    assert np.isclose(values[0], (sums ** 2).sum(-1).min())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(targets(), st.integers(4, 6), st.integers(0, 3))
+def test_generated_targets_evaluate_to_one_number_per_sequence(text, T, seed):
+    X = _X(batch=2, T=T, d=2, seed=seed)
+    values = parse_target(text, seed=seed).evaluate(X)
+    assert values.shape == (2,)
+    assert np.isfinite(values).all()
+
+
+# ---- realization --------------------------------------------------------------------------------
+def test_realization_is_deterministic_per_seed_and_name():
+    a, b = Realization(3), Realization(3)
+    np.testing.assert_array_equal(a.matrix("A1", 4), b.matrix("A1", 4))
+    np.testing.assert_array_equal(a.vector("a1", 4), b.vector("a1", 4))
+    u = _X(batch=5, T=1, d=3)[:, 0]
+    np.testing.assert_array_equal(a.function("f1", 3)(u), b.function("f1", 3)(u))
+    assert not np.allclose(a.matrix("A1", 4), Realization(4).matrix("A1", 4))
+    assert not np.allclose(a.matrix("A1", 4), a.matrix("A2", 4))
+    assert not np.allclose(a.function("f1", 3)(u), a.function("f2", 3)(u))
+    target = parse_target("max(f1(x[t]) for t in T)")
+    X = _X()
+    assert not np.allclose(target.evaluate(X), Target(target.expr, target.text, seed=1).evaluate(X))
+
+
+def test_realization_shapes_and_scale():
+    R = Realization(0)
+    assert R.matrix("A", 64).shape == (64, 64)
+    assert abs(R.matrix("A", 64).std() * 8 - 1) < 0.1  # entries ~ N(0, 1/d)
+    assert R.function("F0", 3)(np.zeros((2, 5, 3))).shape == (2, 5)
+    with pytest.raises(InvalidSpecError, match="function of 3 inputs applied to shape"):
+        R.function("F0", 3)(np.zeros((2, 4)))
+    with pytest.raises(InvalidSpecError, match="dimension d must be an integer >= 1, got 0"):
+        R.vector("a", 0)
+
+
+def test_smooth_function_is_smooth_with_a_minimum_near_its_center():
+    f = Realization(0).function("f1", 2)
+    grid = np.stack(np.meshgrid(np.linspace(-4, 4, 161), np.linspace(-4, 4, 161)), axis=-1)
+    values = f(grid)
+    i, j = np.unravel_index(values.argmin(), values.shape)
+    assert np.linalg.norm(grid[i, j] - f.center) < 1.0
+    assert np.isfinite(values).all()
+
+
+@pytest.mark.parametrize("T", range(3, 20))
+@pytest.mark.parametrize("i", range(1, 9))
+def test_subset_rule(T, i):
+    mask = Realization(5).subset_mask(f"S{i}", T)
+    assert mask.tolist() == [_in_subset(t, i) for t in range(1, T + 1)]
+    assert mask.sum() >= T / 4 and mask.any()
+
+
+def test_subsets_differ_and_s3_is_empty_at_T2():
+    R = Realization()
+    masks = {tuple(R.subset_mask(f"S{i}", 8)) for i in range(1, 5)}
+    assert len(masks) == 4
+    assert not R.subset_mask("S3", 2).any()
+    with pytest.raises(InvalidSpecError, match="subset names are S1, S2"):
+        R.subset_mask("T1", 4)
+
+
+def test_domain_positions():
+    R = Realization()
+    assert R.domain_positions(AllPositions(), 4).tolist() == [1, 2, 3, 4]
+    assert R.domain_positions(Subset("S2"), 6).tolist() == [2, 3, 6]
+    assert R.domain_positions(Range(FixedIndex(2), FixedIndex(-1, True)), 4).tolist() == [2, 3, 4]
+    assert R.domain_positions(Range(FixedIndex(1), FixedIndex(9)), 4).tolist() == [1, 2, 3, 4]  # clipped
+    assert R.domain_positions(Range(FixedIndex(3), FixedIndex(1, True)), 4).tolist() == []

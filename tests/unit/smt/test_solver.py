@@ -1,0 +1,129 @@
+"""The solver against the public regression set (model.md section 5), and its contract."""
+from __future__ import annotations
+
+import pytest
+import sympy
+from support.cases import REGRESSION, Case
+
+import infoflow_smt as ifs
+from infoflow_smt.model import cost
+
+
+def _exponent_matches(exponent, expected) -> bool:
+    if expected == "one":
+        return exponent == 1
+    if expected == "bounded":
+        return cost.is_bounded(exponent)
+    if expected == "linear":
+        return exponent is not sympy.oo and cost.asymptotic_key(exponent)[0] > 0
+    if expected == "infinite":
+        return exponent is sympy.oo
+    return sympy.simplify(exponent - expected) == 0
+
+
+@pytest.mark.parametrize("case", REGRESSION, ids=lambda c: c.id)
+def test_regression_row(case: Case):
+    verdict = ifs.decide(case.target, case.arch)
+    assert verdict.status.value == case.expected, str(verdict)
+    assert _exponent_matches(verdict.exponent, case.exponent), (verdict.exponent, case.exponent)
+    if verdict.status is ifs.Status.FEASIBLE:
+        assert verdict.witness is not None
+        report = ifs.check(verdict.witness, ifs.catalogue.parse_spec(case.target), case.arch, seq_len=9,
+                           samples=30, seed=1)
+        assert report.ok, str(report)
+    else:
+        assert verdict.witness is None
+        assert verdict.explanation, "an infeasible verdict must say why"
+        assert all(str(r).endswith(".") for r in verdict.explanation)
+
+
+@pytest.mark.parametrize("case", [c for c in REGRESSION if c.exponent == "linear"][:6], ids=lambda c: c.id)
+def test_best_inefficient_program_replays(case: Case):
+    verdict = ifs.decide(case.target, case.arch)
+    assert verdict.best_program is not None
+    report = ifs.check(verdict.best_program, ifs.catalogue.parse_spec(case.target), case.arch, seq_len=9,
+                       samples=10)
+    assert report.ok, str(report)
+
+
+def test_concrete_length_gives_a_number():
+    arch = ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)
+    v = ifs.decide("min_pairwise_dot", arch, seq_len=64)
+    assert v.status is ifs.Status.INFEASIBLE and v.exponent == 64 * 2 / sympy.Integer(16) - 1
+    assert ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2),
+                      seq_len=10**6).exponent == 1
+
+
+def test_a_cost_below_a_constant_at_a_given_length_counts_as_0():
+    # global aggregation costs T/12 - 1 here: -1/3 at T = 8 (the cpu experiments' triangle), reported as 0
+    arch = ifs.Architecture(heads=(2, 2), embed_dim=24, input_dim=2)
+    at_8 = ifs.decide("triangle_center", arch, seq_len=8)
+    assert at_8.status is ifs.Status.INFEASIBLE and at_8.exponent == 0
+    assert any("-1/3 at T = 8" in str(r) and "counts as 0" in str(r) for r in at_8.explanation)
+    assert ifs.decide("triangle_center", arch, seq_len=32).exponent == sympy.Rational(5, 3)
+    assert ifs.decide("triangle_center", arch).exponent == ifs.T / 12 - 1
+
+
+def test_explanations_read_as_sentences():
+    v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(2, 3), embed_dim=32, input_dim=2))
+    text = " ".join(map(str, v.explanation))
+    assert "Layer 1 gives each input position 2 heads" in text and "3 selections" in text
+    v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(3, 2), embed_dim=32, input_dim=2))
+    text = " ".join(map(str, v.explanation))
+    assert "Layer 2 gives the output token 2 heads" in text
+    v = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2))
+    text = " ".join(map(str, v.explanation))
+    assert "chain of 2 dependent selections" in text and "has 1 layer." in text
+    assert "(s)" not in text and "R_F" not in text
+    assert all(r.constraint for r in v.explanation)
+
+
+def test_timeout_is_unknown_not_infeasible():
+    arch = ifs.Architecture(heads=(7, 8), embed_dim=32, input_dim=4)
+    v = ifs.decide("intrinsic_dimension:D=8", arch, timeout=0.001)
+    assert v.status in (ifs.Status.UNKNOWN, ifs.Status.INFEASIBLE)
+    if v.status is ifs.Status.UNKNOWN:
+        assert v.reason_unknown and v.witness is None
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"seq_len": 1}, "seq_len"),
+    ({"seq_len": "8"}, "seq_len"),
+    ({"timeout": -1}, "timeout"),
+])
+def test_bad_decision_input(kwargs, match):
+    with pytest.raises(ifs.InvalidSpecError, match=match):
+        ifs.decide("max_retrieval", ifs.Architecture(heads=(1,)), **kwargs)
+
+
+def test_bad_architecture_lists_every_problem():
+    with pytest.raises(ifs.InvalidSpecError, match=r"layer 1 has 0 heads.*embed_dim must be positive"):
+        ifs.Architecture(heads=(0,), embed_dim=-1)
+    with pytest.raises(ValueError, match="heads is empty"):
+        ifs.Architecture(heads=())
+
+
+def test_too_short_sequence_is_refused():
+    with pytest.raises(ifs.InvalidSpecError, match="too short"):
+        ifs.decide("kth_largest:k=3", ifs.Architecture(heads=(1,)), seq_len=3)
+
+
+def test_minimize_keeps_points_where_more_heads_lower_the_exponent():
+    """Three positions at E=4, d=2: one head decodes 3 tokens (1/2), two heads 2 (0); three heads decode 1
+    each, -1/2 by Theorem 3's law, but an exponent is never below 0, so (3,) is no better than (2,)."""
+    front = ifs.minimize("specific_positions", max_layers=1, max_heads=4, embed_dim=4, input_dim=2)
+    assert [(v.architecture.heads, v.exponent) for v in front] == [((1,), sympy.Rational(1, 2)), ((2,), 0)]
+
+
+def test_minimize_returns_pareto_front_with_witnesses():
+    front = ifs.minimize("intrinsic_dimension:D=2", max_layers=3, max_heads=3, embed_dim=32, input_dim=2)
+    shapes = [(v.architecture.layers, v.architecture.heads[0]) for v in front]
+    assert (2, 2) in shapes and all(L >= 2 for L, _ in shapes)
+    assert all(v.status is ifs.Status.FEASIBLE and v.witness is not None for v in front)
+
+
+def test_decode_law_is_a_named_option():
+    arch = ifs.Architecture(heads=(1,), embed_dim=4, input_dim=2, positional=True)
+    seed = ifs.decide("specific_positions", arch)
+    summary = ifs.decide("specific_positions", arch, decode_law="summary")
+    assert summary.exponent - seed.exponent == 1
