@@ -206,7 +206,7 @@ class _Session:
         """A lower bound on the operations of any program at these levels: without a global aggregation
         every selection of the chosen trees (but one whose score reads nothing) is made by some head."""
         enc = self.enc
-        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name == "AGGREGATE"
+        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name.mode is Mode.AGGREGATE
                        for e in by_heads.values()}
         if any(enc.levels[i] in aggregation for i in allowed):
             return 0
