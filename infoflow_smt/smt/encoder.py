@@ -32,6 +32,7 @@ objects costs a hundred times more than solving them.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 import sympy
@@ -55,9 +56,17 @@ from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
 from infoflow_smt.symbols import T
 
 IN, OUT = "in", "out"
-SELECTOR, CANDIDATE, EITHER, BOTH = "selector", "candidate", "either", "both"
 TRUE, FALSE = "true", "false"
 _FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
+
+
+class Reader(enum.Enum):
+    """Who must hold what a score reads (module docstring), by the variables the read is tied to."""
+
+    SELECTOR = "selector"     # the variables the selecting position plays
+    CANDIDATE = "candidate"   # the node's own variable: every candidate reads its own
+    EITHER = "either"         # no variable: the selector, or every candidate
+    BOTH = "both"             # the variables of both sides at once
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,46 @@ class Reads:
     @property
     def empty(self) -> bool:
         return not (self.selector or self.candidate or self.either or self.both)
+
+
+@dataclass(frozen=True)
+class OperationName:
+    """What one operation variable does (at some class, in some layer): a retrieval of ``node`` (a
+    ``NodeInfo.key``; a k-th retrieval when ``mode`` is ``KTH``), the global aggregation or averaging, or the
+    ``slot``-th specific-position head. ``text`` is its part of the SMT names; names sort by their text."""
+
+    mode: Mode
+    node: str | None = None
+    slot: int | None = None
+
+    def __post_init__(self):
+        if (self.node is not None) != (self.mode in (Mode.RETRIEVE, Mode.KTH)) or self.mode is Mode.IDLE:
+            raise ValueError(f"a {self.mode.name} operation with node {self.node!r}")
+        if (self.slot is not None) != (self.mode is Mode.POSITIONS) or (self.slot is not None and self.slot < 1):
+            raise ValueError(f"a {self.mode.name} operation with slot {self.slot!r}")
+
+    @classmethod
+    def selection(cls, info: NodeInfo) -> OperationName:
+        """The retrieval that makes selection ``info``."""
+        return cls(Mode.KTH if info.kind == "kth" else Mode.RETRIEVE, node=info.key)
+
+    @property
+    def selects(self) -> bool:
+        return self.node is not None
+
+    @property
+    def text(self) -> str:
+        """``RETRIEVE:<node>``, ``KTH:<node>``, ``AGGREGATE``, ``AVERAGE`` or ``POSITIONS#<slot>``."""
+        if self.node is not None:
+            return f"{self.mode.name}:{self.node}"
+        return self.mode.name if self.slot is None else f"{self.mode.name}#{self.slot}"
+
+    def __lt__(self, other: OperationName) -> bool:  # the order of the SMT names, so of the witness's heads
+        return self.text < other.text
+
+
+GLOBAL_AGGREGATION = OperationName(Mode.AGGREGATE)
+GLOBAL_AVERAGING = OperationName(Mode.AVERAGE)
 
 
 @dataclass(frozen=True)
@@ -118,11 +167,11 @@ class Encoding:
     text: str = ""                                         # the SMT-LIB declarations and assertions
     classes: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
-    ops: dict[tuple[int, str, str], str] = field(default_factory=dict)   # (layer, class, op) -> name
-    op_cost: dict[tuple[int, str, str], dict[int, sympy.Expr]] = field(default_factory=dict)  # by heads
+    ops: dict[tuple[int, str, OperationName], str] = field(default_factory=dict)  # (layer, class, op) -> name
+    op_cost: dict[tuple[int, str, OperationName], dict[int, sympy.Expr]] = field(default_factory=dict)  # by heads
     order_vars: dict[str, dict[tuple[str, ...], str]] = field(default_factory=dict)
-    # (layer, class, "POSITIONS#j") -> source -> chosen: the j-th specific-position head's sources
-    sources: dict[tuple[int, str, str], dict[object, str]] = field(default_factory=dict)
+    # (layer, class, the j-th specific-position head) -> source -> chosen: that head's sources
+    sources: dict[tuple[int, str, OperationName], dict[object, str]] = field(default_factory=dict)
     # every specific-position head a class runs itself: (layer, acts, size gathered, whole sequence)
     gathers: list[tuple[int, str, str, str]] = field(default_factory=list)
     gather_cap: str | None = None          # bounds every gathered size when the levels order sizes
@@ -139,7 +188,7 @@ class Encoding:
     fixed: tuple = ()
     offsets: tuple = ()
     anchors: dict[str, ex.FixedIndex] = field(default_factory=dict)   # class name -> its fixed position
-    kept: dict[tuple[int, str, str], str] = field(default_factory=dict)  # anchor keeps an input op
+    kept: dict[tuple[int, str, OperationName], str] = field(default_factory=dict)  # anchor keeps an input op
     _vars: dict[str, z3.ExprRef] = field(default_factory=dict, repr=False)
     _sorts: dict[str, str] = field(default_factory=dict, repr=False)
     _acting: dict[int, tuple] = field(default_factory=dict, repr=False)
@@ -215,13 +264,13 @@ class Encoding:
 
 
 # ---- reading what a score needs ---------------------------------------------------------------------
-def _reads(tree, terms, players: dict[str, str], key_of) -> Reads:
+def _reads(tree, terms, players: dict[str, Reader], key_of) -> Reads:
     """Split the reads of ``terms`` by who makes them: ``players`` says which side plays each variable."""
-    found: dict[str, list[Need]] = {SELECTOR: [], CANDIDATE: [], EITHER: [], BOTH: []}
+    found: dict[Reader, list[Need]] = {reader: [] for reader in Reader}
 
-    def side(variables) -> str:
+    def side(variables) -> Reader:
         sides = {players[v] for v in variables}
-        return EITHER if not sides else (sides.pop() if len(sides) == 1 else BOTH)
+        return Reader.EITHER if not sides else (sides.pop() if len(sides) == 1 else Reader.BOTH)
 
     for _, term in terms:
         for leaf in walk(term):
@@ -229,7 +278,7 @@ def _reads(tree, terms, players: dict[str, str], key_of) -> Reads:
             if isinstance(ref, ex.OffsetIndex):
                 need, where = Need("offset", ref.offset), side({ref.name})
             elif isinstance(ref, ex.FixedIndex):
-                need, where = Need("fixed", ref), EITHER
+                need, where = Need("fixed", ref), Reader.EITHER
             elif isinstance(ref, NodeRef):
                 need, where = Need("node", key_of(ref.node)), side(tree.nodes[ref.node]["bound"])
             elif isinstance(ref, GroupRef):
@@ -238,7 +287,8 @@ def _reads(tree, terms, players: dict[str, str], key_of) -> Reads:
                 continue
             if need not in found[where]:
                 found[where].append(need)
-    return Reads(tuple(found[SELECTOR]), tuple(found[CANDIDATE]), tuple(found[EITHER]), bool(found[BOTH]))
+    return Reads(tuple(found[Reader.SELECTOR]), tuple(found[Reader.CANDIDATE]), tuple(found[Reader.EITHER]),
+                 bool(found[Reader.BOTH]))
 
 
 def _key(group: str, order: tuple[str, ...], var: str) -> str:
@@ -257,7 +307,7 @@ def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, 
             here: dict[str, NodeInfo] = {}
             for var in order:
                 data = tree.nodes[f"{gid}.{var}"]
-                players = {var: CANDIDATE} | {b: SELECTOR for b in data["bound"]}
+                players = {var: Reader.CANDIDATE} | {b: Reader.SELECTOR for b in data["bound"]}
                 reads = _reads(tree, data["terms"], players,
                                lambda n, gid=gid, order=order: _key(gid, order, n.split(".", 1)[1]))
                 score_free = tree_free_variables(data["score"], tree.graph["groups"])
@@ -289,6 +339,7 @@ def _signature(infos: dict[str, NodeInfo], key: str) -> tuple:
 
 
 # ---- SMT-LIB terms ----------------------------------------------------------------------------------------
+# Formulas are SMT-LIB text; the constants TRUE and FALSE fold away where they appear (fewer, shorter lines).
 def conj(items) -> str:
     items = [i for i in items if i != TRUE]
     if FALSE in items:
@@ -313,11 +364,13 @@ def implies(a: str, b: str) -> str:
     return b if a == TRUE else f"(=> {a} {b})"
 
 
-def both(a: str, b: str) -> str:
+def smt_and(a: str, b: str) -> str:
+    """The conjunction of two formulas."""
     return conj([a, b])
 
 
-def either(a: str, b: str) -> str:
+def smt_or(a: str, b: str) -> str:
+    """The disjunction of two formulas."""
     return disj([a, b])
 
 
@@ -345,7 +398,7 @@ def exactly_one(literals, portable: bool) -> str:
     return f"((_ pbeq 1 {' '.join('1' for _ in literals)}) {' '.join(literals)})"
 
 
-def q(name: str) -> str:
+def quoted(name: str) -> str:
     """A declared name as an SMT-LIB symbol."""
     return f"|{name}|"
 
@@ -379,7 +432,10 @@ def grow(enc: Encoding, arch) -> bool:
 
 
 class _Builder:
-    """One encoding, written by named constraint families in ``build``."""
+    """One encoding, written by named constraint families in ``build`` (and more layers by ``grow``).
+
+    Its tables hold SMT terms (quoted names, or ``TRUE``/``FALSE``/numerals), the encoding's tables bare
+    names: ``Encoding.var`` reads them back."""
 
     def __init__(self, target, arch, law, seq_len, anchors, portable, ctx):
         infos, outer = _node_infos(target)
@@ -390,25 +446,31 @@ class _Builder:
         self.pe = arch.positional
         # bounded gathers cost by their size unless the width grows with T (the width is every layer's)
         self.by_size = not cost.at(arch.width, seq_len).has(T)
-        self.lines: list[str] = []
-        self.positional_ok = self.bool("allow:positional")
+        self.lines: list[str] = []   # what is not yet given to the solver
+        self.positional_ok = quoted(self.declare_bool("allow:positional"))
+        self.fixed_sources, self.source_class = self.position_classes()
         self.candidate_classes: dict[ex.Domain, list[str]] = {}
         self.all: dict = {}   # the facts by (class, layer[, node or position]): ``state_variables``
         self.know: dict = {}
         self.xfix: dict = {}
         self.xoff: dict = {}
+        # |I(c, l)| and whether it is the whole sequence (``sizes``), from the tokens as they come in
+        self.size: dict[tuple[str, int], str] = {(c, 0): "0" if c == OUT else "1" for c in self.enc.classes}
+        self.whole: dict[tuple[str, int], str] = {(c, 0): FALSE for c in self.enc.classes}
+        self.effective: dict[tuple[int, str, OperationName], str] = {}  # (layer, class, op) -> it acts there
 
     # ---- names and assertions ---------------------------------------------------------------------------
     def declare(self, name: str, sort: str) -> str:
+        """Declare the constant ``name`` (once) and return it: ``quoted(name)`` is its SMT term."""
         if name not in self.enc._sorts:
             self.enc._sorts[name] = sort
-            self.lines.append(f"(declare-const |{name}| {sort})")
-        return q(name)
+            self.lines.append(f"(declare-const {quoted(name)} {sort})")
+        return name
 
-    def bool(self, name: str) -> str:
+    def declare_bool(self, name: str) -> str:
         return self.declare(name, "Bool")
 
-    def int(self, name: str) -> str:
+    def declare_int(self, name: str) -> str:
         return self.declare(name, "Int")
 
     def add(self, formula: str) -> None:
@@ -416,24 +478,15 @@ class _Builder:
             self.lines.append(f"(assert {formula})")
 
     def track(self, name: str, formula: str) -> None:
-        lit = self.enc.tracked.setdefault(name, self.bool(f"track:{name}")[1:-1])
-        self.add(implies(q(lit), formula))
+        lit = self.enc.tracked.setdefault(name, self.declare_bool(f"track:{name}"))
+        self.add(implies(quoted(lit), formula))
 
     # ---- the families, in order -------------------------------------------------------------------------
     def build(self) -> Encoding:
         self.orders()
-        self.position_classes()
-        layers = range(1, self.enc.arch.layers + 1)
         self.state_variables(range(self.enc.arch.layers + 1))
         self.initial_state()
-        for layer in layers:
-            self.operations(layer)
-            self.update_rules(layer)
-        if self.enc.sources:
-            self.size = {(c, 0): "0" if c == OUT else "1" for c in self.enc.classes}
-            self.whole = {(c, 0): FALSE for c in self.enc.classes}
-            self.sizes(layers)
-        self.goal(layers)
+        self.add_layers(range(1, self.enc.arch.layers + 1))
         if needs_positional(self.enc.target):  # else no program at any cost
             self.track("goal", self.positional_ok)
         self.costs()
@@ -457,29 +510,35 @@ class _Builder:
         self.lines, enc.arch = [], arch
         layers = range(old.layers + 1, arch.layers + 1)
         self.state_variables(layers)
-        for layer in layers:
-            self.operations(layer)
-            self.update_rules(layer)
-        if enc.sources:
-            self.sizes(layers)
-        self.goal(layers)
+        self.add_layers(layers)
         self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
         text, self.lines = "\n".join(self.lines), []
         enc.solver.from_string(text)  # the solver's parser knows the names it declared before
         enc.text += "\n" + text
         return True
 
+    def add_layers(self, layers: range) -> None:
+        """The families of each of ``layers`` (their facts declared): its operations, what each class holds
+        after it, the sizes of what it holds, and the goal at that depth."""
+        for layer in layers:
+            self.operations(layer)
+            self.update_rules(layer)
+        if self.enc.sources:
+            self.sizes(layers)
+        self.goal(layers)
+
     def orders(self) -> None:
         """Exactly one variable order (one elimination tree) per group."""
         enc = self.enc
         for gid, per_order in enc.outer.items():
-            enc.order_vars[gid] = {o: self.bool(f"ord:{gid}:{','.join(o)}")[1:-1] for o in per_order}
-            self.add(exactly_one([q(v) for v in enc.order_vars[gid].values()], self.portable))
+            enc.order_vars[gid] = {o: self.declare_bool(f"ord:{gid}:{','.join(o)}") for o in per_order}
+            self.add(exactly_one([quoted(v) for v in enc.order_vars[gid].values()], self.portable))
 
-    def position_classes(self) -> None:
+    def position_classes(self) -> tuple[list[ex.FixedIndex], dict[ex.FixedIndex, str]]:
         """``in``, the anchors 1..K (positional encoding, two layers or more; K = the groups with a
         selection that binds no variable, the only work a fixed position can do for a generic input), and
-        ``out``; the fixed positions and offsets a specific-position head may gather."""
+        ``out``; the fixed positions and offsets a specific-position head may gather. Returns the fixed
+        positions a head may gather (the anchors too), each with the class that holds it."""
         enc = self.enc
         enc.fixed, enc.offsets = position_reads(comparison_tree(enc.target))
         n_free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
@@ -487,21 +546,21 @@ class _Builder:
             enc.anchors = {f"a{q}": ex.FixedIndex(q) for q in range(1, n_free + 1)}
         enc.inputs = [IN] + list(enc.anchors)
         enc.classes = enc.inputs + [OUT]
-        self.fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
-        self.source_class = {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in self.fixed_sources}
+        fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
+        return fixed_sources, {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
 
     def state_variables(self, layers: range) -> None:
         """The facts after each of ``layers`` (0: the tokens as they come in)."""
         enc = self.enc
-        tables = (
-            {(c, l): self.bool(f"all:{c}:{l}") for c in enc.classes for l in layers},
-            {(c, l, n): self.bool(f"know:{c}:{l}:{n}") for c in enc.classes for l in layers for n in enc.nodes},
-            {(c, l, q): self.bool(f"xfix:{c}:{l}:{q}") for c in enc.classes for l in layers for q in enc.fixed},
-            {(c, l, k): self.bool(f"xoff:{c}:{l}:{k}") for c in enc.inputs for l in layers for k in enc.offsets})
-        for mine, table in zip((self.all, self.know, self.xfix, self.xoff), tables):
-            mine.update(table)
+        names = (
+            {(c, l): f"all:{c}:{l}" for c in enc.classes for l in layers},
+            {(c, l, n): f"know:{c}:{l}:{n}" for c in enc.classes for l in layers for n in enc.nodes},
+            {(c, l, q): f"xfix:{c}:{l}:{q}" for c in enc.classes for l in layers for q in enc.fixed},
+            {(c, l, k): f"xoff:{c}:{l}:{k}" for c in enc.inputs for l in layers for k in enc.offsets})
+        for terms, table in zip((self.all, self.know, self.xfix, self.xoff), names):
             for key, name in table.items():
-                enc.facts.setdefault(key[1], []).append(name[1:-1])
+                terms[key] = quoted(self.declare_bool(name))
+                enc.facts.setdefault(key[1], []).append(name)
 
     def initial_state(self) -> None:
         """Layer 0: an input position holds its own token (an anchor is its fixed position), the output
@@ -515,8 +574,8 @@ class _Builder:
         initial += [neg(v) for (c, l, k), v in self.xoff.items() if l == 0]
         self.track("initial", conj(initial))
         if not self.pe:  # an assumption, so that an unsat core can say when positions were the obstacle
-            self.enc.tracked["positional"] = self.bool("deny:positional")[1:-1]
-            self.add(implies(self.bool("deny:positional"), neg(self.positional_ok)))
+            denied = self.enc.tracked["positional"] = self.declare_bool("deny:positional")
+            self.add(implies(quoted(denied), neg(self.positional_ok)))
 
     # ---- what a class holds ---------------------------------------------------------------------------
     def admissible(self, info: NodeInfo, c: str) -> bool:
@@ -531,7 +590,7 @@ class _Builder:
             return self.xoff[(c, l, need.what)] if c != OUT else FALSE
         if need.kind == "node":
             return self.know[(c, l, need.what)]
-        return disj([both(q(v), self.know[(c, l, self.enc.outer[need.what][o])])
+        return disj([smt_and(quoted(v), self.know[(c, l, self.enc.outer[need.what][o])])
                      for o, v in self.enc.order_vars[need.what].items()])
 
     def candidates(self, info: NodeInfo) -> list[str]:
@@ -544,14 +603,14 @@ class _Builder:
 
     def every_candidate(self, info: NodeInfo, l: int, needs, both_sides: bool = False) -> str:
         """Every candidate class holds ``needs`` after layer ``l`` (or holds every position)."""
-        return conj([either(self.all[(k, l)], FALSE if both_sides else conj([self.holds(k, l, nd) for nd in needs]))
+        return conj([smt_or(self.all[(k, l)], FALSE if both_sides else conj([self.holds(k, l, nd) for nd in needs]))
                      for k in self.candidates(info)])
 
     def ready(self, info: NodeInfo, c: str, l: int) -> str:
         """Can class ``c`` make selection ``info`` with a retrieval head in layer ``l``?"""
         r, before = info.reads, l - 1
-        selector = either(self.all[(c, before)], conj([self.holds(c, before, nd) for nd in r.selector]))
-        sides = [either(self.holds(c, before, nd), self.every_candidate(info, before, [nd])) for nd in r.either]
+        selector = smt_or(self.all[(c, before)], conj([self.holds(c, before, nd) for nd in r.selector]))
+        sides = [smt_or(self.holds(c, before, nd), self.every_candidate(info, before, [nd])) for nd in r.either]
         gate = self.positional_ok if info.restricted else TRUE
         return conj([selector, self.every_candidate(info, before, r.candidate, r.both), *sides, gate])
 
@@ -560,7 +619,7 @@ class _Builder:
         per-token value from what it holds?"""
         r = info.reads
         gate = self.positional_ok if info.restricted else TRUE
-        return both(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
+        return smt_and(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
 
     def common(self, info: NodeInfo, l: int, fact) -> str:
         """A fact every candidate has: what a retrieval gains whoever wins."""
@@ -576,79 +635,79 @@ class _Builder:
         """The operation variables of layer ``l`` at every class: retrievals of the nodes it can make, one
         global aggregation, one global averaging, specific-position slots; at most ``h`` heads each."""
         enc = self.enc
-        self.effective: dict[tuple[str, str], str] = {}  # (class, op) -> the op acts there
         H = enc.arch.heads[l - 1]
         for h in range(1, H + 1):
-            enc.heads[(l, h)] = self.bool(f"heads:{l}:{h}")[1:-1]
+            enc.heads[(l, h)] = self.declare_bool(f"heads:{l}:{h}")
         averages = any(i.kind == "aggregate" and not i.bound and not i.constant for i in enc.nodes.values())
         for c in [IN, OUT] + enc.inputs[1:]:
-            names = [(f"{'KTH' if i.kind == 'kth' else 'RETRIEVE'}:{key}", i)
-                     for key, i in enc.nodes.items() if i.kind in ("top1", "kth") and self.admissible(i, c)]
-            names += [("AGGREGATE", None)] + ([("AVERAGE", None)] if averages else [])
+            names = [(OperationName.selection(i), i)
+                     for i in enc.nodes.values() if i.kind in ("top1", "kth") and self.admissible(i, c)]
+            names += [(GLOBAL_AGGREGATION, None)] + ([(GLOBAL_AVERAGING, None)] if averages else [])
             refs = self.references(c)
             enc.widest = max(enc.widest, len(names) + len(refs))  # distinct operations a layer offers here
-            names += [(f"POSITIONS#{j}", None) for j in range(1, min(H, len(refs)) + 1)]
+            names += [(OperationName(Mode.POSITIONS, slot=j), None) for j in range(1, min(H, len(refs)) + 1)]
             used = [self.operation(l, c, name, info) for name, info in names]
             used += [enc.kept[(l, c, n)] for n, _ in names if (l, c, n) in enc.kept]
-            self.slots(l, c, [n for n, _ in names if n.startswith("POSITIONS")], refs)
+            self.slots(l, c, [n for n, _ in names if n.mode is Mode.POSITIONS], refs)
             for h in range(1, H + 1):
-                self.track(f"budget:{l}:{c}", implies(q(enc.heads[(l, h)]),
-                                                      at_most([q(u) for u in used], h, self.portable)))
+                self.track(f"budget:{l}:{c}", implies(quoted(enc.heads[(l, h)]),
+                                                      at_most([quoted(u) for u in used], h, self.portable)))
 
-    def operation(self, l: int, c: str, name: str, info: NodeInfo | None) -> str:
-        """One operation variable, its preconditions and cost, and (at an anchor) the inputs' head it keeps."""
+    def operation(self, l: int, c: str, name: OperationName, info: NodeInfo | None) -> str:
+        """One operation variable, its preconditions and cost, and (at an anchor) the inputs' head it keeps.
+        Returns the variable's name."""
         enc = self.enc
-        var = self.bool(f"op:{l}:{c}:{name}")
-        enc.ops[(l, c, name)] = var[1:-1]
+        var = enc.ops[(l, c, name)] = self.declare_bool(f"op:{l}:{c}:{name.text}")
         enc.op_cost[(l, c, name)] = self.cost_of(l, name, info)
         if info is not None:
-            self.add(implies(var, both(q(enc.order_vars[info.group][info.order]), self.ready(info, c, l))))
-        if name.startswith("POSITIONS"):
-            enc.sources[(l, c, name)] = {ref: self.bool(f"src:{l}:{c}:{name[10:]}:{_ref_name(ref)}")[1:-1]
+            chosen_order = quoted(enc.order_vars[info.group][info.order])
+            self.add(implies(quoted(var), smt_and(chosen_order, self.ready(info, c, l))))
+        if name.mode is Mode.POSITIONS:
+            enc.sources[(l, c, name)] = {ref: self.declare_bool(f"src:{l}:{c}:{name.slot}:{_ref_name(ref)}")
                                          for ref in self.references(c)}
-        acts = var
+        acts = quoted(var)
         if c in enc.anchors and (l, IN, name) in enc.ops:
-            keep = self.bool(f"keep:{l}:{c}:{name}")  # an anchor keeps the inputs' op unless it overrides
-            enc.kept[(l, c, name)] = keep[1:-1]
-            self.add(implies(keep, q(enc.ops[(l, IN, name)])))
-            acts = either(var, keep)
-        self.effective[(c, name)] = acts
-        return enc.ops[(l, c, name)]
+            # an anchor keeps the inputs' op unless it overrides
+            keep = enc.kept[(l, c, name)] = self.declare_bool(f"keep:{l}:{c}:{name.text}")
+            self.add(implies(quoted(keep), quoted(enc.ops[(l, IN, name)])))
+            acts = smt_or(quoted(var), quoted(keep))
+        self.effective[(l, c, name)] = acts
+        return var
 
-    def cost_of(self, l: int, name: str, info: NodeInfo | None) -> dict[int, sympy.Expr]:
+    def cost_of(self, l: int, name: OperationName, info: NodeInfo | None) -> dict[int, sympy.Expr]:
         """The operation's cost exponent for each head count of layer ``l`` (only k-th retrieval depends
         on it, through the per-head width ``n = E / h``)."""
         arch, heads = self.enc.arch, range(1, self.enc.arch.heads[l - 1] + 1)
-        if name.startswith("KTH"):
+        if name.mode is Mode.KTH:
             return {h: cost.kth_retrieval(info.k, arch.width / h) for h in heads}
-        if name.startswith(("RETRIEVE", "AVERAGE")):
+        if name.mode in (Mode.RETRIEVE, Mode.AVERAGE):
             return {h: cost.retrieval() for h in heads}
-        if name == "AGGREGATE":
+        if name.mode is Mode.AGGREGATE:
             return {h: cost.decode(T, arch.input_dim, arch.width, self.law) for h in heads}
         return {}  # specific-position heads: by the size they gather (``costs``)
 
-    def slots(self, l: int, c: str, slots: list[str], refs: list) -> None:
+    def slots(self, l: int, c: str, slots: list[OperationName], refs: list) -> None:
         """Specific-position heads: each gathers a block of sources, blocks disjoint and in one order."""
         enc = self.enc
         for j, name in enumerate(slots):
             srcs = enc.sources[(l, c, name)]
-            op = q(enc.ops[(l, c, name)])
-            self.add(f"(= {op} {disj([q(v) for v in srcs.values()])})")
+            op = quoted(enc.ops[(l, c, name)])
+            self.add(f"(= {op} {disj([quoted(v) for v in srcs.values()])})")
             self.add(implies(op, self.positional_ok))
             if j:  # one canonical partition: each block starts after the previous block's first source
                 before = enc.sources[(l, c, slots[j - 1])]
                 for i, ref in enumerate(refs):
-                    self.add(implies(q(srcs[ref]), disj([q(before[p]) for p in refs[:i]])))
+                    self.add(implies(quoted(srcs[ref]), disj([quoted(before[p]) for p in refs[:i]])))
         for ref in refs:  # a source in one block at most: a second copy gathers nothing new
-            self.add(at_most([q(enc.sources[(l, c, name)][ref]) for name in slots], 1, self.portable))
+            self.add(at_most([quoted(enc.sources[(l, c, name)][ref]) for name in slots], 1, self.portable))
 
-    def member_sets(self, l: int, c: str) -> list[tuple[str | None, dict]]:
+    def member_sets(self, l: int, c: str) -> list[tuple[OperationName | None, dict]]:
         """The specific-position heads acting at ``c`` in layer ``l``, each with its sources: the class's
         own (with the head's name), and at an anchor the inputs' heads it keeps (``None``)."""
         enc = self.enc
-        own = [(name, {ref: q(v) for ref, v in srcs.items()})
+        own = [(name, {ref: quoted(v) for ref, v in srcs.items()})
                for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == c]
-        kept = [(None, {ref: both(q(enc.kept[(l, c, name)]), q(v)) for ref, v in srcs.items()})
+        kept = [(None, {ref: smt_and(quoted(enc.kept[(l, c, name)]), quoted(v)) for ref, v in srcs.items()})
                 for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == IN and (l, c, name) in enc.kept]
         return own + kept
 
@@ -656,21 +715,20 @@ class _Builder:
     def update_rules(self, l: int) -> None:
         """Each fact after layer ``l``: what it was, or what this layer's operations brought."""
         for c in self.enc.classes:
-            acting = {name: v for (cc, name), v in self.effective.items() if cc == c}
+            acting = {name: v for (ll, cc, name), v in self.effective.items() if ll == l and cc == c}
             gathered = self.member_sets(l, c)
             chosen = {q: disj([m[q] for _, m in gathered]) for q in self.references(c)}
-            winners = [(v, self.enc.nodes[name.split(":", 1)[1]]) for name, v in acting.items()
-                       if name.startswith(("RETRIEVE", "KTH"))]
+            winners = [(v, self.enc.nodes[name.node]) for name, v in acting.items() if name.selects]
             self.update_all(c, l, acting, chosen, winners)
             for key, info in self.enc.nodes.items():
                 self.update_know(c, l, key, info, acting, chosen, winners)
             self.update_positions(c, l, chosen, winners)
 
     def update_all(self, c: str, l: int, acting: dict, chosen: dict, winners: list) -> None:
-        gains = [self.all[(c, l - 1)], acting["AGGREGATE"]]
-        gains += [both(v, self.common(i, l - 1, lambda k, ll: self.all[(k, ll)])) for v, i in winners]
-        gains += [both(v, self.all[(self.source_class[q], l - 1)]) for q, v in chosen.items() if not isinstance(q, Offset)]
-        gains += [both(v, self.all[(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
+        gains = [self.all[(c, l - 1)], acting[GLOBAL_AGGREGATION]]
+        gains += [smt_and(v, self.common(i, l - 1, lambda k, ll: self.all[(k, ll)])) for v, i in winners]
+        gains += [smt_and(v, self.all[(self.source_class[q], l - 1)]) for q, v in chosen.items() if not isinstance(q, Offset)]
+        gains += [smt_and(v, self.all[(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
         self.add(f"(= {self.all[(c, l)]} {disj(gains)})")
 
     def update_know(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict, winners: list) -> None:
@@ -680,22 +738,22 @@ class _Builder:
             return
         gains = [know[(c, l - 1, key)], self.all[(c, l)]]
         if info.kind == "aggregate":
-            if not info.bound and "AVERAGE" in acting:
-                gains.append(both(acting["AVERAGE"], self.averaged(info, l)))
+            if not info.bound and GLOBAL_AVERAGING in acting:
+                gains.append(smt_and(acting[GLOBAL_AVERAGING], self.averaged(info, l)))
         else:
-            gains.append(acting.get(f"{'KTH' if info.kind == 'kth' else 'RETRIEVE'}:{key}", FALSE))
+            gains.append(acting.get(OperationName.selection(info), FALSE))
         if not info.bound:  # binding-free knowledge travels with any copy of a position's holdings
-            gains += [both(v, self.common(i, l - 1, lambda k, ll: know[(k, ll, key)])) for v, i in winners]
-            gains += [both(v, know[(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
+            gains += [smt_and(v, self.common(i, l - 1, lambda k, ll: know[(k, ll, key)])) for v, i in winners]
+            gains += [smt_and(v, know[(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
                       if not isinstance(q, Offset)]
-            gains += [both(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
+            gains += [smt_and(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
         self.add(f"(= {know[(c, l, key)]} {disj(gains)})")
 
     def update_positions(self, c: str, l: int, chosen: dict, winners: list) -> None:
         for q in self.enc.fixed:
             gains = [self.xfix[(c, l - 1, q)], self.all[(c, l)], chosen.get(q, FALSE)]
-            gains += [both(v, self.common(i, l - 1, lambda k, ll, q=q: self.xfix[(k, ll, q)])) for v, i in winners]
-            gains += [both(v, self.xfix[(self.source_class[p], l - 1, q)]) for p, v in chosen.items()
+            gains += [smt_and(v, self.common(i, l - 1, lambda k, ll, q=q: self.xfix[(k, ll, q)])) for v, i in winners]
+            gains += [smt_and(v, self.xfix[(self.source_class[p], l - 1, q)]) for p, v in chosen.items()
                       if not isinstance(p, Offset)]
             self.add(f"(= {self.xfix[(c, l, q)]} {disj(gains)})")
         if c != OUT:
@@ -707,7 +765,7 @@ class _Builder:
     def sizes(self, layers: range) -> None:
         """``size[c,l]``: ``|I(c, l)|`` as ``program.set_sizes`` counts it (an upper bound: each gain in full,
         a retrieval gaining the largest input class), and ``whole[c,l]``: that count is ``T``, after each of
-        ``layers`` (``build`` sets layer 0's). Only encodings with specific-position heads need them, whose
+        ``layers`` (layer 0's are set at the start). Only encodings with specific-position heads need them, whose
         cost is the decoding of what they gather."""
         enc = self.enc
         size, whole = self.size, self.whole
@@ -717,30 +775,31 @@ class _Builder:
                 widest = f"(ite (> {size[(k, l - 1)]} {widest}) {size[(k, l - 1)]} {widest})"
             any_whole = disj([whole[(k, l - 1)] for k in enc.inputs])
             for c in enc.classes:
-                gains, wholes = [], [self.acts(l, c, "AGGREGATE")]
+                gains, wholes = [], [self.acts(l, c, GLOBAL_AGGREGATION)]
                 for name in sorted({n for (ll, cc, n) in [*enc.ops, *enc.kept] if ll == l and cc == c}):
-                    if name.startswith(("RETRIEVE", "KTH")):
+                    if name.selects:
                         gains.append(f"(ite {self.acts(l, c, name)} {widest} 0)")
-                        wholes.append(both(self.acts(l, c, name), any_whole))
+                        wholes.append(smt_and(self.acts(l, c, name), any_whole))
                 for name, members in self.member_sets(l, c):
                     gathered = total(f"(ite {m} {size[(self.source_class.get(q, IN), l - 1)]} 0)"
                                      for q, m in members.items())
-                    everything = disj([both(m, whole[(self.source_class.get(q, IN), l - 1)]) for q, m in members.items()])
+                    everything = disj([smt_and(m, whole[(self.source_class.get(q, IN), l - 1)]) for q, m in members.items()])
                     gains.append(gathered)
                     wholes.append(everything)
                     if name is not None:  # charged where the head is the class's own (a kept head: at the inputs)
                         n = len(enc.gathers)
-                        g, w = self.int(f"gathered:{n}"), self.bool(f"gathers_all:{n}")
-                        self.add(f"(= {g} {gathered})")
-                        self.add(f"(= {w} {everything})")
-                        enc.gathers.append((l, enc.ops[(l, c, name)], g[1:-1], w[1:-1]))
-                size[(c, l)], whole[(c, l)] = self.int(f"size:{c}:{l}"), self.bool(f"whole:{c}:{l}")
+                        g, w = self.declare_int(f"gathered:{n}"), self.declare_bool(f"gathers_all:{n}")
+                        self.add(f"(= {quoted(g)} {gathered})")
+                        self.add(f"(= {quoted(w)} {everything})")
+                        enc.gathers.append((l, enc.ops[(l, c, name)], g, w))
+                size[(c, l)] = quoted(self.declare_int(f"size:{c}:{l}"))
+                whole[(c, l)] = quoted(self.declare_bool(f"whole:{c}:{l}"))
                 self.add(f"(= {size[(c, l)]} {total([size[(c, l - 1)]] + gains)})")
                 self.add(f"(= {whole[(c, l)]} {disj([whole[(c, l - 1)]] + wholes)})")
 
-    def acts(self, l: int, c: str, name: str) -> str:
+    def acts(self, l: int, c: str, name: OperationName) -> str:
         own, kept = self.enc.ops.get((l, c, name)), self.enc.kept.get((l, c, name))
-        return disj([q(v) for v in (own, kept) if v is not None])
+        return disj([quoted(v) for v in (own, kept) if v is not None])
 
     def goal(self, layers: range) -> None:
         """After the last layer the output token computes the target from what it holds; the number of
@@ -749,9 +808,9 @@ class _Builder:
         tree = comparison_tree(enc.target)
         reads = _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n)
         for L in layers:
-            enc.depth[L] = self.bool(f"layers:{L}")[1:-1]
-            reachable = either(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in reads.either]))
-            self.track("goal", implies(q(enc.depth[L]), reachable))
+            enc.depth[L] = self.declare_bool(f"layers:{L}")
+            reachable = smt_or(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in reads.either]))
+            self.track("goal", implies(quoted(enc.depth[L]), reachable))
 
     def costs(self) -> None:
         """Cost levels: every operation implies that its level (at the layer's head count) is allowed.
@@ -765,9 +824,9 @@ class _Builder:
         key = ((lambda e: cost.asymptotic_key(e)) if self.seq_len is None
                else (lambda e: (float(cost.at(e, self.seq_len)), 0.0)))
         enc.levels = sorted(self.needed_levels(enc.arch), key=key)
-        enc.level_vars = [self.bool(f"level:{i}")[1:-1] for i in range(len(enc.levels))]
+        enc.level_vars = [self.declare_bool(f"level:{i}") for i in range(len(enc.levels))]
         if enc.gathers and self.by_size:
-            enc.gather_cap = self.int("gather:cap")[1:-1]
+            enc.gather_cap = self.declare_int("gather:cap")
             self.gather_levels()
         self.level_implications(list(enc.op_cost), enc.gathers)
 
@@ -787,22 +846,22 @@ class _Builder:
     def level_implications(self, ops: list, gathers: list) -> None:
         """Each of ``ops`` and ``gathers`` implies its level; a bounded gather is at most the cap."""
         enc, arch, law = self.enc, self.enc.arch, self.law
-        level_of = {e: q(v) for e, v in zip(enc.levels, enc.level_vars)}
+        level_of = {e: quoted(v) for e, v in zip(enc.levels, enc.level_vars)}
         everything = cost.decode(T, arch.input_dim, arch.width, law)
         bounded_gather = cost.decode(1, arch.input_dim, arch.width, law)
         for op in ops:
             by_heads = enc.op_cost[op]
             if len(set(by_heads.values())) == 1:  # the same at every head count (all but k-th retrieval)
-                self.add(implies(q(enc.ops[op]), level_of[next(iter(by_heads.values()))]))
+                self.add(implies(quoted(enc.ops[op]), level_of[next(iter(by_heads.values()))]))
                 continue
             for h, e in by_heads.items():
-                self.add(implies(both(q(enc.ops[op]), q(enc.heads[(op[0], h)])), level_of[e]))
+                self.add(implies(smt_and(quoted(enc.ops[op]), quoted(enc.heads[(op[0], h)])), level_of[e]))
         for _, acts, gathered, whole in gathers:
-            self.add(implies(both(q(acts), q(whole)), level_of[everything]))
+            self.add(implies(smt_and(quoted(acts), quoted(whole)), level_of[everything]))
             if not self.by_size:
-                self.add(implies(both(q(acts), neg(q(whole))), level_of[bounded_gather]))
+                self.add(implies(smt_and(quoted(acts), neg(quoted(whole))), level_of[bounded_gather]))
             else:  # ``costs`` made the cap with the first gathers
-                self.add(implies(both(q(acts), neg(q(whole))), f"(<= {q(gathered)} {q(enc.gather_cap)})"))
+                self.add(implies(smt_and(quoted(acts), neg(quoted(whole))), f"(<= {quoted(gathered)} {quoted(enc.gather_cap)})"))
 
     def gather_levels(self) -> None:
         """Tie the cap on gathered sizes to the levels (``costs``): excluding a level excludes the sizes
@@ -820,20 +879,19 @@ class _Builder:
                 enc.gather_limits.append(None)
                 continue
             enc.gather_limits.append(int(sympy.floor(limit(value))))
-            self.add(implies(neg(q(var)), f"(< {q(enc.gather_cap)} {int(sympy.ceiling(limit(value)))})"))
+            self.add(implies(neg(quoted(var)), f"(< {quoted(enc.gather_cap)} {int(sympy.ceiling(limit(value)))})"))
 
 
 # ---- reading a program back ---------------------------------------------------------------------------
-def _op(enc: Encoding, true, l: int, c: str, name: str) -> Op:
-    if name == "AGGREGATE":
-        return Op(Mode.AGGREGATE)
-    if name == "AVERAGE":
-        return Op(Mode.AVERAGE)
-    if name.startswith("POSITIONS"):
+def _op(enc: Encoding, true, l: int, c: str, name: OperationName) -> Op:
+    """The operation ``name`` of class ``c`` in layer ``l``, as a program states it (``true``: a variable's
+    truth in the model)."""
+    if name.mode is Mode.POSITIONS:
         chosen = tuple(ref for ref, v in enc.sources[(l, c, name)].items() if true(v))
         return Op(Mode.POSITIONS, positions=chosen)
-    mode_name, key = name.split(":", 1)
-    return Op(Mode[mode_name], node=enc.nodes[key].node)
+    if name.selects:
+        return Op(name.mode, node=enc.nodes[name.node].node)
+    return Op(name.mode)
 
 
 def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Program:
@@ -848,7 +906,7 @@ def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Progra
     def true(name: str) -> bool:
         return truth.get(name, False)
 
-    def used(l: int, c: str) -> list[str]:
+    def used(l: int, c: str) -> list[OperationName]:
         return sorted(name for (ll, cc, name), var in enc.ops.items() if ll == l and cc == c and true(var))
 
     actions = []

@@ -86,12 +86,25 @@ MINIMIZE_SECONDS = 2.0   # the longest one question of a witness's minimization 
 
 
 # ---- one encoding, many questions --------------------------------------------------------------------------
-class _Session:
-    """Questions about one architecture, asked of a (possibly larger) encoding by assumptions."""
+@dataclass
+class _Effort:
+    """What one decision has spent so far: time since it started, and the solver calls of its sessions
+    (each counts a call as it makes it, so an answer cut short by the deadline counts them too)."""
 
-    def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline, hint: int | None = None):
-        self.enc, self.heads, self.deadline = enc, heads, deadline
-        self.calls = 0
+    started: float = field(default_factory=time.perf_counter)
+    solver_calls: int = 0
+
+    def stats(self, extra: dict | None = None) -> Stats:
+        return Stats(seconds=time.perf_counter() - self.started, solver_calls=self.solver_calls, extra=extra or {})
+
+
+class _Session:
+    """Questions about one architecture, asked of a (possibly larger) encoding by assumptions; each call
+    into the solver is counted in ``effort``."""
+
+    def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline, effort: _Effort,
+                 hint: int | None = None):
+        self.enc, self.heads, self.deadline, self.effort = enc, heads, deadline, effort
         self.bounded = [i for i, lvl in enumerate(enc.levels) if cost.is_bounded(lvl)]
         self.layers = len(heads)
         self.base = enc.assumptions(heads)
@@ -107,7 +120,7 @@ class _Session:
         assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
         budget = self.deadline.milliseconds()
         self.enc.solver.set("timeout", budget if at_most is None else min(budget, int(at_most * 1000)))
-        self.calls += 1
+        self.effort.solver_calls += 1
         result = self.enc.solver.check(*assumptions)
         if result == z3.unknown and self.deadline.passed:
             raise OutOfTime("solving")
@@ -206,7 +219,7 @@ class _Session:
         """A lower bound on the operations of any program at these levels: without a global aggregation
         every selection of the chosen trees (but one whose score reads nothing) is made by some head."""
         enc = self.enc
-        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name == "AGGREGATE"
+        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name.mode is Mode.AGGREGATE
                        for e in by_heads.values()}
         if any(enc.levels[i] in aggregation for i in allowed):
             return 0
@@ -277,16 +290,11 @@ class Questions:
 
     def decide(self, arch: Architecture, deadline: Deadline) -> Verdict:
         """The checked verdict for ``arch`` (see ``decide``)."""
-        started = time.perf_counter()
-        calls = [0]
-
-        def stats(extra=None):
-            return Stats(seconds=time.perf_counter() - started, solver_calls=calls[0], extra=extra or {})
-
+        effort = _Effort()
         try:
-            return self._decide(arch, deadline, stats, calls)
+            return self._decide(arch, deadline, effort)
         except OutOfTime as late:
-            return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=stats(), seq_len=self.seq_len,
+            return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=effort.stats(), seq_len=self.seq_len,
                            reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
 
     def reuse(self, arch: Architecture, deadline: Deadline) -> Verdict | None:
@@ -304,29 +312,26 @@ class Questions:
                                explanation=notes)
         return None
 
-    def _decide(self, arch, deadline, stats, calls) -> Verdict:
+    def _decide(self, arch, deadline, effort: _Effort) -> Verdict:
         target, seq_len = self.target, self.seq_len
         reused = self.reuse(arch, deadline)
         if reused is not None:
             return reused
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
-        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, self.fewest)
+        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
         level, model, unknown = session.cheapest(session.bounded)
         if model is None and unknown is None and arch.positional and arch.layers >= 2:
-            calls[0] += session.calls
-            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, self.fewest)
+            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest)
             level, model, unknown = session.cheapest(session.bounded)
         if unknown is not None:
-            calls[0] += session.calls
-            return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=stats(), seq_len=seq_len,
+            return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=effort.stats(), seq_len=seq_len,
                            reason_unknown=unknown)
         if model is not None:
             program, exponent, note = self._cheapest_program(session, level, session.bounded, model, arch)
-            calls[0] += session.calls
             if not note:  # fully minimized: the answer of every smaller architecture the witness fits
                 self.optimal.append((arch, program))
             notes = tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
-            return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=stats(note),
+            return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=effort.stats(note),
                            best_program=program, seq_len=seq_len, explanation=notes)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
         # program at any cost (above the bounded levels, which have none)
@@ -338,14 +343,12 @@ class Questions:
         every = list(range(len(session.enc.levels)))
         level, model, unknown = session.cheapest([i for i in every if i not in session.bounded])
         if unknown is not None or model is None:
-            calls[0] += session.calls
             note = f"best exponent not found: {unknown}" if unknown else None
-            return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=stats(),
+            return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=effort.stats(),
                            seq_len=seq_len, reason_unknown=note)
         program, exponent, note = self._cheapest_program(session, level, every, model, arch)
-        calls[0] += session.calls
         reasons += tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
-        return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=stats(note),
+        return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=effort.stats(note),
                        best_program=program, seq_len=seq_len)
 
     def _cheapest_program(self, session: _Session, level: int, levels: list[int], model, arch):

@@ -52,7 +52,7 @@ def test_an_output_token_without_heads_of_its_own_changes_the_seventh_result(mon
         for (layer, c, name), var in list(self.enc.ops.items()):
             if layer == l and c == encoder.OUT:
                 twin = self.enc.ops.get((l, encoder.IN, name))
-                self.add(f"(= {encoder.q(var)} {encoder.q(twin)})" if twin else f"(not {encoder.q(var)})")
+                self.add(f"(= {encoder.quoted(var)} {encoder.quoted(twin)})" if twin else f"(not {encoder.quoted(var)})")
 
     monkeypatch.setattr(encoder._Builder, "operations", shared_heads)
     result = proofs.prove("multilayer_retrieval")

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import pytest
 import sympy
+import z3
 from support.cases import REGRESSION, Case
 
 import infoflow_smt as ifs
 from infoflow_smt.model import cost
+from infoflow_smt.smt.solver import forget_recent
 
 
 def _exponent_matches(exponent, expected) -> bool:
@@ -84,6 +86,20 @@ def test_timeout_is_unknown_not_infeasible():
     assert v.status in (ifs.Status.UNKNOWN, ifs.Status.INFEASIBLE)
     if v.status is ifs.Status.UNKNOWN:
         assert v.reason_unknown and v.witness is None
+
+
+@pytest.mark.parametrize("target, heads, positional", [
+    ("triangle_center", (1, 1), True),   # infeasible: a second encoding (with anchors) is asked too
+    ("min_pairwise_dot", (1, 1), False),
+    ("min_pairwise_dot", (1,), False),
+])
+def test_solver_calls_counts_every_call_of_every_session(target, heads, positional, monkeypatch):
+    made = []
+    real = z3.Solver.check
+    monkeypatch.setattr(z3.Solver, "check", lambda self, *a: made.append(1) or real(self, *a))
+    forget_recent()
+    v = ifs.decide(target, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=positional))
+    assert v.stats.solver_calls == len(made) > 0
 
 
 @pytest.mark.parametrize("kwargs, match", [
