@@ -16,7 +16,7 @@ import pytest
 import sympy
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from support.generators import VARIABLES, Case, random_case
+from support.generators import DIFFERENTIAL_CASES, VARIABLES, Case, random_case
 
 import infoflow_smt as ifs
 from infoflow_smt.errors import WitnessCheckError
@@ -27,14 +27,13 @@ from infoflow_smt.model import cost
 from infoflow_smt.model.program import Action, Mode
 from infoflow_smt.verify.enumerator import enumerate_programs, replay_length
 
-CASE_COUNT = 200
 CHECK_SAMPLES = 4   # fresh inputs for the re-check (seed 1: neither the solver nor the search saw them)
 WORKERS = 2         # the cases are spread over two processes (the suite's budget is 2 cores)
 ENUMERATION_BUDGET_S = 20  # the search is exponential in the anchors: a case over it is left unconfirmed
 MAX_UNCONFIRMED = 4        # ... and no more than this many of the fixed cases may be (2 %)
 
 
-CASES = [random_case(i) for i in range(CASE_COUNT)]
+CASES = DIFFERENTIAL_CASES
 
 
 # ---- one comparison ---------------------------------------------------------------------------------

@@ -122,3 +122,7 @@ def random_case(index: int) -> Case:
     positional = rng.random() < 0.35
     text = random_target(rng, positional)
     return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))
+
+
+# the differential set: fixed, so a failure names a case that reproduces
+DIFFERENTIAL_CASES = [random_case(i) for i in range(200)]

@@ -19,9 +19,9 @@ import sympy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, where support/ lives
 
-import infoflow_smt as ifs  # noqa: E402
-from support.cases import REGRESSION  # noqa: E402
-from support.generators import random_case, random_target  # noqa: E402
+import infoflow_smt as ifs
+from support.cases import REGRESSION
+from support.generators import random_case, random_target
 
 SHAPES = [(1,), (2,), (1, 1), (2, 1), (1, 2), (2, 2)]
 CATALOGUE_SHAPES = [(1,), (2,), (1, 1), (2, 2), (4,)]

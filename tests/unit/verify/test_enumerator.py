@@ -9,6 +9,7 @@ import sys
 import pytest
 import sympy
 from support.cases import SECTION5, arch, section5_id
+from support.generators import DIFFERENTIAL_CASES
 
 import infoflow_smt as ifs
 from infoflow_smt.lang import expr as ex
@@ -172,11 +173,9 @@ def test_the_exhaustive_brute_force_gives_the_solver_answer(spec, heads, positio
 
 def test_the_exhaustive_brute_force_agrees_on_random_targets():
     """Every case of the differential set small enough to replay whole (at most 150 programs)."""
-    from test_differential import CASES
-
     from infoflow_smt.verify.enumerator import program_count
 
-    small = [c for c in CASES if program_count(t := ifs.parse_target(c.text), c.arch)
+    small = [c for c in DIFFERENTIAL_CASES if program_count(t := ifs.parse_target(c.text), c.arch)
              + program_count(t, c.arch, efficient=False) <= 150]
     assert len(small) >= 60
     problems = [f"{c}: {p}" for c in small for p in _same_answer(ifs.parse_target(c.text), c.arch)]
