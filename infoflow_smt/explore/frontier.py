@@ -32,7 +32,7 @@ from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
-from infoflow_smt.smt.solver import Questions, _check_inputs
+from infoflow_smt.smt.solver import Questions, validate_question
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
         raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
     width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
     probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
-    _check_inputs(target, probe, None, 12)
+    validate_question(target, probe)
     law = cost.as_law(decode_law)
     try:
         heads, facts, fixpoint = _saturation(target, probe, law, deadline)

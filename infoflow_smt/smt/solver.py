@@ -41,8 +41,27 @@ from infoflow_smt.smt import encoder
 from infoflow_smt.verify import replay
 from infoflow_smt.verify.interpreter import check
 
+# Every witness is replayed on ``WITNESS_SAMPLES`` random inputs, on sequences long enough that no position
+# holds every candidate by accident: longer than the largest set the program gathers without aggregating the
+# whole sequence (and than the target needs), rounded up to a power of two between ``MIN_WITNESS_LENGTH`` and
+# ``MAX_WITNESS_LENGTH``, so that the target's values at a few lengths serve every witness.
+WITNESS_SAMPLES = 12
+MIN_WITNESS_LENGTH, MAX_WITNESS_LENGTH = 8, 32
 
-def _check_inputs(target, arch, seq_len, samples) -> None:
+
+def validate_question(target, arch, seq_len: int | None = None, samples: int = WITNESS_SAMPLES) -> None:
+    """Refuse a question that cannot be answered with a replayed witness, naming every bad value at once:
+    ``arch`` not an ``Architecture``, ``seq_len`` not an integer >= 2 (or None) or shorter than the positions
+    the target names, ``samples`` not an integer >= 1, tokens read as numbers with ``d != 1``, or a target
+    whose replay at ``MIN_WITNESS_LENGTH`` would pass ``limits.MAX_REPLAY_WORK``. Raises ``InvalidSpecError``;
+    ``decide``, ``minimize``, ``export_smtlib``, ``decide_all`` and ``sweep`` call it first.
+
+    >>> import infoflow_smt as ifs
+    >>> validate_question(ifs.parse_target("max(f1(x[t]) for t in T)"), ifs.Architecture(heads=(1,)), seq_len=1)
+    Traceback (most recent call last):
+    ...
+    infoflow_smt.errors.InvalidSpecError: invalid decision: seq_len must be an integer >= 2 or None, got 1
+    """
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
@@ -54,7 +73,7 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
         raise InvalidSpecError(problems, "decision")
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
-    length = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
+    length = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
     if target.work(length) > MAX_REPLAY_WORK:  # every answer is replayed: a target too costly to evaluate is refused
         raise InvalidSpecError(f"checking an answer evaluates the target at T={length}, about "
                                f"{target.work(length):.2g} index tuples per input, over the limit of "
@@ -67,16 +86,11 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
                                    f"ranks up to {need}", "decision")
 
 
-# replays run on sequences long enough that no position holds every candidate by accident: longer than
-# the largest set the program gathers without aggregating the whole sequence (and than the target needs),
-# rounded up to a power of two, so that the target's values at a few lengths serve every witness
-MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
-
-
-def _replay_length(program, target, arch, seq_len: int | None) -> int:
+def _witness_length(program, target, arch, seq_len: int | None) -> int:
+    """The length a witness is replayed at (the comment above ``WITNESS_SAMPLES``)."""
     gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
-    shortest = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
-    length = max(shortest, min(1 << (gathered + 1).bit_length(), MAX_REPLAY_LENGTH))
+    shortest = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
+    length = max(shortest, min(1 << (gathered + 1).bit_length(), MAX_WITNESS_LENGTH))
     while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
         length -= 1
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
@@ -239,7 +253,7 @@ class Questions:
     target: object
     law: cost.DecodeLaw = cost.DecodeLaw.SEED
     seq_len: int | None = None
-    samples: int = 12
+    samples: int = WITNESS_SAMPLES
     fewest_heads: bool = True
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -369,7 +383,7 @@ class Questions:
 
     def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:
         """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
-        length = _replay_length(program, self.target, arch, self.seq_len)
+        length = _witness_length(program, self.target, arch, self.seq_len)
         key = (program, length, arch.input_dim, arch.positional)
         if key not in self.replays:
             deadline.check("the witness replay")
@@ -408,7 +422,7 @@ class Questions:
 
 
 def decide(target, arch: Architecture, seq_len: int | None = None, timeout: float | None = None, *,
-           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = 12) -> Verdict:
+           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = WITNESS_SAMPLES) -> Verdict:
     """Decide whether ``arch`` computes ``target`` efficiently (a cost exponent bounded in ``T``).
 
     ``timeout`` (seconds, positive and finite; default ``limits.DEFAULT_TIMEOUT``) bounds the whole answer;
@@ -423,7 +437,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     """
     deadline = Deadline(timeout)
     target = as_target(target)
-    _check_inputs(target, arch, seq_len, samples)
+    validate_question(target, arch, seq_len, samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         return questions.decide(arch, deadline)
 
@@ -535,10 +549,10 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
         raise InvalidSpecError(problems, "minimize")
     largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
                            positional=positional)
-    _check_inputs(target, largest, seq_len, 12)
+    validate_question(target, largest, seq_len)
     feasible: list[Verdict] = []
     last = None
-    with _recent(target, cost.DecodeLaw.SEED, seq_len, 12) as questions:
+    with _recent(target, cost.DecodeLaw.SEED, seq_len, WITNESS_SAMPLES) as questions:
         for layers in range(1, max_layers + 1):
             for heads in range(1, max_heads + 1):
                 last = questions.decide(largest.with_heads((heads,) * layers), deadline)
@@ -561,7 +575,7 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     Refuses an existing file unless ``overwrite``, never writes through a symbolic link, and writes
     atomically (a temporary file beside the destination, then renamed)."""
     target = as_target(target)
-    _check_inputs(target, arch, None, 12)
+    validate_question(target, arch)
     path = Path(path)
     if not path.parent.is_dir():
         raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "export")

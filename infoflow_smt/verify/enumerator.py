@@ -26,7 +26,7 @@ Two searches:
 Replay length: a position holding every candidate makes a selection itself, so a short sequence lets a
 program succeed *by accident*. Without aggregation a position gathers at most ``prod_l (h_l + P)``
 positions (``P >= 1`` specific-position sources), about ``(1 + h)^L``; the replay is one longer, capped at
-``MAX_REPLAY_LENGTH``: above it an accident needs every retrieval on every sample to bring a new position.
+``MAX_ENUMERATION_LENGTH``: above it an accident needs every retrieval on every sample to bring a new position.
 """
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ from infoflow_smt.verify.interpreter import (
     replays,
 )
 
-MAX_REPLAY_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
-MIN_REPLAY_LENGTH = 8    # subsets and ranges keep a few candidates even on the shortest replay
+MAX_ENUMERATION_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
+MIN_ENUMERATION_LENGTH = 8    # subsets and ranges keep a few candidates even on the shortest replay
 Where = str | ex.FixedIndex
 _Part = list[tuple[np.ndarray, list[dict]]]   # per sample: the held rows of one class, and their knowledge
 
@@ -113,7 +113,7 @@ def replay_length(target, arch) -> int:
     need = [2] + [abs(k) + 2 for k in sources(target, True)[1]]
     for _, d in comparison_tree(target).nodes(data=True):
         need.append(d["position"].position + 1 if d["kind"] == "fixed" else 4 * d["k"] + 1)
-    return max(min(max(inner, outer) + 1, MAX_REPLAY_LENGTH), MIN_REPLAY_LENGTH, max(need) + 2)
+    return max(min(max(inner, outer) + 1, MAX_ENUMERATION_LENGTH), MIN_ENUMERATION_LENGTH, max(need) + 2)
 
 
 class _Vocabulary:
@@ -493,6 +493,6 @@ def _program_key(program: Program, tree, arch, law: cost.DecodeLaw) -> tuple:
     return cost.asymptotic_key(exponent), program.operations
 
 
-__all__ = ["MAX_REPLAY_LENGTH", "BruteForceAnswer", "EnumerationResult", "anchor_positions", "brute_force_decide",
+__all__ = ["MAX_ENUMERATION_LENGTH", "BruteForceAnswer", "EnumerationResult", "anchor_positions", "brute_force_decide",
            "enumerate_naively",
            "enumerate_programs", "program_count", "replay_length", "sources"]
