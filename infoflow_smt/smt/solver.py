@@ -486,7 +486,7 @@ def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
 
 
 @dataclass(frozen=True)
-class Front:
+class ParetoFront:
     """The answer of ``minimize``: the Pareto-minimal architectures (each a ``Verdict`` with its witness), and
     when there is none, why (the explanation of the largest architecture tried). Iterates like a tuple."""
 
@@ -527,9 +527,12 @@ class Front:
                 "why_none": [r.sentence for r in self.largest.explanation] if (self.largest and not self.points) else []}
 
 
+Front = ParetoFront  # the name docs/api.md gave it first: ifs.Front keeps working
+
+
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
              positional: bool | None = None, seq_len: int | None = None,
-             timeout: float | None = None) -> Front:
+             timeout: float | None = None) -> ParetoFront:
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
 
     Architectures have the same number of heads in every layer. A point is kept when no other feasible
@@ -565,7 +568,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                    and w.architecture.heads[0] <= v.architecture.heads[0] and key(w) <= key(v)
                    for w in feasible)
 
-    return Front(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
+    return ParetoFront(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
 
 
 def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,
