@@ -259,7 +259,7 @@ class Questions:
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     context: z3.Context | None = field(default=None, repr=False, compare=False)
     encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
-    replays: dict = field(default_factory=dict)         # (program, length, samples, d, pe) -> exponent
+    replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
     truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
     fewest: int | None = None                           # the fewest operations of the last witness
@@ -385,7 +385,7 @@ class Questions:
         """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
         length = _witness_length(program, self.target, arch, self.seq_len)
         key = (program, length, arch.input_dim, arch.positional)
-        if key not in self.replays:
+        if key not in self.replayed:
             deadline.check("the witness replay")
             tree = comparison_tree(self.target, program.order_map)
             inputs, expected = self.samples_of(length, arch.input_dim)
@@ -396,7 +396,7 @@ class Questions:
                 if not report.ok:
                     raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
                                             f"{program}\n{report}", report)
-            self.replays[key] = True
+            self.replayed.add(key)
         exponent, _ = program_cost(program, comparison_tree(self.target, program.order_map), arch, self.law)
         # at a given length a cost that grows with T may still be below a constant there: it counts as 0
         return cost.clamp(cost.at(exponent, self.seq_len))

@@ -196,7 +196,7 @@ def carried(prev: _State) -> _State:
     return prev.copy()
 
 
-class Replay:
+class BatchReplay:
     """One program on a batch of inputs: ``passes()`` says, per sample, whether it computes the target."""
 
     def __init__(self, program: Program, tree, X: np.ndarray, truth: Truth, positional: bool):
@@ -390,4 +390,4 @@ def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, 
         return None
     truth.expected = np.asarray(expected, dtype=float).reshape(len(X), -1)
     with np.errstate(all="ignore"):
-        return Replay(program, tree, X, truth, positional).passes()
+        return BatchReplay(program, tree, X, truth, positional).passes()
