@@ -33,6 +33,7 @@ from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
 from infoflow_smt.smt.solver import Questions, validate_question
+from infoflow_smt.words import plural
 
 
 @dataclass(frozen=True)
@@ -178,8 +179,8 @@ def _shape(layers: int, heads: int) -> str:
 def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_width) -> tuple[str, ...]:
     lines = [(f"Heads: one class of positions can run at most {heads} distinct operations in a layer, so "
              f"with h >= {heads} the head budget never binds: every h > {heads} gets the verdict of h = {heads}."),
-             (f"Layers: efficient programs can make at most {facts} facts true (reached after {fixpoint} "
-             f"layer{'s' * (fixpoint != 1)} with every operation at once); a layer that adds no fact can be "
+             (f"Layers: efficient programs can make at most {facts} facts true (reached after "
+             f"{plural(fixpoint, 'layer')} with every operation at once); a layer that adds no fact can be "
              f"removed, so every L > {layers} gets the verdict of L = {layers}.")]
     if fixed_width:
         lines.append(f"Width: at a constant width the efficient operations are the same for every E, so the "

@@ -44,6 +44,7 @@ from infoflow_smt.lang.expr import (
     VarIndex,
 )
 from infoflow_smt.limits import MAX_JOINT, MAX_NESTING, MAX_OFFSET, MAX_POSITION, MAX_RANK, MAX_TEXT_CHARS
+from infoflow_smt.words import plural
 
 _REDUCTIONS = {kind.value: kind for kind in ReduceKind}
 _ARITY = {"dot": 2, "norm": 1, "bilinear": 3}
@@ -325,7 +326,7 @@ class _Walker(ast.NodeVisitor):
         arity = _ARITY.get(name)
         arity_ok = arity is None or len(node.args) == arity
         if not arity_ok:  # the arguments are still walked below, to report their problems too
-            self.problem(node, f"{name} takes {arity} argument{'s' * (arity > 1)}, got {len(node.args)}")
+            self.problem(node, f"{name} takes {plural(arity, 'argument')}, got {len(node.args)}")
         if arity is None:
             if not node.args:
                 self.problem(node, f"function {name} needs at least one argument")

@@ -18,6 +18,7 @@ from infoflow_smt.lang.language import domain_to_text, to_text
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, fixed_text, outermost, selection_nodes
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Mode, Offset, Program
+from infoflow_smt.words import plural
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,6 @@ class Reason:
 
     def __str__(self) -> str:
         return self.sentence
-
-
-def plural(count: int, word: str) -> str:
-    """``1 head``, ``2 heads``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 # ---- naming what the tree computes -------------------------------------------------------------------

@@ -23,7 +23,8 @@ from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang.trees import comparison_tree, fixed_text
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Mode, Offset, program_cost
-from infoflow_smt.report.explain import describe_node, plural
+from infoflow_smt.report.explain import describe_node
+from infoflow_smt.words import plural
 
 COLOURS = {Mode.RETRIEVE: "#1f77b4", Mode.KTH: "#ff7f0e", Mode.AGGREGATE: "#d62728", Mode.POSITIONS: "#2ca02c",
            Mode.AVERAGE: "#9467bd"}

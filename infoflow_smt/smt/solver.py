@@ -40,6 +40,7 @@ from infoflow_smt.report.verdict import Stats, Status, Verdict
 from infoflow_smt.smt import encoder
 from infoflow_smt.verify import replay
 from infoflow_smt.verify.interpreter import check
+from infoflow_smt.words import plural
 
 # Every witness is replayed on ``WITNESS_SAMPLES`` random inputs, on sequences long enough that no position
 # holds every candidate by accident: longer than the largest set the program gathers without aggregating the
@@ -507,8 +508,6 @@ class ParetoFront:
         return bool(self.points)
 
     def __str__(self) -> str:
-        from infoflow_smt.report.explain import plural
-
         if not self.points:
             head = f"no efficient architecture among the {plural(self.tried, 'architecture')} tried"
             why = [f"  - {r}" for r in self.largest.explanation] if self.largest else []
