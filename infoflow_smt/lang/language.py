@@ -518,8 +518,9 @@ def _number(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
-def bound_to_text(index: FixedIndex) -> str:
-    """``FixedIndex(2)`` -> ``"2"``, ``FixedIndex(0, True)`` -> ``"T"``, ``(1, True)`` -> ``"T-1"``."""
+def fixed_to_text(index: FixedIndex) -> str:
+    """A fixed position as the target's text writes it, in ``x[...]`` or as a range bound: ``FixedIndex(2)``
+    -> ``"2"``, ``FixedIndex(0, True)`` -> ``"T"``, ``(1, True)`` -> ``"T-1"``, ``(-1, True)`` -> ``"T+1"``."""
     if not index.from_end:
         return str(index.position)
     return "T" if index.position == 0 else f"T{-index.position:+d}"
@@ -531,7 +532,7 @@ def domain_to_text(domain: Domain) -> str:
         return "T"
     if isinstance(domain, Subset):
         return domain.name
-    return f"range({bound_to_text(domain.start)}, {bound_to_text(domain.stop)})"
+    return f"range({fixed_to_text(domain.start)}, {fixed_to_text(domain.stop)})"
 
 
 def _index_text(index) -> str:
@@ -540,7 +541,7 @@ def _index_text(index) -> str:
     if isinstance(index, OffsetIndex):
         return f"{index.name}{index.offset:+d}"
     if isinstance(index, FixedIndex):
-        return bound_to_text(index)
+        return fixed_to_text(index)
     return _show(index)[0]
 
 
