@@ -32,7 +32,7 @@ from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program, validate
-from infoflow_smt.verify import replay
+from infoflow_smt.verify import arithmetic, replay
 
 AVERAGED = -1          # in ``known``: the node is an aggregate whose value the position learnt by averaging
 EVERYTHING = object()  # the output of a run whose output token holds every token: it computes the target
@@ -194,10 +194,7 @@ class ScalarReplay:
             return self.node_value(e.node, env, view)
         if isinstance(e, ex.BinOp):
             a, b = self.value(e.left, env, view), self.value(e.right, env, view)
-            if self.is_vector(e.left) != self.is_vector(e.right):  # a scalar per candidate against a vector
-                a, b = (np.asarray(a)[..., None], b) if not self.is_vector(e.left) else (a, np.asarray(b)[..., None])
-            return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide,
-                    "**": np.power}[e.op](a, b)
+            return arithmetic.apply_operator(e.op, a, b, self.is_vector(e.left), self.is_vector(e.right))
         if isinstance(e, ex.Neg):
             return -self.value(e.operand, env, view)
         if isinstance(e, ex.Call):
@@ -216,20 +213,13 @@ class ScalarReplay:
         return self.content(chosen, side, view)  # the side that knows the selection holds the winner
 
     def call(self, e: ex.Call, env, view):
-        if e.name == "bilinear":
-            A = self.matrix(e.args[0].name, self.d)
-            a, b = (self.value(x, env, view) for x in e.args[1:])
-            return np.einsum("...i,ij,...j->...", a, A, b)
-        args = [self.value(x, env, view) for x in e.args]
-        if e.name == "dot":
-            return np.sum(np.multiply(args[0], args[1]), axis=-1)
-        if e.name == "norm":
-            return np.linalg.norm(args[0], axis=-1)
-        columns = [np.asarray(a, dtype=float) if self.is_vector(x) else np.asarray(a, dtype=float)[..., None]
-                   for a, x in zip(args, e.args)]
-        lead = np.broadcast_shapes(*(c.shape[:-1] for c in columns))
-        flat = np.concatenate([np.broadcast_to(c, lead + c.shape[-1:]) for c in columns], axis=-1)
-        return self.function(e.name, flat.shape[-1])(flat)
+        """A call's value (``arithmetic.apply_call``); bilinear reads its matrix, its first argument, directly."""
+        bilinear = e.name == "bilinear"
+        matrix = self.matrix(e.args[0].name, self.d) if bilinear else None
+        operands = e.args[1:] if bilinear else e.args
+        args = [self.value(x, env, view) for x in operands]
+        return arithmetic.apply_call(e.name, args, [self.is_vector(x) for x in operands], matrix=matrix,
+                                     function=self.function)
 
     def node_value(self, node: str, env: dict, view: Viewpoint):
         """The value of ``node`` at the bindings of ``env``, computed from what ``view`` holds."""
