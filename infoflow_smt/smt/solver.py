@@ -51,11 +51,12 @@ MIN_WITNESS_LENGTH, MAX_WITNESS_LENGTH = 8, 32
 
 
 def validate_question(target, arch, seq_len: int | None = None, samples: int = WITNESS_SAMPLES) -> None:
-    """Refuse a question that cannot be answered with a replayed witness, naming every bad value at once:
-    ``arch`` not an ``Architecture``, ``seq_len`` not an integer >= 2 (or None) or shorter than the positions
-    the target names, ``samples`` not an integer >= 1, tokens read as numbers with ``d != 1``, or a target
-    whose replay at ``MIN_WITNESS_LENGTH`` would pass ``limits.MAX_REPLAY_WORK``. Raises ``InvalidSpecError``;
-    ``decide``, ``minimize``, ``export_smtlib``, ``decide_all`` and ``sweep`` call it first.
+    """Refuse a question that cannot be answered with a replayed witness, with ``InvalidSpecError``: first
+    every bad argument at once (``arch`` not an ``Architecture``, ``seq_len`` not an integer >= 2 or None,
+    ``samples`` not an integer >= 1), then a target the question cannot check (tokens read as numbers with
+    ``d != 1``; a replay at ``MIN_WITNESS_LENGTH`` over ``limits.MAX_REPLAY_WORK``; a ``seq_len`` shorter than
+    the positions it names). ``decide``, ``minimize``, ``export_smtlib``, ``decide_all`` and ``sweep`` call it
+    first.
 
     >>> import infoflow_smt as ifs
     >>> validate_question(ifs.parse_target("max(f1(x[t]) for t in T)"), ifs.Architecture(heads=(1,)), seq_len=1)
