@@ -26,6 +26,8 @@ from collections.abc import Sequence
 
 import sympy
 
+from infoflow_smt.words import plural
+
 from .result import Evidence, ProofResult
 
 SCHEMA_KEYS = ("name", "statement", "holds", "unknown", "seconds", "general", "instances")
@@ -60,7 +62,7 @@ def text(results: Sequence[ProofResult], explain: bool = False) -> list[str]:
     for result in results:
         count = len(result.evidence)
         lines.append(f"{result.name}  {_verdict(result)}  {result.seconds:.1f} s  "
-                     f"({count} instance{'s' * (count != 1)}, {len(result.mismatches)} mismatches)")
+                     f"({plural(count, 'instance')}, {len(result.mismatches)} mismatches)")
         lines.append(f"  {result.statement}")
         if result.general is not None:
             held = "holds" if result.general.holds else "UNKNOWN" if result.general.unknown else "DOES NOT HOLD"

@@ -32,7 +32,8 @@ from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
-from infoflow_smt.smt.solver import Questions, _check_inputs
+from infoflow_smt.smt.solver import Questions, validate_question
+from infoflow_smt.words import plural
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
         raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
     width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
     probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
-    _check_inputs(target, probe, None, 12)
+    validate_question(target, probe)
     law = cost.as_law(decode_law)
     try:
         heads, facts, fixpoint = _saturation(target, probe, law, deadline)
@@ -178,8 +179,8 @@ def _shape(layers: int, heads: int) -> str:
 def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_width) -> tuple[str, ...]:
     lines = [(f"Heads: one class of positions can run at most {heads} distinct operations in a layer, so "
              f"with h >= {heads} the head budget never binds: every h > {heads} gets the verdict of h = {heads}."),
-             (f"Layers: efficient programs can make at most {facts} facts true (reached after {fixpoint} "
-             f"layer{'s' * (fixpoint != 1)} with every operation at once); a layer that adds no fact can be "
+             (f"Layers: efficient programs can make at most {facts} facts true (reached after "
+             f"{plural(fixpoint, 'layer')} with every operation at once); a layer that adds no fact can be "
              f"removed, so every L > {layers} gets the verdict of L = {layers}.")]
     if fixed_width:
         lines.append(f"Width: at a constant width the efficient operations are the same for every E, so the "

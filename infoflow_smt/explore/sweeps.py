@@ -40,7 +40,7 @@ from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, Program
 from infoflow_smt.processes import worker_pool
 from infoflow_smt.report.verdict import Status
-from infoflow_smt.smt.solver import Questions, _check_inputs
+from infoflow_smt.smt.solver import WITNESS_SAMPLES, Questions, validate_question
 
 MODEL_VERSION = "3"   # bumped whenever the same question could get another verdict: old cache lines then miss
 
@@ -259,7 +259,7 @@ def _cell_from(spec: str, arch: Architecture, record: dict) -> Cell:
 # ---- the sweep ----------------------------------------------------------------------------------------------
 def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | None = None,
           cache: str | os.PathLike | bool | None = None, workers: int | None = None, backend: str = "local",
-          address: str | None = None, infer: bool = True, seq_len: int | None = None, samples: int = 12,
+          address: str | None = None, infer: bool = True, seq_len: int | None = None, samples: int = WITNESS_SAMPLES,
           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, progress: Callable | None = None) -> Sweep:
     """Decide every target (catalogue spec, text or ``Target``) on every architecture.
 
@@ -287,7 +287,7 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     jobs = []
     for spec, target in specs:
         for arch in archs:
-            _check_inputs(target, arch, seq_len, samples)
+            validate_question(target, arch, seq_len, samples)
         jobs.append(_Job(target, spec, archs, settings, str(cache_path) if cache_path else None,
                          {k: v for k, v in known.items()}, infer, started + budget))
     if backend == "ray":

@@ -44,6 +44,7 @@ from infoflow_smt.lang.expr import (
     VarIndex,
 )
 from infoflow_smt.limits import MAX_JOINT, MAX_NESTING, MAX_OFFSET, MAX_POSITION, MAX_RANK, MAX_TEXT_CHARS
+from infoflow_smt.words import plural
 
 _REDUCTIONS = {kind.value: kind for kind in ReduceKind}
 _ARITY = {"dot": 2, "norm": 1, "bilinear": 3}
@@ -325,7 +326,7 @@ class _Walker(ast.NodeVisitor):
         arity = _ARITY.get(name)
         arity_ok = arity is None or len(node.args) == arity
         if not arity_ok:  # the arguments are still walked below, to report their problems too
-            self.problem(node, f"{name} takes {arity} argument{'s' * (arity > 1)}, got {len(node.args)}")
+            self.problem(node, f"{name} takes {plural(arity, 'argument')}, got {len(node.args)}")
         if arity is None:
             if not node.args:
                 self.problem(node, f"function {name} needs at least one argument")
@@ -517,8 +518,9 @@ def _number(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
-def bound_to_text(index: FixedIndex) -> str:
-    """``FixedIndex(2)`` -> ``"2"``, ``FixedIndex(0, True)`` -> ``"T"``, ``(1, True)`` -> ``"T-1"``."""
+def fixed_to_text(index: FixedIndex) -> str:
+    """A fixed position as the target's text writes it, in ``x[...]`` or as a range bound: ``FixedIndex(2)``
+    -> ``"2"``, ``FixedIndex(0, True)`` -> ``"T"``, ``(1, True)`` -> ``"T-1"``, ``(-1, True)`` -> ``"T+1"``."""
     if not index.from_end:
         return str(index.position)
     return "T" if index.position == 0 else f"T{-index.position:+d}"
@@ -530,7 +532,7 @@ def domain_to_text(domain: Domain) -> str:
         return "T"
     if isinstance(domain, Subset):
         return domain.name
-    return f"range({bound_to_text(domain.start)}, {bound_to_text(domain.stop)})"
+    return f"range({fixed_to_text(domain.start)}, {fixed_to_text(domain.stop)})"
 
 
 def _index_text(index) -> str:
@@ -539,7 +541,7 @@ def _index_text(index) -> str:
     if isinstance(index, OffsetIndex):
         return f"{index.name}{index.offset:+d}"
     if isinstance(index, FixedIndex):
-        return bound_to_text(index)
+        return fixed_to_text(index)
     return _show(index)[0]
 
 

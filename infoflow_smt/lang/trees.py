@@ -48,6 +48,7 @@ import networkx as nx
 import sympy
 
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.symbols import T
 
 SELECTION_KINDS = ("top1", "kth")
@@ -299,7 +300,7 @@ def _tree(expression, order: tuple) -> nx.DiGraph:
             elif isinstance(ref, GroupRef):
                 tree.add_edge(n, node_id(ref.group, chosen[ref.group][0]))
             elif isinstance(ref, ex.FixedIndex):
-                fixed = f"fixed:{fixed_text(ref)}"
+                fixed = f"fixed:{fixed_to_text(ref)}"
                 tree.add_node(fixed, kind="fixed", var=None, bound=frozenset(), sense=None, k=1, domain=None,
                               group=None, score=None, terms=(), position=ref)
                 tree.add_edge(n, fixed)
@@ -342,12 +343,6 @@ def _add_elimination(tree: nx.DiGraph, g: Group, order: tuple[str, ...], groups)
     if unused or len(factors) != 1:
         raise ValueError(f"group {g.id} is not connected (terms over disjoint variables): build the tree from "
                          "the target's normal form")
-
-
-def fixed_text(index: ex.FixedIndex) -> str:
-    if not index.from_end:
-        return str(index.position)
-    return "T" if index.position == 0 else f"T-{index.position}"
 
 
 def outermost(tree: nx.DiGraph, group: str) -> str:
@@ -464,7 +459,7 @@ def describe(tree: nx.DiGraph) -> str:
         if d["kind"] == "output":
             label = "output"
         elif d["kind"] == "fixed":
-            label = f"{n}: fixed position x[{fixed_text(d['position'])}]"
+            label = f"{n}: fixed position x[{fixed_to_text(d['position'])}]"
         else:
             bound = ", ".join(sorted(d["bound"])) or "-"
             label = f"{n}: {d['sense']}{'' if d['k'] == 1 else d['k']} over {d['var']} ({d['kind']}; bound: {bound})"

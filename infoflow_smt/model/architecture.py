@@ -8,6 +8,7 @@ import sympy
 from infoflow_smt.errors import InvalidSpecError, Problem
 from infoflow_smt.limits import MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS
 from infoflow_smt.symbols import T
+from infoflow_smt.words import plural
 
 
 def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
@@ -137,8 +138,8 @@ class Architecture:
 
 def shape_text(heads: tuple[int, ...]) -> str:
     """``(1, 1)`` -> ``"2 layers of 1 head"``; ``(3, 2)`` -> ``"2 layers with 3 and 2 heads"``."""
-    layers = f"{len(heads)} layer{'s' * (len(heads) != 1)}"
+    layers = plural(len(heads), "layer")
     if len(set(heads)) == 1:
-        return f"{layers} of {heads[0]} head{'s' * (heads[0] != 1)}"
+        return f"{layers} of {plural(heads[0], 'head')}"
     counts = [str(h) for h in heads]
     return f"{layers} with {', '.join(counts[:-1])} and {counts[-1]} heads"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from infoflow_smt.lang.expr import FixedIndex
+from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.model import cost
 from infoflow_smt.symbols import T
 
@@ -44,19 +45,17 @@ Where = str | FixedIndex  # "input", "output", or one fixed input position
 
 
 def where_text(where: Where) -> str:
+    """Where a head acts, in words: ``every input position``, ``the output token``, ``input position T-1``."""
     if where == "input":
         return "every input position"
     if where == "output":
         return "the output token"
-    return f"input position {position_text(where)}"
+    return f"input position {fixed_to_text(where)}"
 
 
 def position_text(ref: PositionRef) -> str:
-    if isinstance(ref, Offset):
-        return str(ref)
-    if not ref.from_end:
-        return str(ref.position)
-    return "T" if ref.position == 0 else f"T-{ref.position}"
+    """A source of specific-position aggregation: ``p-1`` (an offset), ``3`` or ``T`` (a fixed position)."""
+    return str(ref) if isinstance(ref, Offset) else fixed_to_text(ref)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ import networkx as nx
 import sympy
 
 from infoflow_smt.lang import expr as ex
-from infoflow_smt.lang.language import domain_to_text, to_text
-from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, fixed_text, outermost, selection_nodes
+from infoflow_smt.lang.language import domain_to_text, fixed_to_text, to_text
+from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, outermost, selection_nodes
 from infoflow_smt.model import cost
-from infoflow_smt.model.program import Mode, Offset, Program
+from infoflow_smt.model.program import Mode, Offset, Program, where_text
+from infoflow_smt.words import plural
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,6 @@ class Reason:
 
     def __str__(self) -> str:
         return self.sentence
-
-
-def plural(count: int, word: str) -> str:
-    """``1 head``, ``2 heads``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 # ---- naming what the tree computes -------------------------------------------------------------------
@@ -74,7 +70,7 @@ def describe_node(tree, node: str) -> str:
     """What a node computes and who can make it: ``the min over t of dot(x[s], x[t]), for each s``."""
     d = tree.nodes[node]
     if d["kind"] == "fixed":
-        return f"the token x[{fixed_text(d['position'])}]"
+        return f"the token x[{fixed_to_text(d['position'])}]"
     rank = {1: "", 2: "second largest", 3: "third largest"}.get(d["k"], f"{d['k']}-th largest")
     what = f"the {rank or d['sense']} over {d['var']} of {_text(tree, d['score'])}"
     if d["bound"]:
@@ -97,11 +93,10 @@ def _listing(tree, nodes) -> str:
 
 def describe_action(action, tree) -> str:
     """One head's work in words."""
-    op, where = action.op, _where(action.where)
+    op, where = action.op, where_text(action.where)
     if op.mode in (Mode.RETRIEVE, Mode.KTH):
-        how = "max-position retrieval" if op.mode is Mode.RETRIEVE else "k-th largest retrieval"
         return (f"layer {action.layer}, head {action.head}, at {where}: retrieves the position that wins "
-                f"{describe_node(tree, op.node)} ({how})")
+                f"{describe_node(tree, op.node)} ({op.mode.value})")
     if op.mode is Mode.POSITIONS:
         places = ", ".join(_position(q) for q in op.positions)
         return f"layer {action.layer}, head {action.head}, at {where}: gathers {places}"
@@ -120,19 +115,11 @@ def describe_program(program: Program, target) -> list[str]:
     return [describe_action(a, tree) for a in actions] or ["no head does anything"]
 
 
-def _where(where) -> str:
-    if where == "input":
-        return "every input position"
-    if where == "output":
-        return "the output token"
-    return f"input position {fixed_text(where)}"
-
-
 def _position(ref) -> str:
     if isinstance(ref, Offset):
         k = ref.offset
         return f"the position {abs(k)} {'before' if k < 0 else 'after'} it"
-    return f"position {fixed_text(ref)}"
+    return f"position {fixed_to_text(ref)}"
 
 
 # ---- why a target is out of reach ---------------------------------------------------------------------

@@ -20,10 +20,12 @@ from pathlib import Path
 import networkx as nx
 
 from infoflow_smt.errors import InvalidSpecError
-from infoflow_smt.lang.trees import comparison_tree, fixed_text
+from infoflow_smt.lang.language import fixed_to_text
+from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
-from infoflow_smt.model.program import Mode, Offset, program_cost
-from infoflow_smt.report.explain import describe_node, plural
+from infoflow_smt.model.program import Mode, Offset, program_cost, where_text
+from infoflow_smt.report.explain import describe_node
+from infoflow_smt.words import plural
 
 COLOURS = {Mode.RETRIEVE: "#1f77b4", Mode.KTH: "#ff7f0e", Mode.AGGREGATE: "#d62728", Mode.POSITIONS: "#2ca02c",
            Mode.AVERAGE: "#9467bd"}
@@ -48,14 +50,8 @@ def _pyplot():
 
 
 def _rows(program) -> list:
-    rows = ["input"] + sorted({a.where for a in program.actions if not isinstance(a.where, str)}, key=fixed_text)
+    rows = ["input"] + sorted({a.where for a in program.actions if not isinstance(a.where, str)}, key=fixed_to_text)
     return rows + ["output"]
-
-
-def _label(row) -> str:
-    if isinstance(row, str):
-        return {"input": "every input position", "output": "output token"}[row]
-    return f"position {fixed_text(row)}"
 
 
 def _sources(action, rows) -> list:
@@ -119,7 +115,7 @@ def plot_flow(verdict, path) -> Path:
         legend[action.op.mode.value] = colour
         what = describe_node(tree, action.op.node) if action.op.node else action.op.mode.value
         mark = "  <- grows with T: not efficient" if action in growing else ""
-        notes.append(f"h{action.head} in layer {action.layer}, at {_label(action.where)}: {what}{mark}")
+        notes.append(f"h{action.head} in layer {action.layer}, at {where_text(action.where)}: {what}{mark}")
     final = (L, "output")
     nx.draw_networkx_nodes(graph, layout, nodelist=[final], ax=ax, node_size=1300, node_color="none",
                            edgecolors="#d4a017", linewidths=3)
@@ -127,7 +123,7 @@ def plot_flow(verdict, path) -> Path:
         ax.text(layer, len(rows) - 0.55, "tokens in" if layer == 0 else f"after layer {layer}", ha="center",
                 fontsize=8, color="#555555")
     for row in rows:
-        ax.text(-0.45, rows.index(row), _label(row), ha="right", va="center", fontsize=9)
+        ax.text(-0.45, rows.index(row), where_text(row), ha="right", va="center", fontsize=9)
     needed = "; ".join(describe_node(tree, n) for n in tree.successors("output"))
     ax.text(L + 0.35, rows.index("output"), "\n".join(textwrap.wrap("needs: " + needed, 38)), fontsize=7,
             va="center", color="#7a5c00")

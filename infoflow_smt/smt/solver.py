@@ -40,9 +40,30 @@ from infoflow_smt.report.verdict import Stats, Status, Verdict
 from infoflow_smt.smt import encoder
 from infoflow_smt.verify import replay
 from infoflow_smt.verify.interpreter import check
+from infoflow_smt.words import plural
+
+# Every witness is replayed on ``WITNESS_SAMPLES`` random inputs, on sequences long enough that no position
+# holds every candidate by accident: longer than the largest set the program gathers without aggregating the
+# whole sequence (and than the target needs), rounded up to a power of two between ``MIN_WITNESS_LENGTH`` and
+# ``MAX_WITNESS_LENGTH``, so that the target's values at a few lengths serve every witness.
+WITNESS_SAMPLES = 12
+MIN_WITNESS_LENGTH, MAX_WITNESS_LENGTH = 8, 32
 
 
-def _check_inputs(target, arch, seq_len, samples) -> None:
+def validate_question(target, arch, seq_len: int | None = None, samples: int = WITNESS_SAMPLES) -> None:
+    """Refuse a question that cannot be answered with a replayed witness, with ``InvalidSpecError``: first
+    every bad argument at once (``arch`` not an ``Architecture``, ``seq_len`` not an integer >= 2 or None,
+    ``samples`` not an integer >= 1), then a target the question cannot check (tokens read as numbers with
+    ``d != 1``; a replay at ``MIN_WITNESS_LENGTH`` over ``limits.MAX_REPLAY_WORK``; a ``seq_len`` shorter than
+    the positions it names). ``decide``, ``minimize``, ``export_smtlib``, ``decide_all`` and ``sweep`` call it
+    first.
+
+    >>> import infoflow_smt as ifs
+    >>> validate_question(ifs.parse_target("max(f1(x[t]) for t in T)"), ifs.Architecture(heads=(1,)), seq_len=1)
+    Traceback (most recent call last):
+    ...
+    infoflow_smt.errors.InvalidSpecError: invalid decision: seq_len must be an integer >= 2 or None, got 1
+    """
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
@@ -54,7 +75,7 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
         raise InvalidSpecError(problems, "decision")
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
-    length = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
+    length = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
     if target.work(length) > MAX_REPLAY_WORK:  # every answer is replayed: a target too costly to evaluate is refused
         raise InvalidSpecError(f"checking an answer evaluates the target at T={length}, about "
                                f"{target.work(length):.2g} index tuples per input, over the limit of "
@@ -67,16 +88,11 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
                                    f"ranks up to {need}", "decision")
 
 
-# replays run on sequences long enough that no position holds every candidate by accident: longer than
-# the largest set the program gathers without aggregating the whole sequence (and than the target needs),
-# rounded up to a power of two, so that the target's values at a few lengths serve every witness
-MIN_REPLAY_LENGTH, MAX_REPLAY_LENGTH = 8, 32
-
-
-def _replay_length(program, target, arch, seq_len: int | None) -> int:
+def _witness_length(program, target, arch, seq_len: int | None) -> int:
+    """The length a witness is replayed at (the comment above ``WITNESS_SAMPLES``)."""
     gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
-    shortest = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
-    length = max(shortest, min(1 << (gathered + 1).bit_length(), MAX_REPLAY_LENGTH))
+    shortest = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
+    length = max(shortest, min(1 << (gathered + 1).bit_length(), MAX_WITNESS_LENGTH))
     while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
         length -= 1
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
@@ -252,13 +268,13 @@ class Questions:
     target: object
     law: cost.DecodeLaw = cost.DecodeLaw.SEED
     seq_len: int | None = None
-    samples: int = 12
+    samples: int = WITNESS_SAMPLES
     fewest_heads: bool = True
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     context: z3.Context | None = field(default=None, repr=False, compare=False)
     encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
-    replays: dict = field(default_factory=dict)         # (program, length, samples, d, pe) -> exponent
+    replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
     truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
     fewest: int | None = None                           # the fewest operations of the last witness
@@ -372,9 +388,9 @@ class Questions:
 
     def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:
         """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
-        length = _replay_length(program, self.target, arch, self.seq_len)
+        length = _witness_length(program, self.target, arch, self.seq_len)
         key = (program, length, arch.input_dim, arch.positional)
-        if key not in self.replays:
+        if key not in self.replayed:
             deadline.check("the witness replay")
             tree = comparison_tree(self.target, program.order_map)
             inputs, expected = self.samples_of(length, arch.input_dim)
@@ -385,7 +401,7 @@ class Questions:
                 if not report.ok:
                     raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
                                             f"{program}\n{report}", report)
-            self.replays[key] = True
+            self.replayed.add(key)
         exponent, _ = program_cost(program, comparison_tree(self.target, program.order_map), arch, self.law)
         # at a given length a cost that grows with T may still be below a constant there: it counts as 0
         return cost.clamp(cost.at(exponent, self.seq_len))
@@ -411,7 +427,7 @@ class Questions:
 
 
 def decide(target, arch: Architecture, seq_len: int | None = None, timeout: float | None = None, *,
-           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = 12) -> Verdict:
+           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = WITNESS_SAMPLES) -> Verdict:
     """Decide whether ``arch`` computes ``target`` efficiently (a cost exponent bounded in ``T``).
 
     ``timeout`` (seconds, positive and finite; default ``limits.DEFAULT_TIMEOUT``) bounds the whole answer;
@@ -426,7 +442,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     """
     deadline = Deadline(timeout)
     target = as_target(target)
-    _check_inputs(target, arch, seq_len, samples)
+    validate_question(target, arch, seq_len, samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         return questions.decide(arch, deadline)
 
@@ -475,7 +491,7 @@ def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
 
 
 @dataclass(frozen=True)
-class Front:
+class ParetoFront:
     """The answer of ``minimize``: the Pareto-minimal architectures (each a ``Verdict`` with its witness), and
     when there is none, why (the explanation of the largest architecture tried). Iterates like a tuple."""
 
@@ -496,8 +512,6 @@ class Front:
         return bool(self.points)
 
     def __str__(self) -> str:
-        from infoflow_smt.report.explain import plural
-
         if not self.points:
             head = f"no efficient architecture among the {plural(self.tried, 'architecture')} tried"
             why = [f"  - {r}" for r in self.largest.explanation] if self.largest else []
@@ -516,9 +530,12 @@ class Front:
                 "why_none": [r.sentence for r in self.largest.explanation] if (self.largest and not self.points) else []}
 
 
+Front = ParetoFront  # the name docs/api.md gave it first: ifs.Front keeps working
+
+
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
              positional: bool | None = None, seq_len: int | None = None,
-             timeout: float | None = None) -> Front:
+             timeout: float | None = None) -> ParetoFront:
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
 
     Architectures have the same number of heads in every layer. A point is kept when no other feasible
@@ -538,10 +555,10 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
         raise InvalidSpecError(problems, "minimize")
     largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
                            positional=positional)
-    _check_inputs(target, largest, seq_len, 12)
+    validate_question(target, largest, seq_len)
     feasible: list[Verdict] = []
     last = None
-    with _recent(target, cost.DecodeLaw.SEED, seq_len, 12) as questions:
+    with _recent(target, cost.DecodeLaw.SEED, seq_len, WITNESS_SAMPLES) as questions:
         for layers in range(1, max_layers + 1):
             for heads in range(1, max_heads + 1):
                 last = questions.decide(largest.with_heads((heads,) * layers), deadline)
@@ -554,7 +571,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                    and w.architecture.heads[0] <= v.architecture.heads[0] and key(w) <= key(v)
                    for w in feasible)
 
-    return Front(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
+    return ParetoFront(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
 
 
 def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,
@@ -564,7 +581,7 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     Refuses an existing file unless ``overwrite``, never writes through a symbolic link, and writes
     atomically (a temporary file beside the destination, then renamed)."""
     target = as_target(target)
-    _check_inputs(target, arch, None, 12)
+    validate_question(target, arch)
     path = Path(path)
     if not path.parent.is_dir():
         raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "export")

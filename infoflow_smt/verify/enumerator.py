@@ -26,7 +26,7 @@ Two searches:
 Replay length: a position holding every candidate makes a selection itself, so a short sequence lets a
 program succeed *by accident*. Without aggregation a position gathers at most ``prod_l (h_l + P)``
 positions (``P >= 1`` specific-position sources), about ``(1 + h)^L``; the replay is one longer, capped at
-``MAX_REPLAY_LENGTH``: above it an accident needs every retrieval on every sample to bring a new position.
+``MAX_ENUMERATION_LENGTH``: above it an accident needs every retrieval on every sample to bring a new position.
 """
 from __future__ import annotations
 
@@ -50,18 +50,18 @@ from infoflow_smt.model.program import Action, Mode, Offset, Op, Program, progra
 from infoflow_smt.symbols import T as T_SYMBOL
 from infoflow_smt.verify.interpreter import (
     EVERYTHING,
-    _Layer,
-    _Poisoned,
-    _Replay,
-    _step,
-    _View,
+    LayerState,
+    Poisoned,
+    ScalarReplay,
+    Viewpoint,
     check,
     computes_exactly,
-    replays,
+    passes_every_input,
+    step_layer,
 )
 
-MAX_REPLAY_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
-MIN_REPLAY_LENGTH = 8    # subsets and ranges keep a few candidates even on the shortest replay
+MAX_ENUMERATION_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
+MIN_ENUMERATION_LENGTH = 8    # subsets and ranges keep a few candidates even on the shortest replay
 Where = str | ex.FixedIndex
 _Part = list[tuple[np.ndarray, list[dict]]]   # per sample: the held rows of one class, and their knowledge
 
@@ -113,7 +113,7 @@ def replay_length(target, arch) -> int:
     need = [2] + [abs(k) + 2 for k in sources(target, True)[1]]
     for _, d in comparison_tree(target).nodes(data=True):
         need.append(d["position"].position + 1 if d["kind"] == "fixed" else 4 * d["k"] + 1)
-    return max(min(max(inner, outer) + 1, MAX_REPLAY_LENGTH), MIN_REPLAY_LENGTH, max(need) + 2)
+    return max(min(max(inner, outer) + 1, MAX_ENUMERATION_LENGTH), MIN_ENUMERATION_LENGTH, max(need) + 2)
 
 
 class _Vocabulary:
@@ -186,7 +186,7 @@ class _Search(_Vocabulary):
                  anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray,
                  deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
-        self.replays = [_Replay(self.tree, X, target.realization) for X in inputs]
+        self.sample_replays = [ScalarReplay(self.tree, X, target.realization) for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
         self.deadline = deadline  # None: search to the end
 
@@ -197,9 +197,9 @@ class _Search(_Vocabulary):
         for op in self.ops(layer, where):  # one head's effect on every sample; a poisoned score drops it
             program = Program((Action(1, 1, where, op),), layers=1)
             try:
-                usable[op] = [_step(r, program, 1, s, self.arch.positional)
-                              for r, s in zip(self.replays, state)]
-            except _Poisoned:
+                usable[op] = [step_layer(r, program, 1, s, self.arch.positional)
+                              for r, s in zip(self.sample_replays, state)]
+            except Poisoned:
                 continue
         out: dict[tuple, tuple[tuple[Op, ...], _Part]] = {}
         for combo in self.sets(list(usable), self.arch.heads[layer - 1]):
@@ -214,7 +214,7 @@ class _Search(_Vocabulary):
             out.setdefault(tuple((h.tobytes(), _freeze(k)) for h, k in part), (combo, part))
         return out
 
-    def step(self, layer: int, state, last: bool) -> Iterator[tuple[tuple, tuple[_Layer, ...]]]:
+    def step(self, layer: int, state, last: bool) -> Iterator[tuple[tuple, tuple[LayerState, ...]]]:
         """(operation sets per class, next state) for every distinct successor of ``state``."""
         T = self.T
         outs = self.parts(layer, "output", [T], state)
@@ -233,16 +233,16 @@ class _Search(_Vocabulary):
                 known = list(choice[0][1][i][1]) + choice[-1][1][i][1]
                 for q, (_, part) in zip(self.anchors, choice[1:-1]):  # an anchor overrides its row
                     held[q.position - 1], known[q.position - 1] = part[i][0][0], part[i][1][0]
-                new.append(_Layer(held, known))
+                new.append(LayerState(held, known))
             yield tuple(ops for ops, _ in choice), tuple(new)
 
     def computes(self, state) -> bool:
         """Whether the output token computes the target exactly on every sample."""
         try:
             values = [EVERYTHING if s.held[self.T].all() else r.value(self.tree.graph["output"], {},
-                                                                       _View(self.T + 1, None, s, {}))
-                      for r, s in zip(self.replays, state)]
-        except _Poisoned:
+                                                                       Viewpoint(self.T + 1, None, s, {}))
+                      for r, s in zip(self.sample_replays, state)]
+        except Poisoned:
             return False
         return all(computes_exactly(v, w) for v, w in zip(values, self.expected))
 
@@ -257,7 +257,7 @@ class _Search(_Vocabulary):
         order = tuple((g, o) for g, o in self.tree.graph["order"].items() if len(o) > 1)
         return Program(tuple(actions), order, self.arch.layers)
 
-    def search(self, initial: tuple[_Layer, ...]) -> tuple[Program | None, int]:
+    def search(self, initial: tuple[LayerState, ...]) -> tuple[Program | None, int]:
         """Breadth first over layers, merging equal states; returns a program and the states reached."""
         frontier = {_state_key(initial): (initial, ())}
         seen, L = 1, self.arch.layers
@@ -289,7 +289,7 @@ def _freeze(known: list[dict]) -> tuple:
     return tuple(frozenset(k.items()) for k in known)
 
 
-def _state_key(state: tuple[_Layer, ...]) -> tuple:
+def _state_key(state: tuple[LayerState, ...]) -> tuple:
     return tuple((s.held.tobytes(), _freeze(s.known)) for s in state)
 
 
@@ -343,7 +343,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
     with np.errstate(all="ignore"):  # as in check: a target may divide by zero, both sides then agree
         expected = np.asarray(target.evaluate(inputs), dtype=float)
-    initial = tuple(_Layer.start(length) for _ in range(samples))
+    initial = tuple(LayerState.start(length) for _ in range(samples))
     fixed = anchor_positions(target, arch) if anchors else ()
     explored = states = 0
     for order in all_orders(target):
@@ -396,7 +396,7 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
         vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed)
         for program in _every_program(vocab, order):
             tried += 1
-            if replays(program, vocab.tree, target, arch, inputs, expected):
+            if passes_every_input(program, vocab.tree, target, arch, inputs, expected):
                 key = _program_key(program, vocab.tree, arch, decode_law)
                 if best_key is None or key < best_key:
                     best, best_key = program, key
@@ -493,6 +493,6 @@ def _program_key(program: Program, tree, arch, law: cost.DecodeLaw) -> tuple:
     return cost.asymptotic_key(exponent), program.operations
 
 
-__all__ = ["MAX_REPLAY_LENGTH", "BruteForceAnswer", "EnumerationResult", "anchor_positions", "brute_force_decide",
+__all__ = ["MAX_ENUMERATION_LENGTH", "BruteForceAnswer", "EnumerationResult", "anchor_positions", "brute_force_decide",
            "enumerate_naively",
            "enumerate_programs", "program_count", "replay_length", "sources"]

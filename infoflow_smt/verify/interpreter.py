@@ -32,7 +32,7 @@ from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program, validate
-from infoflow_smt.verify import replay
+from infoflow_smt.verify import arithmetic, replay
 
 AVERAGED = -1          # in ``known``: the node is an aggregate whose value the position learnt by averaging
 EVERYTHING = object()  # the output of a run whose output token holds every token: it computes the target
@@ -71,21 +71,22 @@ class CheckReport:
         return "\n".join(lines)
 
 
-class _Poisoned(Exception):
-    """A score or value read masked content."""
+class Poisoned(Exception):
+    """A score or value read masked content (a failed action or a failed program)."""
 
     reached: frozenset[int] = frozenset()  # what the output token held when it happened
 
 
-class _Layer:
-    """Holdings of every position after one layer: ``held[p-1, q-1]`` and ``known[p-1]``."""
+class LayerState:
+    """What every position holds and knows after one layer, on one input: ``held[p-1, q-1]`` (position
+    ``p`` holds ``x[q]``) and ``known[p-1]`` (its selections, binding -> chosen position)."""
 
     def __init__(self, held: np.ndarray, known: list[dict]):
         self.held = held
         self.known = known
 
     @classmethod
-    def start(cls, seq_len: int) -> _Layer:
+    def start(cls, seq_len: int) -> LayerState:
         """Before layer 1: each input position holds itself, the output token (row T+1) nothing."""
         held = np.zeros((seq_len + 1, seq_len), dtype=bool)
         held[np.arange(seq_len), np.arange(seq_len)] = True
@@ -93,13 +94,13 @@ class _Layer:
 
 
 @dataclass(frozen=True)
-class _View:
+class Viewpoint:
     """Who evaluates: the position acting (``selector``), the candidate whose side is read (an int, an
     array of candidates, or None outside a comparison), and which side plays each variable."""
 
     selector: int
     candidate: object
-    layer: _Layer
+    layer: LayerState
     sides: dict
 
     def side(self, variables) -> str | None:
@@ -110,13 +111,14 @@ class _View:
     def position(self, side: str):
         return self.candidate if side == CANDIDATE else self.selector
 
-    def alone(self, position: int) -> _View:
+    def alone(self, position: int) -> Viewpoint:
         """``position`` evaluating on its own (it makes a selection itself, or computes a per-token value)."""
-        return _View(position, None, self.layer, {})
+        return Viewpoint(position, None, self.layer, {})
 
 
-class _Replay:
-    """One input's replay: reading contents, evaluating scores and values, selecting."""
+class ScalarReplay:
+    """A program's replay on one input, one position at a time (the reference; ``replay.BatchReplay`` runs a
+    batch at once): reading contents, evaluating scores and values, selecting."""
 
     def __init__(self, tree, X: np.ndarray, realization: Realization):
         self.tree = tree
@@ -133,7 +135,7 @@ class _Replay:
         self.made: dict[tuple, int] = {}    # selections made by positions holding every token
 
     # ---- reading contents -----------------------------------------------------------------------
-    def content(self, q, side: str | None, view: _View) -> np.ndarray:
+    def content(self, q, side: str | None, view: Viewpoint) -> np.ndarray:
         """``x[q]`` read by ``side`` (either side when None); ``q`` may be an array over candidates."""
         q = np.asarray(q)
         inside = (q >= 1) & (q <= self.T)
@@ -151,9 +153,9 @@ class _Replay:
             read = int(np.atleast_1d(np.broadcast_to(q, unheld.shape))[at])
             if side == CANDIDATE:
                 reader = int(np.atleast_1d(np.broadcast_to(view.candidate, unheld.shape))[at])
-                raise _Poisoned(f"candidate {reader} reads x[{read}] for position {view.selector}, "
+                raise Poisoned(f"candidate {reader} reads x[{read}] for position {view.selector}, "
                                 "which it does not hold")
-            raise _Poisoned(f"position {view.selector} reads x[{read}], which it does not hold")
+            raise Poisoned(f"position {view.selector} reads x[{read}], which it does not hold")
         if self.trace is not None and not self.scanning:
             self.trace.update(int(v) for v in np.atleast_1d(q[inside]))
         values = self.X[clipped]
@@ -177,7 +179,7 @@ class _Replay:
         return False  # numbers and calls
 
     # ---- values -----------------------------------------------------------------------------------
-    def value(self, e, env: dict, view: _View):
+    def value(self, e, env: dict, view: Viewpoint):
         """The value of ``e``; a variable may be bound to an array of candidates (then the result has a
         leading candidate axis)."""
         if isinstance(e, ex.Num):
@@ -192,17 +194,14 @@ class _Replay:
             return self.node_value(e.node, env, view)
         if isinstance(e, ex.BinOp):
             a, b = self.value(e.left, env, view), self.value(e.right, env, view)
-            if self.is_vector(e.left) != self.is_vector(e.right):  # a scalar per candidate against a vector
-                a, b = (np.asarray(a)[..., None], b) if not self.is_vector(e.left) else (a, np.asarray(b)[..., None])
-            return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide,
-                    "**": np.power}[e.op](a, b)
+            return arithmetic.apply_operator(e.op, a, b, self.is_vector(e.left), self.is_vector(e.right))
         if isinstance(e, ex.Neg):
             return -self.value(e.operand, env, view)
         if isinstance(e, ex.Call):
             return self.call(e, env, view)
         raise TypeError(f"cannot evaluate {e!r} on its own")
 
-    def token(self, index, env: dict, view: _View):
+    def token(self, index, env: dict, view: Viewpoint):
         """``x[index]``: the position and the side that reads it."""
         if isinstance(index, ex.VarIndex):
             return self.content(env[index.name], view.side({index.name}), view)
@@ -214,22 +213,15 @@ class _Replay:
         return self.content(chosen, side, view)  # the side that knows the selection holds the winner
 
     def call(self, e: ex.Call, env, view):
-        if e.name == "bilinear":
-            A = self.matrix(e.args[0].name, self.d)
-            a, b = (self.value(x, env, view) for x in e.args[1:])
-            return np.einsum("...i,ij,...j->...", a, A, b)
-        args = [self.value(x, env, view) for x in e.args]
-        if e.name == "dot":
-            return np.sum(np.multiply(args[0], args[1]), axis=-1)
-        if e.name == "norm":
-            return np.linalg.norm(args[0], axis=-1)
-        columns = [np.asarray(a, dtype=float) if self.is_vector(x) else np.asarray(a, dtype=float)[..., None]
-                   for a, x in zip(args, e.args)]
-        lead = np.broadcast_shapes(*(c.shape[:-1] for c in columns))
-        flat = np.concatenate([np.broadcast_to(c, lead + c.shape[-1:]) for c in columns], axis=-1)
-        return self.function(e.name, flat.shape[-1])(flat)
+        """A call's value (``arithmetic.apply_call``); bilinear reads its matrix, its first argument, directly."""
+        bilinear = e.name == "bilinear"
+        matrix = self.matrix(e.args[0].name, self.d) if bilinear else None
+        operands = e.args[1:] if bilinear else e.args
+        args = [self.value(x, env, view) for x in operands]
+        return arithmetic.apply_call(e.name, args, [self.is_vector(x) for x in operands], matrix=matrix,
+                                     function=self.function)
 
-    def node_value(self, node: str, env: dict, view: _View):
+    def node_value(self, node: str, env: dict, view: Viewpoint):
         """The value of ``node`` at the bindings of ``env``, computed from what ``view`` holds."""
         data = self.tree.nodes[node]
         env = {v: env[v] for v in data["bound"]}
@@ -239,10 +231,10 @@ class _Replay:
         if data["sense"] in ("argmin", "argmax"):
             return float(chosen)
         sides = dict(view.sides, **{data["var"]: side})
-        return self.score(data, dict(env, **{data["var"]: chosen}), _View(view.selector, view.candidate,
+        return self.score(data, dict(env, **{data["var"]: chosen}), Viewpoint(view.selector, view.candidate,
                                                                           view.layer, sides))
 
-    def aggregate(self, node: str, env: dict, view: _View):
+    def aggregate(self, node: str, env: dict, view: Viewpoint):
         """A sum or mean: known from an averaging head, or computed by a side holding every position."""
         data = self.tree.nodes[node]
         key = self.binding(node, env)
@@ -255,11 +247,11 @@ class _Replay:
         for s in ([side] if side else [SELECTOR, CANDIDATE] if view.candidate is not None else [SELECTOR]):
             try:
                 return self.per_token_total(node, env, view.alone(int(view.position(s))))
-            except _Poisoned as err:
+            except Poisoned as err:
                 errors.append(err)
         raise errors[0]
 
-    def per_token_total(self, node: str, env: dict, view: _View | None):
+    def per_token_total(self, node: str, env: dict, view: Viewpoint | None):
         """The sum or mean of the node's score over its candidates; ``view`` None: nothing is checked
         (an averaging head checked, when it ran, that every position computed its value)."""
         data = self.tree.nodes[node]
@@ -276,10 +268,10 @@ class _Replay:
 
     def unchecked(self, e, env: dict):
         """A value with every content readable (for the values an averaging head already checked)."""
-        everything = _Layer(np.ones((self.T + 1, self.T), dtype=bool), [{} for _ in range(self.T + 1)])
+        everything = LayerState(np.ones((self.T + 1, self.T), dtype=bool), [{} for _ in range(self.T + 1)])
         self.scanning += 1
         try:
-            return self.value(e, env, _View(self.T + 1, None, everything, {}))
+            return self.value(e, env, Viewpoint(self.T + 1, None, everything, {}))
         finally:
             self.scanning -= 1
 
@@ -287,7 +279,7 @@ class _Replay:
     def binding(self, node: str, env: dict) -> tuple:
         return (node,) + tuple((v, int(env[v])) for v in sorted(self.tree.nodes[node]["bound"]))
 
-    def lookup(self, node: str, env: dict, view: _View) -> tuple[int, str]:
+    def lookup(self, node: str, env: dict, view: Viewpoint) -> tuple[int, str]:
         """The position ``node`` selects at ``env``, and the side that knows (or makes) it: the side playing
         its bound variables, either side for a selection that binds none."""
         bound = self.tree.nodes[node]["bound"]
@@ -297,11 +289,11 @@ class _Replay:
         for s in tries:
             try:
                 return self.select(node, env, int(view.position(s)), view.layer), s
-            except _Poisoned as err:
+            except Poisoned as err:
                 errors.append(err)
         raise errors[0]
 
-    def select(self, node: str, env: dict, who: int, layer: _Layer) -> int:
+    def select(self, node: str, env: dict, who: int, layer: LayerState) -> int:
         """The position ``node`` selects at ``env`` as known to (or made by) position ``who``."""
         key = self.binding(node, env)
         known = layer.known[who - 1].get(key)
@@ -310,14 +302,14 @@ class _Replay:
         omniscient = layer.held[who - 1].all()
         if omniscient and key in self.made:  # a position holding every token makes it as any other one would
             return self.made[key]
-        view = _View(who, None, layer, {})  # ``who`` holds every candidate: it makes the selection itself
+        view = Viewpoint(who, None, layer, {})  # ``who`` holds every candidate: it makes the selection itself
         candidates, scores = self.rank(node, env, view, None)
         chosen = self.pick(node, candidates, scores)
         if omniscient:
             self.made[key] = chosen
         return chosen
 
-    def rank(self, node: str, env: dict, view: _View, candidate_side: str | None) -> tuple[np.ndarray, np.ndarray]:
+    def rank(self, node: str, env: dict, view: Viewpoint, candidate_side: str | None) -> tuple[np.ndarray, np.ndarray]:
         """Candidates and their scores; ``candidate_side`` CANDIDATE when each candidate reads its own
         side (a retrieval), None when ``view.selector`` evaluates every score itself."""
         data = self.tree.nodes[node]
@@ -327,17 +319,17 @@ class _Replay:
         try:
             if _reads_selections(data["terms"]):  # one candidate at a time: selections are looked up
                 scores = [self.score(data, dict(env, **{var: int(c)}),
-                                     _View(view.selector, int(c) if candidate_side else None, view.layer, sides))
+                                     Viewpoint(view.selector, int(c) if candidate_side else None, view.layer, sides))
                           for c in candidates]
             else:  # every candidate at once
                 local = dict(env, **{var: candidates})
-                scores = np.broadcast_to(self.score(data, local, _View(
+                scores = np.broadcast_to(self.score(data, local, Viewpoint(
                     view.selector, candidates if candidate_side else None, view.layer, sides)), candidates.shape)
         finally:
             self.scanning -= 1
         return candidates, np.asarray(scores, dtype=float)
 
-    def score(self, data: dict, env: dict, view: _View):
+    def score(self, data: dict, env: dict, view: Viewpoint):
         """A node's score; a token compared as a number (scalar tokens, ``d = 1``) is its one coordinate."""
         total = sum((sign * np.asarray(self.value(t, env, view)) for sign, t in data["terms"]), np.zeros(()))
         return total[..., 0] if self.is_vector(data["score"]) else total
@@ -349,7 +341,7 @@ class _Replay:
         if data["sense"] in ("max", "argmax"):
             return int(candidates[int(np.argmax(scores))])
         if data["k"] > len(candidates):
-            raise _Poisoned(f"{node} asks for the {data['k']}-th largest of {len(candidates)} candidates")
+            raise Poisoned(f"{node} asks for the {data['k']}-th largest of {len(candidates)} candidates")
         return int(candidates[np.argsort(-scores, kind="stable")[data["k"] - 1]])
 
 
@@ -359,9 +351,11 @@ def _reads_selections(terms) -> bool:
 
 
 # ---- one layer of a program ---------------------------------------------------------------------------
-def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positional: bool) -> _Layer:
-    """Every position applies its heads' operations to what every position held after the layer before."""
-    T = replay.T
+def step_layer(scalar: ScalarReplay, program: Program, layer_no: int, prev: LayerState, positional: bool
+               ) -> LayerState:
+    """Every position applies its heads' operations to what every position held after the layer before.
+    Raises ``Poisoned`` when an operation reads content its position does not hold."""
+    T = scalar.T
     held, known = _carried(prev)
     for p in range(1, T + 2):
         where = "output" if p == T + 1 else "input"
@@ -372,56 +366,56 @@ def _step(replay: _Replay, program: Program, layer_no: int, prev: _Layer, positi
                     acts[a.head] = a
         for a in acts.values():
             try:
-                sources = _OPERATIONS[a.op.mode](replay, a.op, p, prev, known)
-            except _Poisoned as err:
-                raise _Poisoned(f"{a} at position {p} is poisoned: {err}") from None
+                sources = _OPERATIONS[a.op.mode](scalar, a.op, p, prev, known)
+            except Poisoned as err:
+                raise Poisoned(f"{a} at position {p} is poisoned: {err}") from None
             for s in sources:
                 held[p - 1] |= prev.held[s - 1]
                 for key, value in prev.known[s - 1].items():
                     known[p - 1].setdefault(key, value)
-    return _Layer(held, known)
+    return LayerState(held, known)
 
 
-def _carried(prev: _Layer) -> tuple[np.ndarray, list[dict]]:
+def _carried(prev: LayerState) -> tuple[np.ndarray, list[dict]]:
     """What every position keeps from the layer before: everything (the residual connection)."""
     return prev.held.copy(), [dict(k) for k in prev.known]
 
 
-def _idle(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+def _idle(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
     return []
 
 
-def _aggregate_all(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
-    return list(range(1, replay.T + 2))
+def _aggregate_all(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
+    return list(range(1, scalar.T + 2))
 
 
-def _aggregate_positions(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
-    sources = [p + q.offset if isinstance(q, Offset) else q.resolve(replay.T) for q in op.positions]
-    return [s for s in sources if 1 <= s <= replay.T]
+def _aggregate_positions(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
+    sources = [p + q.offset if isinstance(q, Offset) else q.resolve(scalar.T) for q in op.positions]
+    return [s for s in sources if 1 <= s <= scalar.T]
 
 
-def _retrieve(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+def _retrieve(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
     """Rank the node's candidates from ``p``'s query side and each candidate's key side; copy the winner."""
-    env = _role_env(replay.tree, op.node, p) if p <= replay.T else {}
-    candidates, scores = replay.rank(op.node, env, _View(p, None, prev, {}), CANDIDATE)
-    chosen = replay.pick(op.node, candidates, scores)
-    known[p - 1][replay.binding(op.node, env)] = chosen
+    env = _role_env(scalar.tree, op.node, p) if p <= scalar.T else {}
+    candidates, scores = scalar.rank(op.node, env, Viewpoint(p, None, prev, {}), CANDIDATE)
+    chosen = scalar.pick(op.node, candidates, scores)
+    known[p - 1][scalar.binding(op.node, env)] = chosen
     return [chosen]
 
 
-def _average(replay: _Replay, op, p: int, prev: _Layer, known: list[dict]) -> list[int]:
+def _average(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
     """Every aggregate that binds no variable and whose per-token value every position computes from what
     it holds: ``p`` learns its mean (or sum). One head carries every such value (its value vectors stack
     them); an aggregate some position cannot compute is simply not learnt."""
-    for node, data in replay.tree.nodes(data=True):
+    for node, data in scalar.tree.nodes(data=True):
         if data["kind"] != "aggregate" or data["bound"]:
             continue
         try:
-            for c in replay.domain(data["domain"]):
-                replay.value(data["score"], {data["var"]: int(c)}, _View(int(c), None, prev, {}))
-        except _Poisoned:
+            for c in scalar.domain(data["domain"]):
+                scalar.value(data["score"], {data["var"]: int(c)}, Viewpoint(int(c), None, prev, {}))
+        except Poisoned:
             continue
-        known[p - 1][replay.binding(node, {})] = AVERAGED
+        known[p - 1][scalar.binding(node, {})] = AVERAGED
     return []
 
 
@@ -457,29 +451,29 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
 
 def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int]:
     """R_F(X): the positions the output's chain reads, found by a position that holds everything."""
-    replay = _Replay(tree, X, realization)
-    T = replay.T
-    omniscient = _Layer(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
-    replay.trace = set()
-    replay.value(tree.graph["output"], {}, _View(T + 1, None, omniscient, {}))
-    return frozenset(replay.trace)
+    scalar = ScalarReplay(tree, X, realization)
+    T = scalar.T
+    omniscient = LayerState(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
+    scalar.trace = set()
+    scalar.value(tree.graph["output"], {}, Viewpoint(T + 1, None, omniscient, {}))
+    return frozenset(scalar.trace)
 
 
 def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool):
     """Run a program on one input; returns (the output's value, what the output token holds).
 
-    Raises ``_Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
-    replay = _Replay(tree, X, realization)
-    T = replay.T
-    layer = _Layer.start(T)
+    Raises ``Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
+    scalar = ScalarReplay(tree, X, realization)
+    T = scalar.T
+    layer = LayerState.start(T)
     try:
         for layer_no in range(1, program.layers + 1):
-            layer = _step(replay, program, layer_no, layer, positional)
+            layer = step_layer(scalar, program, layer_no, layer, positional)
         reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
         if len(reached) == T:  # the output token holds every token: it computes any function of them
             return EVERYTHING, reached
-        value = replay.value(tree.graph["output"], {}, _View(T + 1, None, layer, {}))
-    except _Poisoned as err:
+        value = scalar.value(tree.graph["output"], {}, Viewpoint(T + 1, None, layer, {}))
+    except Poisoned as err:
         err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
         raise
     return value, reached
@@ -524,7 +518,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     naming them; a replay is never skipped. ``deadline`` (a ``Deadline``) stops a long scalar replay.
 
     >>> import infoflow_smt as ifs
-    >>> from infoflow_smt.program import Action, Op, Mode, Program
+    >>> from infoflow_smt.model.program import Action, Op, Mode, Program
     >>> tgt = ifs.parse_target("max(f1(x[t]) for t in T)")
     >>> prog = Program((Action(1, 1, "output", Op(Mode.RETRIEVE, "g0.t")),), layers=1)
     >>> ifs.check(prog, tgt, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), seq_len=6, samples=5).ok
@@ -558,7 +552,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         passed = replay.passes(program, tree, target, inputs, expected, arch.positional)
         if passed is not None and passed.all():  # the batched replay: every sample computed
             return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))
-        return _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
+        return _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
 
 
 def computes_exactly(value, expected) -> bool:
@@ -567,21 +561,21 @@ def computes_exactly(value, expected) -> bool:
     return value is EVERYTHING or bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
 
 
-def replays(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:
+def passes_every_input(program: Program, tree, target, arch, inputs: np.ndarray, expected: np.ndarray) -> bool:
     """Whether the program computes ``expected`` on every input: ``check`` without its report (no failure's
     required set is computed), stopping at the first miss; for searches that replay many programs."""
     with np.errstate(all="ignore"):
         for X, want in zip(inputs, expected):
             try:
                 value, _ = run(program, tree, X, target.realization, arch.positional)
-            except _Poisoned:
+            except Poisoned:
                 return False
             if not computes_exactly(value, want):
                 return False
     return True
 
 
-def _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline=None) -> CheckReport:
+def _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline=None) -> CheckReport:
     """The scalar replay of every sample: the reference answer, with a report of each failure."""
     failures: list[Failure] = []
     for i, X in enumerate(inputs):
@@ -589,7 +583,7 @@ def _replay_all(program, tree, target, arch, inputs, expected, seq_len, max_fail
             deadline.check("the witness replay")
         try:
             value, reached = run(program, tree, X, target.realization, arch.positional)
-        except _Poisoned as err:
+        except Poisoned as err:
             failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
         else:
             if not computes_exactly(value, expected[i]):

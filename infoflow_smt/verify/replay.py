@@ -27,6 +27,7 @@ from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program
+from infoflow_smt.verify import arithmetic
 
 BUDGET = 1 << 22   # numbers in one array of the truth table: beyond it the scalar replay is used
 
@@ -116,30 +117,18 @@ class Truth:
     def binop(self, e: ex.BinOp) -> Field:
         a, b = self.eval(e.left), self.eval(e.right)
         axes = _union([a, b])
-        x, y = a.to(axes), b.to(axes)
-        if a.vector != b.vector:
-            x, y = (x[..., None], y) if not a.vector else (x, y[..., None])
-        op = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power}[e.op]
-        return Field(op(x, y), axes, a.vector or b.vector)
+        value = arithmetic.apply_operator(e.op, a.to(axes), b.to(axes), a.vector, b.vector)
+        return Field(value, axes, a.vector or b.vector)
 
     def call(self, e: ex.Call) -> Field:
-        if e.name == "bilinear":
-            A = self.real.matrix(e.args[0].name, self.d)
-            u, w = (self.eval(x) for x in e.args[1:])
-            axes = _union([u, w])
-            return Field(np.einsum("...i,ij,...j->...", u.to(axes), A, w.to(axes)), axes, False)
-        args = [self.eval(x) for x in e.args]
+        """A call's value over its arguments' axes (``arithmetic.apply_call``, as the scalar interpreter)."""
+        bilinear = e.name == "bilinear"
+        matrix = self.real.matrix(e.args[0].name, self.d) if bilinear else None
+        args = [self.eval(x) for x in (e.args[1:] if bilinear else e.args)]
         axes = _union(args)
-        data = [f.to(axes) for f in args]
-        if e.name == "dot":
-            return Field(np.sum(data[0] * data[1], axis=-1), axes, False)
-        if e.name == "norm":
-            return Field(np.linalg.norm(data[0], axis=-1), axes, False)
-        columns = [d if f.vector else d[..., None] for d, f in zip(data, args)]
-        lead = np.broadcast_shapes(*(c.shape[:-1] for c in columns))
-        self.check(lead)
-        flat = np.concatenate([np.broadcast_to(c, lead + c.shape[-1:]) for c in columns], axis=-1)
-        return Field(self.real.function(e.name, flat.shape[-1])(flat), axes, False)
+        value = arithmetic.apply_call(e.name, [f.to(axes) for f in args], [f.vector for f in args], matrix=matrix,
+                                      function=self.real.function, fits=self.check)
+        return Field(value, axes, False)
 
     def reduce(self, node: str, data: dict) -> None:
         """A node's choice (selections) and value at every binding: its score over (bound..., var)."""
@@ -196,7 +185,7 @@ def carried(prev: _State) -> _State:
     return prev.copy()
 
 
-class Replay:
+class BatchReplay:
     """One program on a batch of inputs: ``passes()`` says, per sample, whether it computes the target."""
 
     def __init__(self, program: Program, tree, X: np.ndarray, truth: Truth, positional: bool):
@@ -390,4 +379,4 @@ def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, 
         return None
     truth.expected = np.asarray(expected, dtype=float).reshape(len(X), -1)
     with np.errstate(all="ignore"):
-        return Replay(program, tree, X, truth, positional).passes()
+        return BatchReplay(program, tree, X, truth, positional).passes()

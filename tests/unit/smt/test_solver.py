@@ -8,6 +8,7 @@ from support.cases import REGRESSION, Case
 
 import infoflow_smt as ifs
 from infoflow_smt.model import cost
+from infoflow_smt.smt import solver
 from infoflow_smt.smt.solver import forget_recent
 
 
@@ -143,3 +144,16 @@ def test_decode_law_is_a_named_option():
     seed = ifs.decide("specific_positions", arch)
     summary = ifs.decide("specific_positions", arch, decode_law="summary")
     assert summary.exponent - seed.exponent == 1
+
+
+def test_validate_question_names_every_bad_value_at_once():
+    target = ifs.parse_target("max(f1(x[t]) for t in T)")
+    with pytest.raises(ifs.InvalidSpecError, match=r"(?s)architecture must be.*seq_len must be.*samples must be"):
+        solver.validate_question(target, "(1,)", seq_len=1, samples=0)
+    solver.validate_question(target, ifs.Architecture(heads=(1,)))  # a sound question passes
+
+
+def test_front_is_the_first_name_of_pareto_front():
+    """docs/api.md named minimize's answer ``Front`` first: the name keeps working."""
+    assert ifs.Front is ifs.ParetoFront
+    assert isinstance(ifs.minimize("max_retrieval", max_layers=1, max_heads=1), ifs.ParetoFront)

@@ -17,7 +17,7 @@ from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Mode, program_cost, validate
 from infoflow_smt.verify.enumerator import (
-    MAX_REPLAY_LENGTH,
+    MAX_ENUMERATION_LENGTH,
     EnumerationResult,
     anchor_positions,
     enumerate_programs,
@@ -121,7 +121,7 @@ def test_replay_length_outgrows_what_retrieval_alone_gathers() -> None:
     assert replay_length(target, arch((1,))) >= 3          # (1 + 1)^1 + 1
     assert replay_length(target, arch((1, 1))) >= 5        # (1 + 1)^2 + 1
     assert replay_length(target, arch((2, 2))) == 10       # (1 + 2)^2 + 1
-    assert replay_length(target, arch((4, 4, 4))) == MAX_REPLAY_LENGTH
+    assert replay_length(target, arch((4, 4, 4))) == MAX_ENUMERATION_LENGTH
     positional = ifs.catalogue.get("specific_positions")
     assert sources(positional, True)[0] and sources(positional, False) == ((), ())
     assert replay_length(ifs.parse_target("kth_largest(3, f1(x[t]) for t in S1)"), arch((1,))) >= 13

@@ -43,7 +43,7 @@ def _scalar(program, tree, target, arch, X, expected) -> np.ndarray:
         try:
             value, _ = interpreter.run(program, tree, x, target.realization, arch.positional)
             passed.append(interpreter.computes_exactly(value, want))
-        except interpreter._Poisoned:
+        except interpreter.Poisoned:
             passed.append(False)
     return np.array(passed)
 
