@@ -524,7 +524,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     naming them; a replay is never skipped. ``deadline`` (a ``Deadline``) stops a long scalar replay.
 
     >>> import infoflow_smt as ifs
-    >>> from infoflow_smt.program import Action, Op, Mode, Program
+    >>> from infoflow_smt.model.program import Action, Op, Mode, Program
     >>> tgt = ifs.parse_target("max(f1(x[t]) for t in T)")
     >>> prog = Program((Action(1, 1, "output", Op(Mode.RETRIEVE, "g0.t")),), layers=1)
     >>> ifs.check(prog, tgt, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), seq_len=6, samples=5).ok
