@@ -45,6 +45,13 @@ def test_every_relative_link_resolves(page):
             assert anchor in anchors(destination), f"{page.name}: no heading #{anchor} in {destination.name}"
 
 
+def test_every_docs_page_cited_in_the_code_exists():
+    cited = set()
+    for source in [*(ROOT / "infoflow_smt").rglob("*.py"), *ROOT.glob("proofs/*.py"), *ROOT.glob("experiments/*.py")]:
+        cited |= set(re.findall(r"docs/([\w-]+\.md)", source.read_text()))
+    assert cited and all((ROOT / "docs" / name).exists() for name in cited), cited
+
+
 # A cited path: one under a top-level folder of the repository (a folder too: ``results/gpu_h200/``), any
 # ``folder/name.ext``, or a bare ``name.md`` / ``name.py``; not the tail of a longer path, a URL or ``~/...``.
 _FOLDERS = r"(?:docs|results|tests|benchmarks|experiments|proofs|infoflow_smt|shared)/[\w./-]*"
