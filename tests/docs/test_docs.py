@@ -59,7 +59,7 @@ _NESTED = r"(?:[\w-]+/)+[\w-]+\.(?:md|py|sh|txt|toml|sqlite|png|json|jsonl|csv|s
 _BARE = r"[\w-]+\.(?:md|py)\b"
 CITED_PATH = re.compile(rf"(?<![\w./~$:-])({_FOLDERS}|{_NESTED}|{_BARE})")
 # The one way to cite a file that is not in the repository (the project's design notes and paper summaries
-# live beside it, in shared/): say so right after the path.
+# live beside it, in shared/): its full path under shared/, and say so right after it.
 OUTSIDE = "outside this repository"
 CITING = sorted([ROOT / "README.md", *ROOT.glob("docs/*.md"), ROOT / "experiments" / "README.md",
                  *(path for folder in ("infoflow_smt", "proofs", "experiments", "benchmarks")
@@ -73,7 +73,7 @@ def repository_names() -> frozenset[str]:
                                                                 for part in p.relative_to(ROOT).parts))
 
 
-def dangling(text: str, folder: Path, names: set[str]) -> list[str]:
+def dangling(text: str, folder: Path, names: frozenset[str]) -> list[str]:
     """``line: path`` for each path cited in ``text`` that is neither in the repository (from its root or
     from ``folder``) nor marked as outside it."""
     found = []
@@ -83,7 +83,8 @@ def dangling(text: str, folder: Path, names: set[str]) -> list[str]:
             exists = (ROOT / cited).exists() or (folder / cited).exists()
         else:
             exists = cited in names
-        marked = OUTSIDE in " ".join(text[match.end():match.end() + 80].replace("#", " ").split())
+        marked = cited.startswith("shared/") and OUTSIDE in " ".join(
+            text[match.end():match.end() + 80].replace("#", " ").split())
         if not (exists or marked):
             found.append(f"line {text.count(chr(10), 0, match.start()) + 1}: {cited}")
     return found
@@ -100,9 +101,12 @@ def test_the_path_check_finds_what_it_should():
     assert {"model.md", "trees.py", "test_docs.py"} <= names
     text = ("see docs/model.md, tests/support/, results/, model.md and trees.py; https://x.org/docs/gone.md,\n"
             "~/.cache/gone.py and $HOME/gone.md are not the repository's; the notes (shared/design/model.md,\n"
-            "outside this repository); docs/design/model.md, style.md, reference/papers.md, results/gone/.")
+            "outside this repository); docs/design/model.md, style.md, reference/papers.md, results/gone/.\n"
+            "A bare name is not marked by a path beside it: calibration.md (shared/x/calibration.md, outside\n"
+            "this repository); shared/design/gone.md is not marked either.")
     assert dangling(text, ROOT, names) == ["line 3: docs/design/model.md", "line 3: style.md",
-                                           "line 3: reference/papers.md", "line 3: results/gone/"]
+                                           "line 3: reference/papers.md", "line 3: results/gone/",
+                                           "line 4: calibration.md", "line 5: shared/design/gone.md"]
     assert len(CITING) > 40
 
 
