@@ -26,7 +26,8 @@ class Distribution(enum.Enum):
     CLAMPED_GAUSSIAN = "clamped_gaussian"    # x ~ N(0, 2 I_d), norm clamped to [0.2, 4]: paper 1 Exp. 2
 
 
-# Catalogue names whose paper used a non-default distribution (papers.md 3.5, Exp. 2).
+# Catalogue names whose paper used a non-default distribution (shared/reference/papers.md 3.5,
+# Exp. 2, outside this repository).
 _DISTRIBUTION_BY_NAME: dict[str, Distribution] = {"triangle_center": Distribution.CLAMPED_GAUSSIAN}
 
 CLAMP_VARIANCE = 2.0        # N(0, 2 I) before clamping (paper 1 Exp. 2)

@@ -3,7 +3,7 @@
 Read top to bottom: ``ModelConfig`` (one model), ``init_params`` (its weights at their true shapes),
 ``BatchedTransformer`` (M models at once). A single model is simply M = 1.
 
-One model (papers.md 1.1, 2.5a, 3.5):
+One model (shared/reference/papers.md 1.1, 2.5a, 3.5, outside this repository):
   tokens x(1..T) in R^d --token MLP (ReLU, hidden N)--> R^E (paper 2), or a linear embedding (a standard
   transformer's, ``token_embedding="linear"``), plus a learned positional code if enabled;
   a trainable output (CLS) token is appended at position T+1;

@@ -1,8 +1,10 @@
-"""The papers' reported NMSE values (reference/papers.md 2.5a and 3.5), to print and plot beside ours.
+"""The papers' reported NMSE values (shared/reference/papers.md 2.5a and 3.5, outside this repository), to
+print and plot beside ours.
 
 Paper 2 numbers are from its full text; paper 1 numbers are what two machine-written summaries report
-(papers.md tag [P1-AI]) and may carry transcription errors. Every figure names its source and conditions,
-so a reader sees when the paper's T or d differs from the measured row's.
+(tag [P1-AI] in shared/reference/papers.md, outside this repository) and may carry transcription errors.
+Every figure names its source and conditions, so a reader sees when the paper's T or d differs from the
+measured row's.
 
 >>> lookup("intrinsic_dimension:D=2", (2, 2), 16, 8).value
 5.89e-05

@@ -1,6 +1,6 @@
 """What a trained network retrieves: each head's attention argmax against the selections a target needs.
 
-Used for the two questions of issue 10 that a single NMSE cannot answer (docs/reproduction.md):
+Used for the two questions that a single NMSE cannot answer (docs/reproduction.md):
 
 * ``intrinsic``: does a (D, D) network trained on ``intrinsic_dimension`` retrieve, at each position s,
   the partner t*(s) = argmax_t x_s^T A_i x_t in layer 1 (or the transposed reading, query t and key s),

@@ -1,15 +1,17 @@
 """Experiment profiles: named lists of tables (a target, its sequence lengths, architectures, settings).
 
 * ``smoke``: seconds on a CPU; the tests run it end to end. Its numbers check the plumbing only.
-* ``cpu``:   issue 10's CPU tables (paper 2 Table 2 at T = 8 and 16, intrinsic dimension D = 2 at T = 16 and
-             E = 16, triangle center at T = 8 and 32, the D = 3 depth-versus-heads experiment at T = 8), with
-             the criteria they must meet; < 20 min on 2 CPU cores.
+* ``cpu``:   the papers' transitions at sizes a CPU trains (paper 2 Table 2 at T = 8 and 16, intrinsic
+             dimension D = 2 at T = 16 and E = 16, triangle center at T = 8 and 32, the D = 3
+             depth-versus-heads experiment at T = 8), with the criteria they must meet; < 20 min on 2 CPU
+             cores.
 * ``depth``: the D = 3 depth-versus-heads experiment at T = 8 and 16, two seeds.
 * ``paper``: paper 1 Exp. 1 and 2 and paper 2 Table 2 at the papers' T, d, heads and widths, with step
              counts sized to finish within 8 minutes on one H200 (experiments/gpu_run.sh runs it).
 
-Every recipe (learning rate, steps, batch, warm-up, data size, early stopping) is written beside the
-measurements that chose it, in the comments above each profile.
+Every recipe (learning rate, steps, batch, warm-up, data size, early stopping) was chosen by measurements
+recorded in docs/reproduction.md, section "Measurements behind the profiles"; each setting here says why
+in one line.
 
 >>> [t.name for t in get_profile("smoke").tables]
 ['lms_D2', 'intrinsic_D2']
@@ -99,7 +101,7 @@ def _intrinsic(D: int, seq_lens: tuple[int, ...], train: TrainConfig, embed_dim:
                seeds: tuple[int, ...] = (0, 1)) -> Table:
     """Paper 1 Exp. 1: two layers, (D,D), (D-1,D), (D,D-1); paper 1's standard transformer as read here: a
     linear token embedding, residual on, no PE, no LayerNorm; a 128-wide FFN between the layers to form x_s^T A x_t, and
-    a learned inverse temperature (the measurements that chose these are in the cpu profile's comments)."""
+    a learned inverse temperature (chosen by the measurements in docs/reproduction.md)."""
     heads = [(D, D), (D - 1, D), (D, D - 1)]
     return Table(name=f"intrinsic_D{D}", target=f"intrinsic_dimension:D={D}", input_dim=d, seq_lens=seq_lens,
                  archs=tuple((h, embed_dim) for h in heads), seeds=seeds, train=train, residual=True,
@@ -115,7 +117,7 @@ def _triangle(seq_lens: tuple[int, ...], archs: tuple[tuple[tuple[int, ...], int
 
 def _depth_vs_heads(seq_lens: tuple[int, ...], train: TrainConfig, embed_dim: int = 24,
                     seeds: tuple[int, ...] = (0,)) -> Table:
-    """The experiment no paper ran (issue 10, item 4): D = 3 retrieval on 2 layers of 1 head, beside
+    """The experiment no paper ran (does depth replace heads?): D = 3 retrieval on 2 layers of 1 head, beside
     1 layer of 2 heads and 1 layer of 3 heads, at one fixed width E (so n = E / h). The solver says (1, 1)
     is efficient ((2L - 1) h = 3 selections); paper 2's Conjecture 1 (L h >= D) says it is not."""
     return Table(name="d3_depth", target="linear_max_sum:D=3", input_dim=4, seq_lens=seq_lens,
@@ -132,36 +134,16 @@ SMOKE = Profile(
             replace(_intrinsic(2, (4,), _SMOKE_TRAIN, embed_dim=8, d=2), archs=(((1, 2), 8), ((2, 2), 8)))),
     default_train=_SMOKE_TRAIN)
 
-# cpu: the tables of issue 10 on the 2-core project machine (2 single-threaded workers), < 20 minutes.
-# Recipe: AdamW, wd 1e-2, 5% linear warm-up, cosine to zero, batch 256, 100k training sequences (labels are
-# cheap, and 8k overfit: calibration.md), 2000 validation sequences, early stopping of a model after 8
-# evaluations without a 5% gain (a job ends when all its models have stopped). The lr, steps and switches
-# were chosen by these measurements (one thread, seed 0, best validation NMSE; docs/reproduction.md):
-#  * linear_max_sum:D=4, T=16, 6000 steps, h=3 / h=4: lr 1e-3 7.9e-2 / 1.7e-3, 3e-3 1.2e-2 / 4.2e-4,
-#    1e-2 9.9e-3 / 1.6e-4, 3e-2 8.8e-3 / 1.5e-4 (learned temperature at 1e-2: 9.8e-3 / 1.4e-4): lr 1e-2.
-#    T=8, lr 1e-2, 6000 steps, h=1..5: 9.4e-2, 1.9e-2, 8.7e-3, 9.2e-5, 9.2e-5 (293 s in one job), so h=4
-#    needs more steps for a margin under 1e-4: 8000 at T=8, 10000 at T=16. h=1..3 and h=4,5 train as two
-#    jobs, so that the first (which plateaus: early stopping) frees its worker.
-#  * intrinsic_dimension:D=2, T=16, E=16, (2,2), 6000 steps, batch 128, learned temperature, FFN 128.
-#    With paper 2's token MLP: lr 3e-3 3.6e-2; lr 1e-2 2.3e-2; pre-LayerNorm 1.5e-2, and every variant of
-#    it stayed at 1.4e-2 to 3.8e-2 (LN left out before layer 2, the readout or the FFN; wd 0; lr 2e-2;
-#    batch 512; gated or bilinear FFN; temperature started at 4 or 8, or annealed). A linear token
-#    embedding without LayerNorm: 3.8e-3 (with LayerNorm: 6.0e-2 at 3000 steps). Both the ReLU embedding
-#    and LayerNorm's division by the norm bend the geometry in which x_s^T A x_t is a bilinear form of
-#    the embeddings (docs/reproduction.md). So the intrinsic tables embed tokens linearly, as a standard
-#    transformer does, and keep LayerNorm off (this model's default for both papers' runs).
-#    14000 steps (warm-up 700), each model alone on one thread: (2,2) 7.1e-4, (1,2) 1.84e-2, (2,1) 2.21e-2
-#    (180, 125, 139 s); seed 1: (2,2) 7.4e-4, (1,2) 1.70e-2. 6000 steps: 3.8e-3, 2.19e-2, 3.51e-2 (6-9x,
-#    short of 10x): 14000 steps. With this recipe (warm-up 500) the profile's job: 1.18e-3, 3.02e-2,
-#    1.94e-2 (25x, 16x; 420 s for the three), and the whole profile 12:57.
-#  * triangle_center, T=8, (2,2) / (4,4) at E=24, N=128, 4000 steps: lr 3e-3 0.106 / 0.122; lr 1e-2
-#    0.92 / 1.0 (diverges): lr 3e-3. T=32 labels cost O(T^3) (170 sequences/s): 10k sequences there;
-#    its curve is flat from the first evaluation (0.97-0.99), so it stops after 5 evaluations without a
-#    5% gain (with 8: at 1800 of 4000 steps, 0.970 / 0.971).
-#  * early stopping elsewhere: at lr 1e-2 the curves are noisy (single evaluations 10x above the trend),
-#    and a plateau rule of 8 evaluations stopped h=5 at T=16 after 7000 of 10000 steps at 1.7e-4 (5.6e-5
-#    with the whole schedule): linear_max_sum, intrinsic and D=3 run their whole schedule.
-#  * linear_max_sum:D=3 (item 4), T=8, E=24, lr 1e-2, 4000 steps: (1,1) 2.1e-4, (2,) 9.3e-3, (3,) 1.6e-4.
+# cpu: the papers' transitions at CPU sizes, on the 2-core project machine (2 single-threaded workers),
+# < 20 minutes. Why each setting (figures: docs/reproduction.md, "Measurements behind the profiles"):
+#  * 100k training sequences: labels are cheap, and 8k overfit; 2000 validation sequences.
+#  * lr 1e-2 (AdamW, wd 1e-2, 5% warm-up, cosine to zero): the best of the lr sweep on linear_max_sum:D=4.
+#  * linear_max_sum:D=4, 8000 steps at T=8 and 10000 at T=16: at 6000, h=4 was too close to 1e-4;
+#    h=1..3 and h=4,5 are two jobs so that the first (it plateaus) frees its worker.
+#  * intrinsic_dimension:D=2, 14000 steps, batch 128: 6000 gave 6-9x, short of the 10x criterion.
+#  * triangle_center, lr 3e-3: lr 1e-2 diverges; T=32 gets 10k sequences (labels cost O(T^3)) and
+#    stops after 5 flat evaluations (its curve is flat from the first).
+#  * no early stopping elsewhere: at lr 1e-2 the curves are noisy and a plateau rule stopped runs early.
 _CPU_BASE = TrainConfig(batch_size=256, lr=1e-2, weight_decay=1e-2, n_train=100_000, n_val=2000)
 _CPU_LMS = replace(_CPU_BASE, steps=8000, warmup_steps=400, eval_every=200)
 _CPU_ID = replace(_CPU_BASE, steps=14000, warmup_steps=500, eval_every=500, batch_size=128)
@@ -176,10 +158,10 @@ def _cpu_lms(seq_len: int, steps: int) -> tuple[Table, Table]:
 
 
 CPU = Profile(
-    name="cpu", description="issue 10's CPU tables: paper 2 Table 2 at T = 8 and 16, intrinsic dimension D = 2 "
-                            "at T = 16 with E = 16, triangle center at T = 8 and 32, and the D = 3 depth-versus-"
-                            "heads experiment at T = 8 (profile depth: T = 8 and 16, two seeds); under 20 minutes "
-                            "on 2 CPU cores",
+    name="cpu", description="the papers' transitions at CPU sizes: paper 2 Table 2 at T = 8 and 16, "
+                            "intrinsic dimension D = 2 at T = 16 with E = 16, triangle center at T = 8 and 32, "
+                            "and the D = 3 depth-versus-heads experiment at T = 8 (profile depth: T = 8 and 16, "
+                            "two seeds); under 20 minutes on 2 CPU cores",
     nmse_threshold=1e-2,  # see validate.NMSE_THRESHOLD_REASONS
     tables=(_intrinsic(2, (16,), _CPU_ID, embed_dim=16, seeds=(0,)),
             *_cpu_lms(8, 8000), *_cpu_lms(16, 10000),
@@ -194,7 +176,7 @@ CPU = Profile(
               Criterion("range", "triangle", (8,), max_nmse=0.15),
               Criterion("range", "triangle", (32,), min_nmse=0.8)))
 
-# depth: issue 10's item 4 in full, the D = 3 experiment at T = 8 and 16 with two seeds (the cpu profile runs
+# depth: does depth replace heads? The D = 3 experiment at T = 8 and 16 with two seeds (the cpu profile runs
 # it at T = 8 with one); about 5 minutes on 2 CPU cores.
 DEPTH = Profile(
     name="depth", description="D = 3 retrieval (linear_max_sum:D=3): 2 layers of 1 head beside 1 layer of 2 "
@@ -204,16 +186,10 @@ DEPTH = Profile(
     default_train=_CPU_D3)
 
 # paper: the papers' T, d, heads and widths (paper 1's E is not reported: 32), with the cpu profile's recipe.
-# Step count sized on an H200 before this recipe, measured there: alone, a batched step took 4-10 ms
-# (launch-bound); with 4 worker processes sharing the GPU (gpu_run.sh), 6-40 ms; 2500 steps came to about
-# 4-4.5 minutes of gpu_run.sh's 330 s, including ~80 s of triangle-center labels at T = 64 (O(T^3), hence
-# 8000 training sequences for that table only). Not re-measured: no GPU was available when the recipe and
-# the CUDA-graph step were added (the graph step removes most of the launch cost, the wider FFN adds a
-# little work). gpu_run.sh bounds the run with `timeout`; finished runs are kept and a rerun resumes.
-# The intrinsic tables' recipe separates at T = 64 only with a longer schedule: on one CPU thread, (2,2) /
-# (1,2) at T=64, E=32: 2500 steps 5.8e-2 / 1.1e-1 (2x), 14000 steps 2.1e-3 / 4.5e-2 (22x). At the H200
-# step times measured before (80-100 s per 2500 steps for a 9-model intrinsic job), 14000 steps do not fit
-# 8 minutes; resizing needs a GPU measurement of this recipe (docs/reproduction.md).
+#  * 2500 steps: what fit gpu_run.sh's 330 s on an H200 before this recipe (not re-measured since: no GPU);
+#    the intrinsic tables separate at T = 64 only with a longer schedule, which needs a GPU measurement.
+#  * 8000 training sequences for the triangle table only: its labels at T = 64 cost O(T^3).
+# Figures: docs/reproduction.md, "Measurements behind the profiles".
 _GPU_TRAIN = replace(_CPU_BASE, steps=2500, warmup_steps=125, eval_every=250)
 PAPER = Profile(
     name="paper", description="paper 1 Exp. 1-2 and paper 2 Table 2 settings, sized for 8 min on one H200",
@@ -242,8 +218,8 @@ def get_profile(name: str | Profile) -> Profile:
         raise KeyError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
 
 
-# confirm(): the model family and recipe for one decided case and its neighbours (confirm.py scales the step
-# count, warm-up and data size to the budget). Paper 1's switches (residual on, no PE unless the architecture
-# has it, no LayerNorm); the lr is the one the sweeps below chose for the cpu tables.
+# confirm(): the model family and recipe for one decided case and its neighbours (confirmation.py scales the
+# step count, warm-up and data size to the budget). Paper 1's switches (residual on, no PE unless the
+# architecture has it, no LayerNorm); the lr is the one the sweeps chose for the cpu tables.
 CONFIRM_MODEL = ModelConfig(mlp_hidden=32, ffn_hidden=128, residual=True)
 CONFIRM_RECIPE = TrainConfig(batch_size=256, lr=1e-2, weight_decay=1e-2)

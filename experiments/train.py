@@ -45,7 +45,7 @@ class TrainConfig:
     """
 
     steps: int = 2000              # optimizer steps; the cosine reaches zero here (papers: not stated)
-    batch_size: int = 256          # papers.md 6.12 suggestion
+    batch_size: int = 256          # suggested in shared/reference/papers.md 6.12, outside this repository
     lr: float = 1e-3               # peak learning rate (paper 1)
     weight_decay: float = 1e-2     # paper 1
     warmup_steps: int = 0          # linear warm-up before the cosine decay (0: plain cosine, as paper 1)

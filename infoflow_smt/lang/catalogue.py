@@ -2,7 +2,7 @@
 
 Each entry builds target *text* and goes through ``parse_target``, the same safe parser users get.
 Sources: paper 1 is "InfoFlow" (depth/width separations for transformers), paper 2 its follow-up on
-D-retrieval; section numbers refer to docs/design/model.md where given.
+D-retrieval; section numbers refer to docs/model.md where given.
 
 A spec is ``name`` or ``name:key=value,key=value`` (defaults omitted in canonical form), as on the CLI:
 

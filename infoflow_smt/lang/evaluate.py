@@ -90,7 +90,7 @@ def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
     ``env`` binds free index variables to 1-based positions of shape ``(batch,)``. Returns shape
     ``(batch,)`` for scalar targets and ``(batch, d)`` for vector ones.
 
-    >>> from infoflow_smt.language import parse_target_expr
+    >>> from infoflow_smt.lang.language import parse_target_expr
     >>> X = np.arange(12.0).reshape(1, 3, 4)
     >>> evaluate_expr(parse_target_expr("max(dot(x[t], x[1]) for t in T)"), X, Realization(0))
     array([62.])
@@ -131,7 +131,7 @@ def nested(e: Expr) -> Expr:
     ``min_{a,b} (f(a) + g(a, b)) = min_a (f(a) + min_b g(a, b))``, the same numbers. With nested reductions
     tabled over the variables they read, a chain of variables costs T^2 per link, not T^length.
 
-    >>> from infoflow_smt.language import parse_target_expr, to_text
+    >>> from infoflow_smt.lang.language import parse_target_expr, to_text
     >>> to_text(nested(parse_target_expr("min(f1(x[a]) + dot(x[a], x[b]) for a in T for b in T)")))
     'min(f1(x[a]) + min(dot(x[a], x[b]) for b in T) for a in T)'
     """
@@ -175,7 +175,7 @@ def work(expr: Expr, seq_len: int, outer: tuple[str, ...] = ()) -> int:
     per tuple of its own variables and the enclosing variables it reads (nested ones are tabled over the
     latter).
 
-    >>> from infoflow_smt.language import parse_target_expr
+    >>> from infoflow_smt.lang.language import parse_target_expr
     >>> work(nested(parse_target_expr("min(dot(x[s], x[t]) for s in T for t in T)")), 8)
     72
     """

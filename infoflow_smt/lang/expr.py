@@ -209,7 +209,7 @@ def map_children(e: Expr, fn) -> Expr:
 def free_variables(e: Expr) -> frozenset[str]:
     """The index variables ``e`` reads that no reduction inside ``e`` binds.
 
-    >>> from infoflow_smt.language import parse_target_expr
+    >>> from infoflow_smt.lang.language import parse_target_expr
     >>> sorted(free_variables(parse_target_expr("min(dot(x[s], x[t]) for s in T for t in T)").body))
     ['s', 't']
     """

@@ -35,7 +35,7 @@ arithmetic on opaque atoms (contents, calls, reductions):
 Joint reductions of more than ``MAX_LABELLED`` variables are labelled by a signature of the terms each
 variable reads instead of by trying every labelling.
 
->>> from infoflow_smt.language import parse_target_expr, to_text
+>>> from infoflow_smt.lang.language import parse_target_expr, to_text
 >>> to_text(normalize(parse_target_expr("max(f1(x[t]) + max(f2(x[s]) for s in T) for t in T)")))
 'max(f1(x[t]) for t in T) + max(f2(x[t]) for t in T)'
 >>> to_text(normalize(parse_target_expr("min(f1(x[a]) + f2(x[b]) for a in T for b in T)")))
@@ -63,7 +63,7 @@ _Term = tuple[sympy.Expr, "ex.Expr | None"]   # (coefficient, monomial; None for
 def normalize(expression: ex.Expr) -> ex.Expr:
     """The normal form of ``expression`` (module docstring): the same function, a canonical spelling.
 
-    >>> from infoflow_smt.language import parse_target_expr, to_text
+    >>> from infoflow_smt.lang.language import parse_target_expr, to_text
     >>> to_text(normalize(parse_target_expr("min(2 * dot(x[t], x[s]) for s in T for t in T)")))
     '2 * min(dot(x[s], x[t]) for s in T for t in T)'
     """

@@ -126,7 +126,7 @@ class Realization:
 
         ``Range`` is half-open, ``[start, stop)`` after resolving T-relative bounds, clipped to 1..seq_len.
 
-        >>> from infoflow_smt.expr import FixedIndex
+        >>> from infoflow_smt.lang.expr import FixedIndex
         >>> Realization().domain_positions(Range(FixedIndex(2), FixedIndex(0, True)), 5)
         array([2, 3, 4])
         """

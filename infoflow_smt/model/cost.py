@@ -14,7 +14,10 @@ from infoflow_smt.symbols import T
 
 
 class DecodeLaw(enum.Enum):
-    """The two readings of Theorem 3 found in the sources (papers.md section 3.2, ambiguity 3)."""
+    """The two readings of Theorem 3 found in the sources.
+
+    shared/reference/papers.md section 3.2, ambiguity 3 (outside this repository).
+    """
 
     SEED = "seed"        # O(eps^(1 - T0 d / E)): exponent T0*d/E - 1 (the project's source summary; default)
     SUMMARY = "summary"  # O(eps^(-T0 d / E)):    exponent T0*d/E     (the machine-written summaries)

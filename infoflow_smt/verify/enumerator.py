@@ -1,6 +1,7 @@
 """Brute force: every program of the solver's vocabulary, replayed by the interpreter (no z3).
 
-The independent confirmation of the solver (style.md, point 5) and its benchmark baseline: a program is
+The independent confirmation of the solver (point 5 of the project's style notes, shared/design/style.md,
+outside this repository) and its benchmark baseline: a program is
 accepted only when the interpreter replays it. The vocabulary is the solver's. In each layer each position
 class (``"input"``: every input position alike; ``"output"``; with positions and two layers or more the
 *anchors*, fixed positions whose heads may override the inputs') runs a *set* of at most ``h_l``

@@ -1,5 +1,5 @@
 """The layering: the data layer imports neither z3 nor torch; z3 lives in the encoder and solver only;
-torch lives under experiments/ only."""
+torch lives under experiments/ only. And the tests mirror the layers: every module has its unit tests."""
 from __future__ import annotations
 
 import re
@@ -71,3 +71,19 @@ def test_the_layers_contract_holds():
     """pyproject.toml's import-linter contracts: imports run one way, z3 and torch stay in their layers."""
     result = subprocess.run(["lint-imports", "--no-cache"], check=False, capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# smt/encoder.py's unit tests are being written apart from this tree's (tests/unit/smt/test_encoder.py); until
+# they land the encoder is tested through the solver (tests/unit/smt/test_solver.py, tests/properties/).
+BEING_WRITTEN = {"smt/encoder.py"}
+
+
+def test_every_module_has_its_unit_tests():
+    """``infoflow_smt/<sub>/<module>.py`` is tested in ``tests/unit/<sub>/test_<module>.py`` (a top-level
+    module in ``tests/unit/test_<module>.py``); ``__main__`` is ``python -m`` of the cli (test_cli.py)."""
+    modules = [path.relative_to(PACKAGE) for path in PACKAGE.rglob("*.py")
+               if path.stem not in ("__init__", "__main__")]
+    unit = ROOT / "tests" / "unit"
+    missing = sorted(str(m) for m in modules
+                     if not (unit / m.parent / f"test_{m.name}").exists() and str(m) not in BEING_WRITTEN)
+    assert len(modules) >= 25 and missing == [], f"modules without tests/unit/<sub>/test_<module>.py: {missing}"

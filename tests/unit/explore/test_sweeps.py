@@ -1,5 +1,5 @@
-"""Sweeps and verdicts for every architecture: inference by monotonicity agrees with deciding every cell,
-the cache makes a rerun decide nothing, and decide_all's frontiers and bounds."""
+"""Sweeps: inference by monotonicity agrees with deciding every cell, and the cache makes a rerun decide
+nothing (decide_all's frontiers and bounds: test_frontier.py)."""
 from __future__ import annotations
 
 import json
@@ -89,33 +89,3 @@ def test_sweep_names_bad_input():
         ifs.sweep(["max_retrieval"], GRID, backend="spark")
     with pytest.raises(ifs.InvalidSpecError, match="must be ifs.Architecture"):
         ifs.sweep(["max_retrieval"], [(1, 1)])
-
-
-@pytest.mark.parametrize("spec, shapes", [
-    ("min_pairwise_dot", ((2, 1),)),
-    ("triangle_center", ()),
-    ("intrinsic_dimension:D=3", ((2, 3), (3, 2), (4, 1))),
-    ("linear_max_sum:D=3", ((1, 3), (2, 1))),
-    ("kth_largest:k=2", ()),
-])
-def test_decide_all_frontiers(spec, shapes):
-    frontier = ifs.decide_all(spec)
-    assert frontier.shapes == shapes, str(frontier)
-    assert frontier.head_bound >= 1 and frontier.layer_bound >= max((L for L, _ in shapes), default=1)
-    assert frontier.explanation and all(s.endswith(".") for s in frontier.explanation)
-
-
-def test_decide_all_agrees_with_every_cell_inside_its_bounds():
-    """Every cell of the bounded grid, decided one by one, gets the status the frontier implies; one
-    step past the bounds changes nothing."""
-    frontier = ifs.decide_all("intrinsic_dimension:D=2")
-    for L in range(1, frontier.layer_bound + 2):
-        for h in range(1, frontier.head_bound + 2):
-            verdict = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads=(h,) * L, input_dim=2))
-            efficient = any(L >= l2 and h >= h2 for l2, h2 in frontier.shapes)
-            assert verdict.feasible == efficient, (L, h)
-
-
-def test_decide_all_with_a_width_per_head():
-    frontier = ifs.decide_all("intrinsic_dimension:D=2", head_dim=8)
-    assert frontier.width == "E=8*h" and frontier.shapes == ((2, 2), (3, 1))

@@ -1,4 +1,4 @@
-"""The catalogue: names, specs, parameters, their errors, and the Target wrapper around it."""
+"""The catalogue: names, specs, parameters and their errors (the Target it builds: test_target.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 
 from infoflow_smt.errors import InvalidSpecError
-from infoflow_smt.lang import catalogue, trees
+from infoflow_smt.lang import catalogue
 from infoflow_smt.lang.language import parse_target_expr, to_text
-from infoflow_smt.lang.target import Target, parse_target
+from infoflow_smt.lang.target import Target
 
 EXPECTED_NAMES = ("min_pairwise_dot", "max_retrieval", "kth_largest", "d_retrieval", "linear_max_sum",
                   "intrinsic_dimension", "triangle_center", "specific_positions")
@@ -119,33 +119,3 @@ def test_all_parameter_problems_at_once():
     with pytest.raises(InvalidSpecError) as caught:
         catalogue.parse_spec("d_retrieval:D=0,subsets=maybe,E=1")
     assert len(caught.value.problems) == 3
-
-
-# ---- Target -------------------------------------------------------------------------------------------
-def test_parse_target():
-    target = parse_target("max( f1(x[t]) for t in T )", seed=5, name="mine")
-    assert str(target) == target.text == "max(f1(x[t]) for t in T)"
-    assert target.seed == 5 and target.realization.seed == 5 and target.name == "mine"
-    assert target == parse_target("max(f1(x[t]) for t in T)", seed=5, name="mine")
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        target.seed = 3
-    with pytest.raises(InvalidSpecError, match="target text must be a str, got bytes"):
-        parse_target(b"x[1]")
-    with pytest.raises(InvalidSpecError, match="seed must be an integer, got 1.5"):
-        parse_target("x[1]", seed=1.5)
-
-
-@pytest.mark.parametrize("attribute, function", [
-    ("comparison_order", "comparison_order"), ("comparison_dimension", "comparison_dimension"),
-    ("comparison_number", "comparison_number"), ("depth", "depth"), ("needs_positional", "needs_positional"),
-])
-def test_measures_are_delegated_to_trees(attribute, function, monkeypatch):
-    target = catalogue.get("min_pairwise_dot")
-    monkeypatch.setattr(trees, function, lambda t: ("measured", t))
-    assert getattr(target, attribute) == ("measured", target)
-
-
-def test_tree_is_delegated_to_trees(monkeypatch):
-    target = catalogue.get("min_pairwise_dot")
-    monkeypatch.setattr(trees, "comparison_tree", lambda t, order=None: ("tree", t, order))
-    assert target.tree({"g0": ("t", "s")}) == ("tree", target, {"g0": ("t", "s")})

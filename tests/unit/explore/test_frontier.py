@@ -1,0 +1,50 @@
+"""decide_all: the minimal efficient architectures of a target at every number of layers and heads, with the
+bounds past which nothing changes, checked against deciding cell by cell."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import infoflow_smt as ifs
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("min_pairwise_dot", ((2, 1),)),
+    ("triangle_center", ()),
+    ("intrinsic_dimension:D=3", ((2, 3), (3, 2), (4, 1))),
+    ("linear_max_sum:D=3", ((1, 3), (2, 1))),
+    ("kth_largest:k=2", ()),
+])
+def test_decide_all_frontiers(spec, shapes):
+    frontier = ifs.decide_all(spec)
+    assert frontier.shapes == shapes, str(frontier)
+    assert frontier.head_bound >= 1 and frontier.layer_bound >= max((L for L, _ in shapes), default=1)
+    assert frontier.explanation and all(s.endswith(".") for s in frontier.explanation)
+
+
+def test_decide_all_agrees_with_every_cell_inside_its_bounds():
+    """Every cell of the bounded grid, decided one by one, gets the status the frontier implies; one
+    step past the bounds changes nothing."""
+    frontier = ifs.decide_all("intrinsic_dimension:D=2")
+    for L in range(1, frontier.layer_bound + 2):
+        for h in range(1, frontier.head_bound + 2):
+            verdict = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads=(h,) * L, input_dim=2))
+            efficient = any(L >= l2 and h >= h2 for l2, h2 in frontier.shapes)
+            assert verdict.feasible == efficient, (L, h)
+
+
+def test_decide_all_with_a_width_per_head():
+    frontier = ifs.decide_all("intrinsic_dimension:D=2", head_dim=8)
+    assert frontier.width == "E=8*h" and frontier.shapes == ((2, 2), (3, 1))
+
+
+def test_the_frontier_as_text_and_json():
+    frontier = ifs.decide_all("min_pairwise_dot")
+    assert str(frontier).splitlines()[0] == (
+        "min(dot(x[s], x[t]) for s in T for t in T) at E=32, d=2: efficient exactly from 2 layers of 1 head on")
+    record = json.loads(json.dumps(frontier.to_json()))
+    assert record["frontier"] == [[2, 1]] and record["none"] is False and record["exponents"] == ["1"]
+    assert record["grid"]["2,1"] == "feasible" and record["grid"]["1,1"] == "infeasible"
+    none = ifs.decide_all("kth_largest:k=2")
+    assert none.none and none.to_json()["frontier"] == [] and "inefficient for every number" in str(none)

@@ -1,0 +1,68 @@
+"""Target: the parsed function with its seed and name, what it delegates to trees, and its input checks."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang import catalogue, trees
+from infoflow_smt.lang.target import parse_target
+
+
+def test_parse_target():
+    target = parse_target("max( f1(x[t]) for t in T )", seed=5, name="mine")
+    assert str(target) == target.text == "max(f1(x[t]) for t in T)"
+    assert target.seed == 5 and target.realization.seed == 5 and target.name == "mine"
+    assert target == parse_target("max(f1(x[t]) for t in T)", seed=5, name="mine")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        target.seed = 3
+    with pytest.raises(InvalidSpecError, match="target text must be a str, got bytes"):
+        parse_target(b"x[1]")
+    with pytest.raises(InvalidSpecError, match="seed must be an integer, got 1.5"):
+        parse_target("x[1]", seed=1.5)
+
+
+@pytest.mark.parametrize("attribute, function", [
+    ("comparison_order", "comparison_order"), ("comparison_dimension", "comparison_dimension"),
+    ("comparison_number", "comparison_number"), ("depth", "depth"), ("needs_positional", "needs_positional"),
+])
+def test_measures_are_delegated_to_trees(attribute, function, monkeypatch):
+    target = catalogue.get("min_pairwise_dot")
+    monkeypatch.setattr(trees, function, lambda t: ("measured", t))
+    assert getattr(target, attribute) == ("measured", target)
+
+
+def test_tree_is_delegated_to_trees(monkeypatch):
+    target = catalogue.get("min_pairwise_dot")
+    monkeypatch.setattr(trees, "comparison_tree", lambda t, order=None: ("tree", t, order))
+    assert target.tree({"g0": ("t", "s")}) == ("tree", target, {"g0": ("t", "s")})
+
+
+@pytest.mark.parametrize("text, shortest", [
+    ("max(f1(x[t]) for t in T)", 2),
+    ("x[3]", 4),
+    ("kth_largest(3, f1(x[t]) for t in T)", 4),
+    ("max(f1(x[t-2]) for t in T)", 4),
+])
+def test_shortest_length_is_past_every_fixed_position_rank_and_offset(text, shortest):
+    assert parse_target(text).shortest_length == shortest
+
+
+def test_evaluate_checks_its_input_and_lists_every_problem():
+    target = parse_target("max(f1(x[t]) for t in T)")
+    assert target.evaluate(np.zeros((3, 4, 2))).shape == (3,)
+    with pytest.raises(InvalidSpecError, match="X must be a numpy array, got list"):
+        target.evaluate([[[1.0]]])
+    with pytest.raises(InvalidSpecError, match=r"shape \(batch, T, d\), got shape \(4, 2\)"):
+        target.evaluate(np.zeros((4, 2)))
+    with pytest.raises(InvalidSpecError, match="non-finite"):
+        target.evaluate(np.full((1, 3, 2), np.nan))
+
+
+def test_work_counts_the_index_tuples_one_evaluation_visits():
+    assert parse_target("max(f1(x[t]) for t in T)").work(8) == 8
+    # a joint min is evaluated nested: the inner min over t for each s (64 tuples), then the min over s (8)
+    assert parse_target("min(dot(x[s], x[t]) for s in T for t in T)").work(8) == 72
+    assert parse_target("x[3]").work(8) == 0

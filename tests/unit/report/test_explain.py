@@ -1,0 +1,59 @@
+"""Explanations: a witness in words, and the reasons an infeasible target is out of reach, one sentence each,
+tied to the solver constraint it came from."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import infoflow_smt as ifs
+from infoflow_smt.lang import catalogue
+from infoflow_smt.model.program import Action, Mode, Op, Program
+from infoflow_smt.report.explain import Reason, describe_program
+
+
+def test_explanations_read_as_sentences():
+    v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(2, 3), embed_dim=32, input_dim=2))
+    text = " ".join(map(str, v.explanation))
+    assert "Layer 1 gives each input position 2 heads" in text and "3 selections" in text
+    v = ifs.decide("intrinsic_dimension:D=3", ifs.Architecture(heads=(3, 2), embed_dim=32, input_dim=2))
+    text = " ".join(map(str, v.explanation))
+    assert "Layer 2 gives the output token 2 heads" in text
+    v = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2))
+    text = " ".join(map(str, v.explanation))
+    assert "chain of 2 dependent selections" in text and "has 1 layer." in text
+    assert "(s)" not in text and "R_F" not in text
+    assert all(r.constraint for r in v.explanation)
+
+
+def test_a_program_in_words_names_what_each_head_selects():
+    program = Program((Action(1, 1, "input", Op(Mode.RETRIEVE, "g0.t")),
+                       Action(2, 1, "output", Op(Mode.RETRIEVE, "g0.s"))), layers=2)
+    lines = describe_program(program, catalogue.get("min_pairwise_dot"))
+    assert lines[0] == ("layer 1, head 1, at every input position: retrieves the position that wins the min over "
+                        "t of dot(x[s], x[t]), for each s (max-position retrieval)")
+    assert lines[1].startswith("layer 2, head 1, at the output token: retrieves the position that wins the min "
+                               "over s of")
+    assert describe_program(Program(()), catalogue.get("min_pairwise_dot")) == ["no head does anything"]
+
+
+def test_without_positions_the_one_reason_is_positional():
+    """A target that tells positions apart is out of reach at any cost: no cost sentence may follow."""
+    verdict = ifs.decide("specific_positions", ifs.Architecture(heads=(1,), input_dim=2))
+    assert [r.constraint for r in verdict.explanation] == ["positional"]
+    assert "no program computes it at any cost" in str(verdict.explanation[0])
+
+
+def test_operations_ruled_out_by_their_cost_are_named_with_it():
+    verdict = ifs.decide("kth_largest:k=2", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2))
+    reasons = {r.constraint: str(r) for r in verdict.explanation}
+    assert set(reasons) == {"goal", "level"}
+    assert "global aggregation costs exponent T/4 - 1" in reasons["level"]
+    assert "k-th largest retrieval costs exponent T/9 - 1/3" in reasons["level"]
+
+
+def test_a_reason_is_a_frozen_sentence():
+    reason = Reason("goal", "The output token must know it.")
+    assert str(reason) == "The output token must know it."
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reason.sentence = "other"

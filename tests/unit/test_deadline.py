@@ -1,0 +1,48 @@
+"""One deadline per answer: validated timeouts, the time left, and OutOfTime once it has passed."""
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from infoflow_smt.deadline import Deadline, OutOfTime, seconds
+from infoflow_smt.errors import InfoflowError, InvalidSpecError
+from infoflow_smt.limits import DEFAULT_TIMEOUT
+
+
+def test_a_fresh_deadline_has_its_time_left():
+    deadline = Deadline(30)
+    assert 29 < deadline.left() <= 30 and not deadline.passed
+    deadline.check("encoding")   # nothing raised
+    assert 29_000 < deadline.milliseconds() <= 30_000
+
+
+def test_expiry_raises_out_of_time_naming_the_stage():
+    deadline = Deadline(0.01)
+    time.sleep(0.02)
+    assert deadline.passed and deadline.left() < 0
+    with pytest.raises(OutOfTime, match="the deadline passed during replay") as caught:
+        deadline.check("replay")
+    assert caught.value.what == "replay"
+    assert deadline.milliseconds() == 1     # z3 reads 0 as no limit: never 0
+
+
+def test_out_of_time_is_not_an_input_error():
+    """It becomes UNKNOWN, never INFEASIBLE, and is not the caller's mistake."""
+    assert issubclass(OutOfTime, InfoflowError) and not issubclass(OutOfTime, ValueError)
+
+
+@pytest.mark.parametrize("value", [0, -1, math.inf, math.nan, True, "5", [5]])
+def test_a_bad_timeout_is_refused_naming_it(value):
+    with pytest.raises(InvalidSpecError, match=r"timeout must be a positive, finite number of seconds, got"):
+        seconds(value)
+    with pytest.raises(InvalidSpecError):
+        Deadline(value)
+
+
+def test_timeouts_in_seconds():
+    assert seconds(None) == DEFAULT_TIMEOUT
+    assert seconds(2) == 2.0 and isinstance(seconds(2), float)
+    with pytest.raises(InvalidSpecError, match="budget must be"):
+        seconds(0, subject="budget")
