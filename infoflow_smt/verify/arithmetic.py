@@ -2,9 +2,9 @@
 concrete arrays, for the two checkers: the scalar interpreter and the batched replay.
 
 One definition for both, because the batched replay falls back to the scalar one: two copies could drift
-apart, and a sample could then pass one and fail the other. ``lang/evaluate.py`` writes the same meaning
-apart on purpose: ``Target.evaluate`` is what both checkers are compared with, so it must not share their
-code.
+apart, and a sample could then pass one and fail the other. ``infoflow_smt/lang/evaluate.py`` writes the
+same meaning apart on purpose: ``Target.evaluate`` is what both checkers are compared with, so it must not
+share their code.
 
 An argument's value is an array whose last axis has length ``d`` when it is a d-vector (a token, a
 parameter, a sum of them) and which is otherwise a scalar per point; the leading axes (candidates, or
