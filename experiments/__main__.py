@@ -9,7 +9,7 @@
                                     [--against 2 --against 1,1] [--budget 60s] [--threshold 1e-2] [--json]
 
 Each command is a function returning an exit code:
-  0  done (report: every transition check holds; confirm: every decided row agrees)
+  0  done (report: every transition check holds; confirm: every judged row agrees)
   1  a failing check (report: a transition check FAILS; confirm: a row disagrees)
   2  bad input, an unusable results store (corrupt, truncated, foreign) or an unwritable path:
      one line on stderr, no traceback
@@ -66,14 +66,18 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _heads(text: str) -> tuple[int, ...]:
+def _heads(text: str, option: str = "--heads") -> tuple[int, ...]:
     try:
         heads = tuple(int(h) for h in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--heads wants comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{option} wants comma-separated integers, got {text!r}") from None
     if any(h < 1 for h in heads):
-        raise argparse.ArgumentTypeError(f"--heads wants integers >= 1 (heads per layer), got {text!r}")
+        raise argparse.ArgumentTypeError(f"{option} wants integers >= 1 (heads per layer), got {text!r}")
     return heads
+
+
+def _against(text: str) -> tuple[int, ...]:
+    return _heads(text, "--against")
 
 
 def _seq_lens(text: str) -> tuple[int, ...]:
@@ -204,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="catalogue spec (intrinsic_dimension:D=2) or target text")
     p.add_argument("--heads", type=_heads, required=True, help="heads per layer, e.g. 2,2")
     _arch_options(p, seq_len=None, lengths=True)
-    p.add_argument("--against", type=_heads, action="append",
+    p.add_argument("--against", type=_against, action="append",
                    help="another architecture to train beside the neighbours, e.g. 2; repeat for several")
     p.add_argument("--budget", default="60s", help="wall time for the training: 60, 60s, 2m (default 60s)")
     p.add_argument("--threshold", type=_positive_float, default=None,
