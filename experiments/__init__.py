@@ -10,7 +10,8 @@ The only part of the project that imports torch. One concern per module, in pipe
 * ``store``    SQLite record of every run (config, seed, versions, hardware, metrics), checked on open
 * ``run``      plans a profile's jobs, skips finished runs, trains the rest (``infoflow_smt.processes``: workers that die with their parent)
 * ``validate`` ``ifs.decide`` versus trained NMSE over a profile's tables: the agreement table
-* ``confirm``  one decided case: the architecture and its neighbours, trained within a budget
+* ``confirm``  one decided case: the architecture and its neighbours, trained at several lengths within a
+               budget and judged by their trend over T (``trend``: the rule; ``confirm_table``: the table)
 * ``report``   tables, JSON, checks; ``plots`` NMSE against T and heads beside ``paper_figures``, curves
 
 Command line: ``python -m experiments run|validate|report|confirm`` (``python -m experiments --help``).

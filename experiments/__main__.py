@@ -5,11 +5,11 @@
   python -m experiments validate --profile smoke [--target SPEC --heads 2,2 --embed-dim 24 --input-dim 4
                                                   --seq-len 8] [--results DIR]
   python -m experiments report --profile cpu [--results DIR] [--json] [--plots DIR] [--markdown FILE]
-  python -m experiments confirm TARGET --heads 2,2 --embed-dim 16 --input-dim 4 [--seq-len 16]
-                                    [--budget 60s] [--threshold 1e-2] [--json]
+  python -m experiments confirm TARGET --heads 2,2 --embed-dim 16 --input-dim 4 [--seq-len 8,16,32]
+                                    [--against 2 --against 1,1] [--budget 60s] [--threshold 1e-2] [--json]
 
 Each command is a function returning an exit code:
-  0  done (report: every transition check holds; confirm: every decided row agrees)
+  0  done (report: every transition check holds; confirm: every judged row agrees)
   1  a failing check (report: a transition check FAILS; confirm: a row disagrees)
   2  bad input, an unusable results store (corrupt, truncated, foreign) or an unwritable path:
      one line on stderr, no traceback
@@ -66,14 +66,23 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _heads(text: str) -> tuple[int, ...]:
+def _heads(text: str, option: str = "--heads") -> tuple[int, ...]:
     try:
         heads = tuple(int(h) for h in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--heads wants comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{option} wants comma-separated integers, got {text!r}") from None
     if any(h < 1 for h in heads):
-        raise argparse.ArgumentTypeError(f"--heads wants integers >= 1 (heads per layer), got {text!r}")
+        raise argparse.ArgumentTypeError(f"{option} wants integers >= 1 (heads per layer), got {text!r}")
     return heads
+
+
+def _against(text: str) -> tuple[int, ...]:
+    return _heads(text, "--against")
+
+
+def _seq_lens(text: str) -> tuple[int, ...]:
+    parse = _int_at_least(2, "--seq-len")
+    return tuple(sorted({parse(part.strip()) for part in text.split(",")}))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -157,9 +166,10 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
     arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
                             positional=args.positional)
-    verdict = ifs.decide(args.target, arch, seq_len=args.seq_len)
-    result = confirm(verdict, budget=args.budget, threshold=args.threshold, device=args.device,
-                     threads=args.threads)
+    one = args.seq_len[0] if args.seq_len and len(args.seq_len) == 1 else None
+    verdict = ifs.decide(args.target, arch, seq_len=one)
+    result = confirm(verdict, budget=args.budget, seq_len=args.seq_len, threshold=args.threshold,
+                     device=args.device, threads=args.threads, against=args.against or ())
     print(json.dumps(result.to_json(), indent=1) if args.json else f"{verdict}\n\n{result}")
     good, total = result.agreement
     return EXIT_OK if good == total else EXIT_FAILED
@@ -197,7 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("confirm", help=cmd_confirm.__doc__)
     p.add_argument("target", help="catalogue spec (intrinsic_dimension:D=2) or target text")
     p.add_argument("--heads", type=_heads, required=True, help="heads per layer, e.g. 2,2")
-    _arch_options(p, seq_len=None)
+    _arch_options(p, seq_len=None, lengths=True)
+    p.add_argument("--against", type=_against, action="append",
+                   help="another architecture to train beside the neighbours, e.g. 2; repeat for several")
     p.add_argument("--budget", default="60s", help="wall time for the training: 60, 60s, 2m (default 60s)")
     p.add_argument("--threshold", type=_positive_float, default=None,
                    help="efficient = NMSE below this, fixed before training (default 1e-2)")
@@ -208,10 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _arch_options(p: argparse.ArgumentParser, seq_len: int | None = 8) -> None:
+def _arch_options(p: argparse.ArgumentParser, seq_len: int | None = 8, lengths: bool = False) -> None:
     p.add_argument("--embed-dim", type=_int_at_least(1, "--embed-dim"), default=32)
     p.add_argument("--input-dim", type=_int_at_least(1, "--input-dim"), default=4)
-    p.add_argument("--seq-len", type=_int_at_least(2, "--seq-len"), default=seq_len)
+    if lengths:   # confirm: several T, judged by the trend (default 8,16,32; one T cannot show a trend)
+        p.add_argument("--seq-len", type=_seq_lens, default=seq_len,
+                       help="one T or several, e.g. 8,16,32 (default: 8,16,32)")
+    else:
+        p.add_argument("--seq-len", type=_int_at_least(2, "--seq-len"), default=seq_len)
     p.add_argument("--positional", action="store_true")
 
 

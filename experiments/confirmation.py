@@ -1,24 +1,29 @@
-"""Check one decided case against trained networks: ``experiments.confirm(verdict, budget=60)``.
+"""Check one decided case against trained networks, by its trend over T: ``experiments.confirm(verdict)``.
 
 Given a ``Verdict`` of ``ifs.decide`` (any target: a catalogue entry or any target text), train the decided
-architecture and its neighbours, within a wall-time budget, and set the measured NMSE beside the solver's
-verdict for each:
+architecture and its neighbours at several lengths (default T = 8, 16, 32; the same width, recipe and share
+of the wall-time budget at each) and set the measured NMSE beside the solver's verdict:
 
 * the decided architecture;
 * one head fewer in the limiting layer: of the layers with more than one head, the one where losing a head
-  costs most by the solver (infeasible before feasible, then the larger exponent at this T; ties: the
-  later layer);
+  costs most by the solver (infeasible before feasible, then the larger exponent at the longest T; ties:
+  the later layer);
 * one layer fewer: the layer with the fewest heads removed (the strongest shallower network);
-* when the verdict is infeasible, also one head more in every layer, so the table holds a stronger network.
+* when the verdict is infeasible, also one head more in every layer, so the table holds a stronger network;
+* any architectures the caller adds (``against=((2,),)``).
 
-Agreement rule, fixed before any training and printed with the table: a network is *measured efficient*
-when its best validation NMSE is below ``threshold`` (default ``DEFAULT_THRESHOLD``); *predicted efficient*
-when the solver says FEASIBLE; UNKNOWN verdicts are shown, never counted.
+Agreement is judged by the trend rule of ``experiments.trend`` (fixed before training, printed with the
+table): a feasible row stays below the threshold and flat across T, an infeasible one rises with T or sits
+above the efficient row at the longest T; a length where the solver's exponents do not differ cannot
+separate the rows and is not counted. A single length still works (``seq_len=16``): the table then says
+that one length cannot show a trend. Beside the trained NMSE, the compiled witness's NMSE
+(``experiments.check_compiled``, when importable: what the architecture can do beside what training found).
 
-The recipe is the profiles' recipe (``profiles.CONFIRM_RECIPE``) scaled to the budget: labels get about a
-sixth of it; the rest is split between the batched jobs (one per depth) in proportion to their models, and
-each job runs a 5% warm-up and a cosine to zero on wall time (``TrainConfig.time_budget_s``), so however
-fast the steps are the schedule ends with the budget; a hard deadline at the budget's end is a safety net.
+The recipe is ``profiles.confirm_setup``'s for the target (the cpu profile's measured recipe where there is
+one) scaled to the budget: labels get about a sixth of it, the rest is shared equally by the lengths and,
+within one length, between the batched jobs (one per depth) in proportion to their models; each job runs a
+5% warm-up and a cosine to zero on wall time (``TrainConfig.time_budget_s``), so however fast the steps are
+the schedule ends with its share; a hard deadline per length is a safety net.
 
 >>> import infoflow_smt as ifs                                                       # doctest: +SKIP
 >>> v = ifs.decide("max(f1(x[t]) + f2(x[t]) for t in T)", ifs.Architecture((1, 1), 16, 4))  # doctest: +SKIP
@@ -28,100 +33,26 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
 from typing import Any
 
 from .budget import parse_budget
+from .confirm_table import NOT_COMPILED, Confirmation, ConfirmRow
 from .data import make_dataset, target_label
-from .profiles import CONFIRM_MODEL, CONFIRM_RECIPE
+from .profiles import confirm_setup
 from .train import TrainConfig, configure_threads, device_name, pick_device, train_models
+from .trend import DEFAULT_THRESHOLD, THRESHOLD_REASON, Cell, TrendRule, judge
 
-DEFAULT_THRESHOLD = 1e-2
-THRESHOLD_REASON = ("1e-2: the cpu profile's threshold; the papers' inefficient rows stay >= 1e-2 at short T, "
-                    "and an efficient network that cannot beat 1e-2 has not learned its retrievals")
-DEFAULT_SEQ_LEN = 16      # T when the verdict is for all large T (seq_len None)
-_LABEL_SHARE = 1 / 6      # of the budget, for the training labels
+__all__ = ["DEFAULT_SEQ_LENS", "DEFAULT_THRESHOLD", "ConfirmRow", "Confirmation", "confirm", "neighbours"]
+
+DEFAULT_SEQ_LENS = (8, 16, 32)   # T when the verdict is for all large T (seq_len None): T doubles twice
+_LABEL_SHARE = 1 / 6      # of the budget, for the training labels of all lengths
 _MIN_TRAIN, _MAX_TRAIN = 2000, 100_000
 _MAX_STEPS = 10**7        # a wall-time schedule ends on time; this only bounds it
 _EVAL_RESERVE_S = 0.3     # the final evaluation after a job's time is up
-
-
-@dataclass(frozen=True)
-class ConfirmRow:
-    role: str                   # decided | one head fewer in layer l | one layer fewer | one head more
-    heads: tuple[int, ...]
-    embed_dim: int
-    status: str                 # the solver's answer for this architecture
-    exponent: str               # its best cost exponent (an expression in T)
-    exponent_at_T: str          # the same at the trained T
-    nmse: float                 # best validation NMSE
-    steps: int
-    threshold: float
-
-    @property
-    def predicted_efficient(self) -> bool | None:
-        return None if self.status == "unknown" else self.status == "feasible"
-
-    @property
-    def measured_efficient(self) -> bool:
-        return self.nmse < self.threshold
-
-    @property
-    def agree(self) -> bool | None:
-        p = self.predicted_efficient
-        return None if p is None else p == self.measured_efficient
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    """The agreement table of ``confirm``; ``str()`` prints it, ``to_json()`` gives one JSON-ready record."""
-
-    target: str
-    seq_len: int
-    input_dim: int
-    positional: bool
-    threshold: float
-    threshold_reason: str
-    budget_s: float
-    wall_s: float
-    recipe: dict[str, Any]
-    device: str
-    rows: tuple[ConfirmRow, ...]
-
-    @property
-    def agreement(self) -> tuple[int, int]:
-        """(agreeing rows, decided rows)."""
-        decided = [r.agree for r in self.rows if r.agree is not None]
-        return sum(decided), len(decided)
-
-    def to_json(self) -> dict[str, Any]:
-        """One JSON-ready record, as ``Verdict.to_json`` (``json.dumps`` it to print)."""
-        doc = asdict(self)
-        for row, r in zip(doc["rows"], self.rows):
-            row.update(heads=list(r.heads), predicted_efficient=r.predicted_efficient,
-                       measured_efficient=r.measured_efficient, agree=r.agree)
-        doc["agreement"] = list(self.agreement)
-        return doc
-
-    def __str__(self) -> str:
-        r = self.recipe
-        lines = [(f"confirm {self.target} at T={self.seq_len}, d={self.input_dim}"
-                  f"{', positional' if self.positional else ''} on {self.device}"),
-                 f"threshold fixed before training: efficient = best validation NMSE < {self.threshold:g}",
-                 (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, "
-                  f"{r['n_train']} training sequences; 5% warm-up and cosine to 0 on wall time, "
-                  f"{r['time_budget_s']:.0f} s of training shared by the jobs in proportion to their models; "
-                  f"budget {self.budget_s:.0f} s, used {self.wall_s:.0f} s"),
-                 (f"{'role':<24} {'heads':<8} {'E':>4} {'solver':<10} {'exponent':<12} {'at T':<7} "
-                  f"{'NMSE':>9} {'steps':>6} {'efficient':<9} agree")]
-        for row in self.rows:
-            agree = "?" if row.agree is None else ("yes" if row.agree else "NO")
-            lines.append(f"{row.role:<24} {','.join(map(str, row.heads)):<8} {row.embed_dim:>4} "
-                         f"{row.status:<10} {row.exponent[:12]:<12} {row.exponent_at_T[:7]:<7} {row.nmse:>9.2e} "
-                         f"{row.steps:>6} {'yes' if row.measured_efficient else 'no':<9} {agree}")
-        good, total = self.agreement
-        lines.append(f"agreement: {good}/{total} decided rows")
-        return "\n".join(lines)
+COMPILE_BETAS = (16.0, 64.0, 256.0)   # the compiled witness is reported at the largest
+COMPILE_SAMPLES = 256
 
 
 def _check_verdict(verdict: Any) -> None:
@@ -166,39 +97,143 @@ def neighbours(verdict: Any, seq_len: int) -> list[tuple[str, Any]]:
     return rows
 
 
-def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | None = None,
+def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[int] | None = None,
             threshold: float = DEFAULT_THRESHOLD, device: str | None = None, seed: int = 0,
-            threads: int | None = None) -> Confirmation:
-    """Train the decided architecture and its neighbours within ``budget`` (seconds, or ``"60s"``/``"2m"``)
-    and report the agreement table. ``seq_len``: the T to train at (default: the verdict's, else 16)."""
+            threads: int | None = None, against: Sequence[Sequence[int]] = ()) -> Confirmation:
+    """Train the decided architecture and its neighbours at every length within ``budget`` (seconds, or
+    ``"60s"``/``"2m"``) and judge each row by its trend over T. ``seq_len``: one T or several (default: the
+    verdict's T, else 8, 16, 32); ``against``: more architectures (heads per layer) to train beside them."""
+    _import_optimizer()
     start = time.perf_counter()
     _check_verdict(verdict)
     budget_s = parse_budget(budget)
-    _check_options(seq_len, threshold)
-    T = seq_len or verdict.seq_len or DEFAULT_SEQ_LEN
+    _check_options(seq_len, threshold, against)
+    lengths = _lengths(seq_len, verdict)
     dev = pick_device(device)
     if dev.type == "cpu":
         configure_threads(threads)
-    arch = verdict.architecture
-    rows = neighbours(verdict, T)
-    n_train = _train_size(verdict.target, T, arch.input_dim, budget_s)
-    data = make_dataset(verdict.target, T, arch.input_dim, n_train, min(2000, max(200, n_train // 5)),
-                        seed=seed, target_seed=int(getattr(verdict.target, "seed", 0)))
-    E = int(arch.width_at(T))
-    models = [replace(CONFIRM_MODEL, input_dim=arch.input_dim, seq_len=T, heads=tuple(v.architecture.heads),
-                      embed_dim=E, positional=arch.positional, output_dim=data.output_dim) for _, v in rows]
-    left = budget_s - (time.perf_counter() - start)
-    metrics = _train_within(data, models, replace(CONFIRM_RECIPE, n_train=n_train, n_val=len(data.X_val)),
-                            left, dev, seed, deadline=start + budget_s)
-    train = replace(CONFIRM_RECIPE, n_train=n_train, n_val=len(data.X_val), time_budget_s=round(left, 1))
-    out = []
-    for (role, v), m in zip(rows, metrics):
-        at_T = v.exponent.subs(_T(), T)
-        out.append(ConfirmRow(role, tuple(v.architecture.heads), E, v.status.value, str(v.exponent), str(at_T),
-                              m.nmse_best, m.steps, threshold))
-    return Confirmation(target_label(verdict.target), T, arch.input_dim, bool(arch.positional), threshold,
+    arch, rule = verdict.architecture, TrendRule(threshold=threshold)
+    rows = _with_against(neighbours(verdict, lengths[-1]), verdict, against)
+    exponents = [[_exponent_at(v if v.seq_len == T else _decide(verdict.target, v.architecture, T), T)
+                  for T in lengths] for _, v in rows]
+    model, recipe = confirm_setup(getattr(verdict.target, "name", None))
+    trained, train = _train_lengths(verdict, lengths, [v for _, v in rows], (model, recipe), budget_s, start,
+                                    dev, seed)
+    compiled = [_compiled(v, lengths) for _, v in rows]
+    cells = [tuple(Cell(T, e, trained[T][i].nmse_best, trained[T][i].steps, text, compiled[i][1].get(T))
+                   for T, (e, text) in zip(lengths, exponents[i])) for i in range(len(rows))]
+    ref = next((i for i, (_, v) in enumerate(rows) if v.status.value == "feasible"), None)
+    out = tuple(_row(role, v, cells[i], compiled[i][0], rule, cells[ref] if ref is not None else None, lengths)
+                for i, (role, v) in enumerate(rows))
+    reference = None if ref is None else f"{rows[ref][0]}, {','.join(map(str, out[ref].heads))}"
+    return Confirmation(target_label(verdict.target), lengths[-1], arch.input_dim, bool(arch.positional), threshold,
                         THRESHOLD_REASON if threshold == DEFAULT_THRESHOLD else "given by the caller",
-                        budget_s, time.perf_counter() - start, asdict(train), device_name(dev), tuple(out))
+                        budget_s, time.perf_counter() - start, train, device_name(dev), out, lengths, rule,
+                        reference=reference, model=_model_switches(model))
+
+
+def _import_optimizer() -> None:
+    """Import what the first AdamW imports (torch._dynamo) before the budget's clock starts: it takes
+    seconds, ten on a loaded 2-core machine, and a few-second budget would otherwise buy one step."""
+    import torch._dynamo  # noqa: F401
+
+
+def _row(role: str, v: Any, cells: tuple[Cell, ...], compiled: str, rule: TrendRule,
+         reference: tuple[Cell, ...] | None, lengths: tuple[int, ...]) -> ConfirmRow:
+    last = cells[-1]
+    E = int(v.architecture.width_at(lengths[-1]))
+    return ConfirmRow(role, tuple(v.architecture.heads), E, v.status.value, str(v.exponent), last.exponent_text,
+                      last.nmse, last.steps, rule.threshold, cells, judge(rule, v.status.value, cells, reference),
+                      compiled)
+
+
+def _lengths(seq_len: int | Sequence[int] | None, verdict: Any) -> tuple[int, ...]:
+    if seq_len is None:
+        return (verdict.seq_len,) if verdict.seq_len else DEFAULT_SEQ_LENS
+    return tuple(sorted(set([seq_len] if isinstance(seq_len, int) else seq_len)))
+
+
+def _with_against(rows: list[tuple[str, Any]], verdict: Any, against: Sequence[Sequence[int]]) -> list:
+    """The neighbours, then each asked-for architecture that is not already a row."""
+    seen = {tuple(v.architecture.heads) for _, v in rows}
+    for heads in against:
+        if tuple(heads) not in seen:
+            seen.add(tuple(heads))
+            arch = verdict.architecture.with_heads(tuple(heads))
+            rows.append(("asked for", _decide(verdict.target, arch, verdict.seq_len)))
+    return rows
+
+
+def _exponent_at(v: Any, T: int) -> tuple[float, str]:
+    """The solver's best exponent at this T, as a number (inf when there is none) and as it writes it."""
+    import sympy
+
+    value = sympy.sympify(v.exponent).subs(_T(), T)
+    number = float(value) if value.is_number and value.is_finite else math.inf
+    return number, str(value)
+
+
+def _model_switches(model: Any) -> dict[str, Any]:
+    """The model family's settings, less what each row sets (heads, widths, T, d)."""
+    per_row = {"input_dim", "seq_len", "heads", "embed_dim", "output_dim", "positional"}
+    return {k: v for k, v in asdict(model).items() if k not in per_row}
+
+
+def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup: tuple, budget_s: float,
+                   start: float, dev: Any, seed: int) -> tuple[dict[int, list], dict[str, Any]]:
+    """Labels for every length first (a sixth of the budget), then the rest shared equally by the lengths:
+    the same width, recipe and time at each T. Returns the metrics by T and the recipe as run."""
+    model, recipe = setup
+    arch, target = verdict.architecture, verdict.target
+    data = {}
+    for T in lengths:
+        n_train = _train_size(target, T, arch.input_dim, budget_s / len(lengths))
+        data[T] = make_dataset(target, T, arch.input_dim, n_train, min(2000, max(200, n_train // 5)), seed=seed,
+                               target_seed=int(getattr(target, "seed", 0)))
+    share = (budget_s - (time.perf_counter() - start)) / len(lengths)
+    begin, metrics = time.perf_counter(), {}
+    for i, T in enumerate(lengths):
+        d = data[T]
+        models = [replace(model, input_dim=arch.input_dim, seq_len=T, heads=tuple(v.architecture.heads),
+                          embed_dim=int(v.architecture.width_at(T)), positional=arch.positional,
+                          output_dim=d.output_dim) for v in verdicts]
+        run = replace(recipe, n_train=len(d.X_train), n_val=len(d.X_val))
+        metrics[T] = _train_within(d, models, run, share, dev, seed, deadline=begin + (i + 1) * share)
+    recipe_doc = asdict(replace(recipe, time_budget_s=round(share, 1)))
+    for unused in ("steps", "warmup_steps", "eval_every"):   # the schedule runs on wall time
+        recipe_doc.pop(unused)
+    recipe_doc["schedule"] = "5% warm-up and cosine to 0 over time_budget_s of wall time, 20 evaluations"
+    recipe_doc.update(n_train={T: len(data[T].X_train) for T in lengths},
+                      n_val={T: len(data[T].X_val) for T in lengths})
+    return metrics, recipe_doc
+
+
+def compiled_checker() -> Callable[..., Any] | None:
+    """``experiments.check_compiled`` (issue 19: a witness compiled into a transformer) when importable."""
+    import experiments
+
+    try:
+        return experiments.check_compiled
+    except (AttributeError, ImportError):
+        return None
+
+
+def _compiled(v: Any, lengths: tuple[int, ...]) -> tuple[str, dict[int, float]]:
+    """(how, NMSE by T) of the compiled witness at the largest beta; an infeasible row has nothing to
+    compile, and without ``check_compiled`` nothing is compiled."""
+    import infoflow_smt as ifs
+
+    if v.status.value != "feasible":
+        return f"none: {v.status.value}", {}
+    check = compiled_checker()
+    if check is None:
+        return NOT_COMPILED, {}
+    beta = max(COMPILE_BETAS)
+    try:
+        result = check(v, COMPILE_BETAS, lengths, COMPILE_SAMPLES)
+    except ifs.InfoflowError as err:   # a refusal names the term that cannot compile
+        return f"refused: {' '.join(str(err).split())}", {}
+    return f"beta {beta:g}", {T: float(result.nmse[(beta, T)]) for T in lengths}
 
 
 def _train_within(data: Any, models: list, recipe: TrainConfig, seconds: float, device: Any, seed: int,
@@ -228,21 +263,41 @@ def _T() -> Any:
     return ifs.T
 
 
-def _check_options(seq_len: Any, threshold: Any) -> None:
+def _check_options(seq_len: Any, threshold: Any, against: Any) -> None:
     import infoflow_smt as ifs
 
     problems = []
-    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2):
-        problems.append(f"seq_len must be an integer >= 2, got {seq_len!r}")
+    if seq_len is not None and not _lengths_ok(seq_len):
+        problems.append(f"seq_len must be an integer >= 2 or a non-empty list of them, got {seq_len!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
             math.isfinite(threshold) and threshold > 0):
         problems.append(f"threshold must be a finite NMSE > 0, got {threshold!r}")
+    if isinstance(against, (str, bytes)) or not all(
+            _lengths_ok(h, minimum=1) and not isinstance(h, int) for h in _iterable(against)):
+        problems.append(f"against must be a list of heads per layer such as [(2,), (1, 1)], got {against!r}")
     if problems:
         raise ifs.InvalidSpecError("; ".join(problems), subject="confirm options")
 
 
+def _iterable(value: Any) -> list:
+    try:
+        return list(value)
+    except TypeError:
+        return [None]
+
+
+def _lengths_ok(value: Any, minimum: int = 2) -> bool:
+    """An integer >= minimum, or a non-empty sequence of them."""
+    def one(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+    if one(value):
+        return True
+    return not isinstance(value, (str, bytes, dict)) and bool(_iterable(value)) and all(map(one, _iterable(value)))
+
+
 def _train_size(target: Any, seq_len: int, input_dim: int, budget_s: float) -> int:
-    """Training sequences whose labels take about ``_LABEL_SHARE`` of the budget (labels are timed)."""
+    """Training sequences whose labels take about ``_LABEL_SHARE`` of ``budget_s`` (labels are timed)."""
     import numpy as np
 
     X = np.random.default_rng(0).standard_normal((64, seq_len, input_dim))

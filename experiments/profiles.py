@@ -223,3 +223,24 @@ def get_profile(name: str | Profile) -> Profile:
 # architecture has it, no LayerNorm); the lr is the one the sweeps chose for the cpu tables.
 CONFIRM_MODEL = ModelConfig(mlp_hidden=32, ffn_hidden=128, residual=True)
 CONFIRM_RECIPE = TrainConfig(batch_size=256, lr=1e-2, weight_decay=1e-2)
+
+# Per target, what the cpu profile measured to work, fixed before confirm's trend tables were trained:
+# bilinear scores (intrinsic dimension, and min_pairwise_dot's <x_s, x_t>, the same form with A = I) learn
+# with a linear token embedding, no LayerNorm, a learned temperature and batch 128 (the intrinsic
+# measurements above); triangle center with a 128-wide token MLP and lr 3e-3 (it diverges at 1e-2).
+_CONFIRM_BILINEAR = (replace(CONFIRM_MODEL, token_embedding="linear", learn_temperature=True),
+                     replace(CONFIRM_RECIPE, batch_size=128))
+CONFIRM_SETUPS: dict[str, tuple[ModelConfig, TrainConfig]] = {
+    "intrinsic_dimension": _CONFIRM_BILINEAR,
+    "min_pairwise_dot": _CONFIRM_BILINEAR,
+    "triangle_center": (replace(CONFIRM_MODEL, mlp_hidden=128), replace(CONFIRM_RECIPE, lr=3e-3)),
+}
+
+
+def confirm_setup(target_name: str | None) -> tuple[ModelConfig, TrainConfig]:
+    """(model family, recipe) for ``confirm`` on a catalogue target by name; the general one otherwise.
+
+    >>> confirm_setup("intrinsic_dimension")[0].token_embedding, confirm_setup(None)[0].token_embedding
+    ('linear', 'mlp')
+    """
+    return CONFIRM_SETUPS.get(target_name or "", (CONFIRM_MODEL, CONFIRM_RECIPE))

@@ -1,21 +1,31 @@
-"""``experiments.confirm``: a decided case checked against trained networks, within a budget.
+"""``experiments.confirm``: a decided case checked against trained networks, by its trend over T.
 
-The budget here is a few seconds, so the NMSE figures mean little; the tests check what confirm promises:
-the neighbours it picks, that it keeps to its budget, that the threshold is fixed and stated, the table
-and its JSON, and that a target text no catalogue entry has works.
+Where a test trains, the budget is a few seconds, so the NMSE figures mean little: those tests check what
+confirm promises (the neighbours it picks, every length trained, the budget kept, the rule stated, the table
+and its JSON, a target text no catalogue entry has). The judging is tested with the training replaced by
+figures written out here (``_train_lengths``), so each row's agreement is known in advance.
 """
 from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
 import pytest
 
 pytest.importorskip("torch")
+import torch._dynamo  # noqa: F401  (the first AdamW imports it: seconds under load, outside any budget)
 
 import experiments
 import infoflow_smt as ifs
-from experiments.confirmation import DEFAULT_THRESHOLD, neighbours
+from experiments import confirmation
+from experiments.confirmation import (
+    COMPILE_BETAS,
+    COMPILE_SAMPLES,
+    DEFAULT_THRESHOLD,
+    NOT_COMPILED,
+    neighbours,
+)
 
 TEXT = "max(f1(x[t]) + f2(x[t]) for t in T)"   # no catalogue entry has this target
 
@@ -44,15 +54,35 @@ def test_confirm_a_target_text_within_its_budget() -> None:
     wall = time.perf_counter() - start
     assert wall < 6 + 4, f"budget 6 s, took {wall:.1f} s"          # the deadline stops training at once
     assert [r.heads for r in result.rows] == [(1, 1), (1,)]
-    assert result.target == v.target.text and result.seq_len == 6 and result.threshold == DEFAULT_THRESHOLD
-    assert all(r.steps >= 20 and r.nmse == r.nmse for r in result.rows)
+    assert result.target == v.target.text and result.seq_len == 6 and result.seq_lens == (6,)
+    assert result.threshold == DEFAULT_THRESHOLD
+    assert all(r.steps >= 20 and r.nmse == r.nmse and len(r.cells) == 1 for r in result.rows)
     text = str(result)
     assert "threshold fixed before training: efficient = best validation NMSE < 0.01" in text
+    assert "one length (T = 6) cannot show a trend" in text
     assert "decided" in text and "one layer fewer" in text and "agreement:" in text
     doc = json.loads(json.dumps(result.to_json()))  # JSON-ready
-    assert doc["threshold"] == DEFAULT_THRESHOLD and doc["budget_s"] == 6.0
+    assert doc["threshold"] == DEFAULT_THRESHOLD and doc["budget_s"] == 6.0 and doc["seq_lens"] == [6]
     assert [row["heads"] for row in doc["rows"]] == [[1, 1], [1]]
-    assert {"status", "exponent", "nmse", "agree", "measured_efficient"} <= set(doc["rows"][0])
+    assert {"status", "exponent", "nmse", "agree", "measured_efficient", "cells"} <= set(doc["rows"][0])
+
+
+def test_confirm_trains_every_length_within_its_budget() -> None:
+    v = ifs.decide("min_pairwise_dot", ifs.Architecture((1, 1), 8, 2))
+    start = time.perf_counter()
+    result = experiments.confirm(v, budget="8s", seq_len=(4, 8, 16), against=[(2,)])
+    wall = time.perf_counter() - start
+    assert wall < 8 + 6, f"budget 8 s, took {wall:.1f} s"
+    assert result.seq_lens == (4, 8, 16) and result.seq_len == 16
+    assert [(r.role, r.heads) for r in result.rows] == [("decided", (1, 1)), ("one layer fewer", (1,)),
+                                                       ("asked for", (2,))]
+    for row in result.rows:
+        assert [c.seq_len for c in row.cells] == [4, 8, 16] and all(c.steps >= 1 for c in row.cells)
+        assert all(c.nmse == c.nmse for c in row.cells) and row.nmse == row.cells[-1].nmse
+    assert result.recipe["n_train"].keys() == {4, 8, 16}
+    # d = 2, E = 8: a one-layer row's exponent T/4 - 1 is 0 and 1 at T = 4 and 8, not above (1, 1)'s 1
+    assert [c.exponent for c in result.rows[1].cells] == [0.0, 1.0, 3.0]
+    assert result.rows[1].judgement.unseparated == (4, 8) and result.rows[2].judgement.unseparated == (4, 8)
 
 
 def test_confirm_command_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,4 +91,95 @@ def test_confirm_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["confirm", TEXT, "--heads", "1", "--embed-dim", "8", "--input-dim", "2", "--seq-len", "6",
                  "--budget", "3s", "--json"])
     doc = json.loads(capsys.readouterr().out)
-    assert code in (0, 1) and doc["rows"][0]["heads"] == [1] and doc["seq_len"] == 6
+    assert code in (0, 1) and doc["rows"][0]["heads"] == [1] and doc["seq_len"] == 6 and doc["seq_lens"] == [6]
+
+
+def test_confirm_command_line_with_lengths_and_more_architectures(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.__main__ import main
+
+    code = main(["confirm", "min_pairwise_dot", "--heads", "1,1", "--embed-dim", "8", "--input-dim", "2",
+                 "--seq-len", "16,4", "--against", "2", "--budget", "4s", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    good, total = doc["agreement"]
+    assert code == (0 if good == total else 1)
+    assert doc["seq_lens"] == [4, 16] and [row["heads"] for row in doc["rows"]] == [[1, 1], [1], [2]]
+    assert [cell["seq_len"] for cell in doc["rows"][2]["cells"]] == [4, 16]
+    assert doc["rows"][1]["cells"][0]["separates"] is False and doc["rows"][1]["cells"][1]["separates"] is True
+
+
+# ---- the judging, on figures written out here ------------------------------------------------------------
+
+MPD = ifs.decide("min_pairwise_dot", ifs.Architecture((1, 1), 16, 4))   # T d / E - 1 = 1, 3, 7 at T = 8, 16, 32
+FIGURES = {(1, 1): (1e-3, 1.2e-3, 1.5e-3),     # flat, below the threshold: agrees
+           (1,): (1e-2, 3e-2, 9e-2),          # rises 9x: agrees
+           (2,): (1e-3, 1.1e-3, 1.3e-3)}      # as good as (1, 1) at T = 32, and flat: disagrees
+
+
+def fake_training(figures: dict) -> object:
+    def train(verdict, lengths, verdicts, setup, budget_s, start, dev, seed):  # confirmation._train_lengths
+        metrics = {T: [SimpleNamespace(nmse_best=figures[tuple(v.architecture.heads)][i], steps=100 * T)
+                       for v in verdicts] for i, T in enumerate(lengths)}
+        return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "time_budget_s": 1.0,
+                         "n_train": {T: 1000 for T in lengths}}
+    return train
+
+
+def test_rows_are_judged_by_their_trend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(confirmation, "compiled_checker", lambda: None)     # as before experiments.compile
+    result = experiments.confirm(MPD, budget=60, against=[(1,), (2,)])
+    assert result.seq_lens == (8, 16, 32) and result.reference == "decided, 1,1"
+    assert [(r.heads, r.agree) for r in result.rows] == [((1, 1), True), ((1,), True), ((2,), False)]
+    assert result.agreement == (2, 3) and result.rows[2].role == "asked for"
+    assert "rises 9.0x from T = 8 to 32 (>= 4x)" in result.rows[1].judgement.reason
+    assert "0.9x the efficient row at T = 32 (< 4x)" in result.rows[2].judgement.reason
+    assert all(r.judgement.unseparated == (8,) for r in result.rows[1:])   # exponent 1 = 1 at T = 8
+    text = str(result)
+    assert "1.00e-02 [1]=" in text and "3.00e-02 [3] " in text and "rule fixed before training" in text
+    assert text.count(NOT_COMPILED) == 1 and text.count("none: infeasible") == 2
+    doc = json.loads(json.dumps(result.to_json()))
+    assert doc["agreement"] == [2, 3] and doc["rows"][1]["unseparated"] == [8]
+    assert [c["compiled_nmse"] for c in doc["rows"][0]["cells"]] == [None, None, None]
+    assert doc["rows"][0]["compiled"] == NOT_COMPILED and doc["rule"]["rise_factor"] == 4.0
+
+
+def test_the_compiled_witness_is_reported_beside_the_trained_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def check_compiled(verdict, betas, seq_lens, samples):
+        calls.append((tuple(verdict.architecture.heads), tuple(betas), tuple(seq_lens), samples))
+        return SimpleNamespace(nmse={(b, T): 1e-4 / b * T for b in betas for T in seq_lens})
+
+    monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(confirmation, "compiled_checker", lambda: check_compiled)
+    result = experiments.confirm(MPD, budget=60, against=[(2,)])
+    assert calls == [((1, 1), COMPILE_BETAS, (8, 16, 32), COMPILE_SAMPLES)]    # infeasible rows: nothing to compile
+    beta = max(COMPILE_BETAS)
+    assert [c.compiled_nmse for c in result.rows[0].cells] == [1e-4 / beta * T for T in (8, 16, 32)]
+    assert result.rows[0].compiled == f"beta {beta:g}" and result.rows[1].compiled == "none: infeasible"
+    assert f"<= {1e-4 / beta * 32:.1e}" in str(result)
+
+
+def test_a_refused_compilation_names_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    def check_compiled(verdict, betas, seq_lens, samples):
+        raise ifs.InvalidSpecError("score f1(x[s] + x[t]) is not a sum of products", subject="compile")
+
+    monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(confirmation, "compiled_checker", lambda: check_compiled)
+    row = experiments.confirm(MPD, budget=60).rows[0]
+    assert row.compiled.startswith("refused: ") and "f1(x[s] + x[t])" in row.compiled
+    assert all(c.compiled_nmse is None for c in row.cells)
+
+
+def test_the_compiled_checker_is_looked_up_in_experiments() -> None:
+    present = hasattr(experiments, "check_compiled")
+    assert (confirmation.compiled_checker() is not None) is present
+
+
+def test_a_verdict_at_one_T_is_confirmed_at_that_T(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confirmation, "_train_lengths", fake_training({(1, 1): (1e-3,), (1,): (2e-2,)}))
+    v = ifs.decide("min_pairwise_dot", ifs.Architecture((1, 1), 16, 4), seq_len=16)
+    result = experiments.confirm(v, budget=60)
+    assert result.seq_lens == (16,)
+    assert [r.agree for r in result.rows] == [True, True]          # 20x the efficient row at T = 16
+    assert "one length cannot show a trend" in result.rows[1].judgement.reason

@@ -101,6 +101,11 @@ BAD_OPTIONS = [
     (["confirm", "no_such_target", "--heads", "2"], "unknown target"),
     (["confirm", "linear_max_sum:D=2", "--heads", "2", "--embed-dim", "0"], "--embed-dim"),
     (["confirm", "linear_max_sum:D=2", "--heads", "2", "--seq-len", "1"], "--seq-len"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--seq-len", "8,1"], "--seq-len"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--seq-len", "8,,16"], "--seq-len"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--seq-len", "8,x"], "--seq-len"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--against", "0"], "--against"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--against", "1,a"], "--against"),
 ]
 
 
@@ -289,6 +294,20 @@ def test_confirm_refuses_a_bad_budget(budget: object) -> None:
     v = ifs.decide("linear_max_sum:D=2", ifs.Architecture((2,), 16, 2))
     with pytest.raises(ifs.InvalidSpecError, match=r"budget .*" + (str(budget)[:3] if budget != "soon" else "soon")):
         experiments.confirm(v, budget=budget)
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"seq_len": []}, "seq_len"), ({"seq_len": [8, 1]}, "seq_len"), ({"seq_len": "8"}, "seq_len"),
+    ({"seq_len": 8.5}, "seq_len"), ({"seq_len": [True, 8]}, "seq_len"), ({"against": [0]}, "against"),
+    ({"against": "2"}, "against"), ({"against": [(2, 0)]}, "against"), ({"against": [(2,), 3]}, "against"),
+    ({"seq_len": [1], "against": [()]}, "seq_len .* against")])
+def test_confirm_refuses_bad_lengths_and_architectures(options: dict, match: str) -> None:
+    import experiments
+    import infoflow_smt as ifs
+
+    v = ifs.decide("linear_max_sum:D=2", ifs.Architecture((2,), 16, 2))
+    with pytest.raises(ifs.InvalidSpecError, match=match):   # before any training: refused at once
+        experiments.confirm(v, budget=5, **options)
 
 
 # --- real processes: exit codes, memory bound, signals, orphans ----------------------------------

@@ -1,0 +1,77 @@
+"""Issue 19's confirm-by-trend tables on this machine: each decided case trained at T = 8, 16, 32.
+
+Each case is ``python -m experiments confirm`` with the arguments printed in its file; this script runs one
+case (or all three, one after another: never in parallel on a shared machine) and writes
+``results/confirm_<target>.txt`` (the exact command, the hardware, the verdict and the table) and ``.json``
+(``Confirmation.to_json()``). The rule is fixed in ``experiments.trend`` before any of these ran.
+
+    python benchmarks/confirm_trend.py intrinsic|min_pairwise_dot|triangle|all [--budget 12m] [--results DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+import torch
+
+import experiments
+import infoflow_smt as ifs
+from experiments.__main__ import build_parser
+from infoflow_smt.machine import cpu_model
+
+# name -> the confirm command line's arguments (after ``confirm``); d and E chosen so that T = 16 and 32
+# separate by the solver's exponent (T d / E - 1 = 3 and 7 against 1) and T = 8 does not (1 against 1)
+CASES = {
+    "intrinsic": ["intrinsic_dimension:D=2", "--heads", "2,2", "--embed-dim", "16", "--input-dim", "4",
+                  "--seq-len", "8,16,32"],
+    "min_pairwise_dot": ["min_pairwise_dot", "--heads", "1,1", "--embed-dim", "16", "--input-dim", "4",
+                         "--seq-len", "8,16,32", "--against", "1", "--against", "2"],
+    "triangle": ["triangle_center", "--heads", "2,2", "--embed-dim", "24", "--input-dim", "2",
+                 "--seq-len", "8,16,32"],
+}
+
+
+def run_case(name: str, budget: str, results: str) -> int:
+    argv = ["confirm", *CASES[name], "--budget", budget, "--threads", "1"]
+    args = build_parser().parse_args(argv)
+    arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
+                            positional=args.positional)
+    start = time.perf_counter()
+    verdict = ifs.decide(args.target, arch)
+    result = experiments.confirm(verdict, budget=budget, seq_len=args.seq_len, threads=1,
+                                 against=args.against or ())
+    wall = time.perf_counter() - start
+    stem = os.path.join(results, f"confirm_{args.target.split(':')[0]}")
+    header = [f"command: python -m experiments {' '.join(argv)}",
+              f"   (run as: python benchmarks/confirm_trend.py {name} --budget {budget})",
+              (f"hardware: {cpu_model()}, {os.cpu_count()} cores (shared with other work), one torch thread; "
+              f"torch {torch.__version__}, Python {platform.python_version()}"),
+              (f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; wall {wall:.0f} s "
+              f"(deciding included)"), ""]
+    with open(f"{stem}.txt", "w", encoding="utf-8") as out:
+        out.write("\n".join([*header, str(verdict), "", str(result), ""]))
+    with open(f"{stem}.json", "w", encoding="utf-8") as out:
+        json.dump({"command": header[0][len("command: "):], "hardware": cpu_model(), "wall_s": wall,
+                   "confirmation": result.to_json()}, out, indent=1)
+    print("\n".join(header) + str(result), flush=True)
+    good, total = result.agreement
+    return 0 if good == total else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("case", choices=[*CASES, "all"])
+    parser.add_argument("--budget", default="12m")
+    parser.add_argument("--results", default="results")
+    args = parser.parse_args()
+    names = list(CASES) if args.case == "all" else [args.case]
+    return max(run_case(name, args.budget, args.results) for name in names)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The agreement table ``experiments.confirm`` returns: one row per architecture, one cell per length.
+
+``ConfirmRow`` holds what the solver said (status, exponent), what training measured at every T
+(``trend.Cell``) and the trend rule's judgement; ``Confirmation`` the rows with the run's settings, printed by
+``str()`` (the rule first, then the table, a ``why:`` line under every row) and recorded by ``to_json()``.
+An ``=`` after a cell marks a length where the solver's exponents do not separate the row from the efficient
+one (``trend.unseparated``).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .trend import FACTOR_REASON, Cell, Judgement, TrendRule
+
+NOT_COMPILED = "not compiled"
+
+
+@dataclass(frozen=True)
+class ConfirmRow:
+    role: str                   # decided | one head fewer in layer l | one layer fewer | one head more | asked for
+    heads: tuple[int, ...]
+    embed_dim: int
+    status: str                 # the solver's answer for this architecture
+    exponent: str               # its best cost exponent (an expression in T)
+    exponent_at_T: str          # the same at the longest trained T
+    nmse: float                 # best validation NMSE at the longest T
+    steps: int                  # ... and its optimizer steps
+    threshold: float
+    cells: tuple[Cell, ...] = ()          # every trained length, shortest first
+    judgement: Judgement = field(default_factory=lambda: Judgement(None, ""))
+    compiled: str = NOT_COMPILED          # how the compiled NMSE in the cells was got, or why there is none
+
+    @property
+    def predicted_efficient(self) -> bool | None:
+        return None if self.status == "unknown" else self.status == "feasible"
+
+    @property
+    def measured_efficient(self) -> bool:
+        """Below the threshold at every trained length."""
+        return all(c.nmse < self.threshold for c in self.cells) if self.cells else self.nmse < self.threshold
+
+    @property
+    def agree(self) -> bool | None:
+        return self.judgement.agree
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The agreement table of ``confirm``; ``str()`` prints it, ``to_json()`` gives one JSON-ready record."""
+
+    target: str
+    seq_len: int                # the longest length
+    input_dim: int
+    positional: bool
+    threshold: float
+    threshold_reason: str
+    budget_s: float
+    wall_s: float
+    recipe: dict[str, Any]
+    device: str
+    rows: tuple[ConfirmRow, ...]
+    seq_lens: tuple[int, ...] = ()
+    rule: TrendRule = field(default_factory=TrendRule)
+    factor_reason: str = FACTOR_REASON
+    reference: str | None = None        # the efficient row the gap clause compares with
+    model: dict[str, Any] | None = None  # the model family's switches (token embedding, FFN, temperature)
+
+    @property
+    def agreement(self) -> tuple[int, int]:
+        """(agreeing rows, judged rows)."""
+        decided = [r.agree for r in self.rows if r.agree is not None]
+        return sum(decided), len(decided)
+
+    def to_json(self) -> dict[str, Any]:
+        """One JSON-ready record, as ``Verdict.to_json`` (``json.dumps`` it to print)."""
+        doc = asdict(self)
+        for row, r in zip(doc["rows"], self.rows):
+            row.update(heads=list(r.heads), predicted_efficient=r.predicted_efficient,
+                       measured_efficient=r.measured_efficient, agree=r.agree,
+                       unseparated=list(r.judgement.unseparated))
+            for cell in row["cells"]:
+                cell["separates"] = cell["seq_len"] not in r.judgement.unseparated
+        doc.update(seq_lens=list(self.seq_lens), agreement=list(self.agreement),
+                   rule_text=self.rule.describe(self.seq_lens, self.reference))
+        return doc
+
+    def __str__(self) -> str:
+        r = self.recipe
+        lines = [(f"confirm {self.target} at T = {', '.join(map(str, self.seq_lens))}, d = {self.input_dim}"
+                  f"{', positional' if self.positional else ''} on {self.device}"),
+                 f"threshold fixed before training: efficient = best validation NMSE < {self.threshold:g}",
+                 *self.rule.describe(self.seq_lens, self.reference),
+                 (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, training "
+                  f"sequences {_per_length(r['n_train'])}; 5% warm-up and cosine to 0 on wall time, "
+                  f"{r['time_budget_s']:.0f} s of training per length shared by its jobs in proportion to their "
+                  f"models; budget {self.budget_s:.0f} s, used {self.wall_s:.0f} s"),
+                 _header(self.seq_lens)]
+        for row in self.rows:
+            lines.extend(_row_lines(row))
+        good, total = self.agreement
+        lines.append(f"agreement: {good}/{total} judged rows ('?': not judged; the reason is under the row)")
+        return "\n".join(lines)
+
+
+def _per_length(n_train: Any) -> str:
+    return ", ".join(f"{n} (T = {T})" for T, n in n_train.items()) if isinstance(n_train, dict) else str(n_train)
+
+
+def _header(seq_lens: tuple[int, ...]) -> str:
+    cells = "".join(f"{'T=' + str(T) + ' NMSE [exp]':<22}" for T in seq_lens)
+    return f"{'role':<26} {'heads':<7} {'E':>3} {'solver':<10} {'exponent':<12} {cells}{'compiled':<22} agree"
+
+
+def _row_lines(row: ConfirmRow) -> list[str]:
+    flat = set(row.judgement.unseparated)
+    cells = "".join(f"{f'{c.nmse:.2e} [{c.exponent_text}]' + ('=' if c.seq_len in flat else ''):<22}"
+                    for c in row.cells)
+    compiled = [c.compiled_nmse for c in row.cells if c.compiled_nmse is not None]
+    shown = f"<= {max(compiled):.1e} ({row.compiled})" if compiled else row.compiled
+    agree = "?" if row.agree is None else ("yes" if row.agree else "NO")
+    return [(f"{row.role:<26} {','.join(map(str, row.heads)):<7} {row.embed_dim:>3} {row.status:<10} "
+            f"{row.exponent[:12]:<12} {cells}{shown[:21]:<22} {agree}"),
+            f"{'':<26} why: {row.judgement.reason}"]

@@ -1,0 +1,109 @@
+"""``experiments.trend``: the rule ``confirm`` judges a row by, on measured figures written out here.
+
+No training: the cells are what a training would have measured; the exponents of the last tests are the
+solver's own (``ifs.decide(..., seq_len=T)``).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import infoflow_smt as ifs
+from experiments.trend import Cell, TrendRule, judge, unseparated
+
+RULE = TrendRule()   # threshold 1e-2, factors 4
+
+
+def cells(exponents: tuple[float, ...], nmse: tuple[float, ...], lengths: tuple[int, ...] = (8, 16, 32)) -> tuple:
+    return tuple(Cell(T, e, x) for T, e, x in zip(lengths, exponents, nmse))
+
+
+EFFICIENT = cells((1, 1, 1), (1e-3, 1.5e-3, 2e-3))
+
+
+def test_a_flat_efficient_row_below_the_threshold_agrees() -> None:
+    j = judge(RULE, "feasible", EFFICIENT, None)
+    assert j.agree is True and "2.0x across T" in j.reason and "within 4x" in j.reason
+
+
+def test_an_efficient_row_whose_error_grows_with_T_disagrees() -> None:
+    j = judge(RULE, "feasible", cells((1, 1, 1), (1e-4, 5e-4, 9e-3)), None)
+    assert j.agree is False and "90.0x" in j.reason and "beyond 4x" in j.reason
+
+
+def test_an_efficient_row_above_the_threshold_at_one_length_disagrees_naming_it() -> None:
+    j = judge(RULE, "feasible", cells((1, 1, 1), (3e-3, 4e-3, 1.2e-2)), None)
+    assert j.agree is False and j.reason == "NMSE not below 0.01 at T = 32"
+
+
+def test_an_inefficient_row_that_rises_with_T_agrees() -> None:
+    j = judge(RULE, "infeasible", cells((1, 3, 7), (2e-3, 6e-3, 2e-2)), EFFICIENT)
+    assert j.agree is True and "rises 10.0x from T = 8 to 32 (>= 4x)" in j.reason
+    assert j.unseparated == (8,) and "T = 8 cannot separate" in j.reason
+
+
+def test_an_inefficient_row_flat_but_far_above_the_efficient_one_agrees_by_the_gap() -> None:
+    j = judge(RULE, "infeasible", cells((1, 3, 7), (2e-2, 2e-2, 2.1e-2)), EFFICIENT)
+    assert j.agree is True and "(< 4x)" in j.reason and "10.5x the efficient row at T = 32 (>= 4x)" in j.reason
+
+
+def test_an_inefficient_row_as_good_as_the_efficient_one_and_flat_disagrees() -> None:
+    j = judge(RULE, "infeasible", cells((1, 3, 7), (1e-3, 1.2e-3, 2.5e-3)), EFFICIENT)
+    assert j.agree is False
+
+
+def test_a_length_with_equal_exponents_is_not_counted_for_the_gap() -> None:
+    # the issue's case: intrinsic_dimension:D=2 at E = 16, d = 2, T = 16: (2, 1) and (2, 2) both have exponent 1
+    ref = cells((1,), (9.3e-4,), (16,))
+    j = judge(RULE, "infeasible", cells((1,), (2.3e-3,), (16,)), ref)
+    assert j.agree is None and j.unseparated == (16,)
+    assert "T = 16 cannot separate" in j.reason and "one length cannot show a trend" in j.reason
+    # the same figures where the solver does predict a gap: judged, and a 2.5x gap is not 4x
+    assert judge(RULE, "infeasible", cells((3,), (2.3e-3,), (16,)), ref).agree is False
+
+
+def test_a_lower_exponent_cannot_separate_either() -> None:
+    assert unseparated(cells((0, 1, 3), (1, 1, 1)), EFFICIENT) == (8, 16)
+
+
+def test_lengths_that_do_not_double_twice_have_no_rise_clause() -> None:
+    rows = cells((3, 7), (1e-3, 1e-1), (16, 32))
+    j = judge(RULE, "infeasible", rows, None)
+    assert j.agree is None and "not counted" in j.reason     # a 100x rise over one doubling is not counted
+    assert "not available" in "\n".join(RULE.describe((16, 32), None))
+
+
+def test_without_an_efficient_row_only_the_rise_counts() -> None:
+    # triangle center: infeasible everywhere, so no row to compare with; it must rise with T by itself
+    assert judge(RULE, "infeasible", cells((0, 1 / 3, 5 / 3), (0.1, 0.6, 0.97)), None).agree is True
+    assert judge(RULE, "infeasible", cells((0, 1 / 3, 5 / 3), (0.5, 0.6, 0.97)), None).agree is False
+
+
+def test_a_diverged_run_never_passes() -> None:
+    nan = math.nan
+    assert judge(RULE, "feasible", cells((1, 1, 1), (1e-3, nan, 1e-3)), None).agree is False
+    assert judge(RULE, "infeasible", cells((1, 3, 7), (nan, 1e-2, nan)), EFFICIENT).agree is False
+
+
+def test_an_unknown_verdict_is_shown_not_counted() -> None:
+    assert judge(RULE, "unknown", EFFICIENT, EFFICIENT).agree is None
+
+
+def test_the_printed_rule_states_its_factors_and_one_length() -> None:
+    text = "\n".join(TrendRule(threshold=3e-3, flat_factor=2, rise_factor=8).describe((16,), "decided, 2,2"))
+    assert "NMSE < 0.003 at every T and max/min over T <= 2" in text
+    assert ">= 8 x the efficient row's (decided, 2,2)" in text and "one length (T = 16) cannot show a trend" in text
+
+
+@pytest.mark.parametrize(("d", "T", "separates"), [(2, 8, False), (2, 16, False), (2, 32, True),
+                                                   (4, 8, False), (4, 16, True), (4, 32, True)])
+def test_which_lengths_the_solver_separates_for_intrinsic_dimension(d: int, T: int, separates: bool) -> None:
+    from experiments.confirmation import _exponent_at
+
+    def at(heads: tuple[int, ...]) -> float:
+        v = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads, 16, d), seq_len=T)
+        return _exponent_at(v, T)[0]
+
+    row, ref = Cell(T, at((2, 1)), 1.0), Cell(T, at((2, 2)), 1e-3)
+    assert (unseparated((row,), (ref,)) == ()) is separates
