@@ -259,7 +259,9 @@ class _Normalizer:
                 classes: dict[tuple, list[tuple[tuple[str, ...], list[int], sympy.Expr]]] = {}
                 for component in _components([v for v in variables if v not in separator], reads):
                     own = [i for i, vs in enumerate(reads) if vs & set(component)]
-                    if len(component) <= MAX_LABELLED:  # always: two copies beside a separator fit in 8
+                    # (a variable no term reads is rule 4's; a component of more than MAX_LABELLED variables
+                    # has no copy beside a separator: a joint reduction has at most 8 variables)
+                    if own and len(component) <= MAX_LABELLED:
                         key, lead = self.copy_key(component, domains, [terms[i] for i in own])
                         classes.setdefault(key, []).append((component, own, lead))
                 copies = [members for members in classes.values() if len(members) > 1]
