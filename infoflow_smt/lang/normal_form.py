@@ -254,16 +254,21 @@ class _Normalizer:
         selection, ``min_C1 a + min_C2 c a = (1 + c) min_C1 a``, so ``C2`` goes and ``a`` takes the factor.
         Separators are tried smallest first (the empty one is rule 4); None when no two components match."""
         reads = [self.variables(t) & set(variables) for t in terms]
+        keys: dict[tuple[str, ...], tuple[tuple, sympy.Expr]] = {}  # a component's terms do not depend on S
         for size in range(1, len(variables) - 1):
             for separator in itertools.combinations(variables, size):
-                classes: dict[tuple, list[tuple[tuple[str, ...], list[int], sympy.Expr]]] = {}
+                candidates: dict[tuple, list[tuple[tuple[str, ...], list[int]]]] = {}
                 for component in _components([v for v in variables if v not in separator], reads):
                     own = [i for i, vs in enumerate(reads) if vs & set(component)]
-                    # (a variable no term reads is rule 4's; a component of more than MAX_LABELLED variables
-                    # has no copy beside a separator: a joint reduction has at most 8 variables)
-                    if own and len(component) <= MAX_LABELLED:
-                        key, lead = self.copy_key(component, domains, [terms[i] for i in own])
-                        classes.setdefault(key, []).append((component, own, lead))
+                    if own:  # (a variable no term reads is rule 4's)
+                        shape = (len(component), len(own), tuple(sorted(map(str, (domains[v] for v in component)))))
+                        candidates.setdefault(shape, []).append((component, own))
+                classes: dict[tuple, list[tuple[tuple[str, ...], list[int], sympy.Expr]]] = {}
+                for component, own in (c for same in candidates.values() if len(same) > 1 for c in same):
+                    if component not in keys:  # at most 3 variables: two copies and a separator fit in 8
+                        keys[component] = self.copy_key(component, domains, [terms[i] for i in own])
+                    key, lead = keys[component]
+                    classes.setdefault(key, []).append((component, own, lead))
                 copies = [members for members in classes.values() if len(members) > 1]
                 if copies:
                     return _merged(variables, terms, copies)
@@ -302,28 +307,33 @@ class _Normalizer:
 
     def semidefinite(self, s: str, t: str, terms: list[sympy.Expr]) -> bool:
         """Whether ``terms`` are ``sum_ij C_ij <a_i(s), a_j(t)> + h(s) + h(t)``, ``C`` symmetric PSD and not
-        empty (``diagonal``); only ``dot`` is known to be an inner product (a ``bilinear`` form is not)."""
+        empty (``diagonal``); only ``dot`` is known to be an inner product (a ``bilinear`` form is not).
+        The counts are compared before any text is written."""
+        both = [self.inner_product(term, s, t) for term in terms if self.variables(term) >= {s, t}]
+        alone = {v: [term for term in terms if self.variables(term) & {s, t} == {v}] for v in (s, t)}
+        if not both or None in both or len(alone[s]) != len(alone[t]):
+            return False
         form: dict[tuple[str, str], sympy.Expr] = {}
-        alone: dict[str, list] = {s: [], t: []}
-        for term in terms:
-            coefficient, rest = term.as_coeff_Mul()
-            reads = self.variables(term) & {s, t}
-            if reads != {s, t}:
-                (var,) = reads
-                alone[var].append((_side(self.expr(rest), var, s if var == t else t), coefficient))
-                continue
-            call = self.atoms.get(rest) if rest.is_Symbol else None
-            if not (isinstance(call, ex.Call) and call.name == "dot"):
-                return False
-            u, w = sorted(call.args, key=lambda a: t in ex.free_variables(a))
-            if ex.free_variables(u) & {s, t} != {s} or ex.free_variables(w) & {s, t} != {t}:
-                return False
+        for coefficient, u, w in both:
             key = (_side(u, s, t), _side(w, t, s))
             form[key] = form.get(key, 0) + coefficient
+        sides = {v: sorted((_side(self.expr(rest), v, s if v == t else t), c)
+                           for c, rest in (term.as_coeff_Mul() for term in alone[v])) for v in (s, t)}
         vectors = sorted({v for key in form for v in key})
         matrix = sympy.Matrix([[form.get((a, b), 0) for b in vectors] for a in vectors])
-        return bool(form) and sorted(alone[s]) == sorted(alone[t]) and matrix.is_symmetric() and \
-            bool(matrix.is_positive_semidefinite)
+        return sides[s] == sides[t] and matrix.is_symmetric() and bool(matrix.is_positive_semidefinite)
+
+    def inner_product(self, term: sympy.Expr, s: str, t: str) -> tuple[sympy.Expr, ex.Expr, ex.Expr] | None:
+        """``c * dot(u, w)`` with ``u`` read at ``s`` (not ``t``) and ``w`` at ``t`` (not ``s``), as
+        ``(c, u, w)``; None for any other term."""
+        coefficient, rest = term.as_coeff_Mul()
+        call = self.atoms.get(rest) if rest.is_Symbol else None
+        if not (isinstance(call, ex.Call) and call.name == "dot"):
+            return None
+        u, w = sorted(call.args, key=lambda a: t in ex.free_variables(a))
+        if ex.free_variables(u) & {s, t} != {s} or ex.free_variables(w) & {s, t} != {t}:
+            return None
+        return coefficient, u, w
 
     def temporary(self, user_name: str) -> str:
         name = f"_u{next(self.fresh)}"
