@@ -31,6 +31,19 @@ arithmetic on opaque atoms (contents, calls, reductions):
    a ``dot`` (or ``bilinear``) whose sides read disjoint variables takes the reduction inside, on each side,
    ``sum_t dot(x[t], x[s]) = dot(sum_t x[t], x[s])``, ``mean_{s,t} <x_s, x_t> = <mean_s x_s, mean_t x_t>``.
    So a statistic each position can average is written as one.
+9. **A selection its elimination makes twice is made once**: in a joint ``min``/``max``, hold some of the
+   variables (a separator); the others fall into components, each a reduction of its own given the held
+   ones, ``min_{s,t,u} <x_s,x_t> + <x_t,x_u> = min_t (min_s <x_s,x_t> + min_u <x_t,x_u>)``. Two components
+   equal up to renaming their variables and a positive factor are one selection made twice: one goes, the
+   other takes its factor, ``= min_t 2 min_s <x_s,x_t> = 2 min_{s,t} <x_s,x_t>``, the spelling the nested
+   form gets from rules 7 and 2. Only ``min``/``max``: a ``kth_largest`` of a sum over a product is not a
+   sum of k-th values, and sums and means are linear already (rule 8).
+10. **A maximum of an inner product over a pair is on its diagonal**: a ``max`` over two variables of one
+   domain (the others held) of ``sum_ij C_ij dot(a_i(s), a_j(t)) + h(s) + h(t)``, ``C`` a symmetric positive
+   semi-definite matrix of numbers, is ``max_s`` of the same at ``t = s`` (Cauchy-Schwarz: the form at
+   ``(s, t)`` is at most the mean of its values at ``(s, s)`` and ``(t, t)``); a ``min`` when the negated
+   terms are such a form. Only ``dot`` is an inner product: ``bilinear(A1, ...)`` has an unknown matrix, and
+   a ``min`` of ``dot`` over a pair is not on the diagonal.
 
 Joint reductions of more than ``MAX_LABELLED`` variables are labelled by a signature of the terms each
 variable reads instead of by trying every labelling.
@@ -217,7 +230,110 @@ class _Normalizer:
                     terms = terms[:i] + terms[i + 1:] + list(sympy.Add.make_args(body))
                     joined = True
                     break
+        if r.kind in (ex.ReduceKind.MIN, ex.ReduceKind.MAX):
+            variables, terms = self.eliminate(r.kind, variables, domains, terms)
         return variables, domains, [t for t in terms if t != 0]
+
+    # ---- a joint min/max: what its elimination makes twice, made once (rules 9 and 10) -------------
+    def eliminate(self, kind: ex.ReduceKind, variables: list[str], domains: dict,
+                  terms: list[sympy.Expr]) -> tuple[list[str], list[sympy.Expr]]:
+        """Copies merged (rule 9) and pairs put on their diagonal (rule 10) until neither applies; each
+        step drops a variable, so this ends. The terms come back collected (``f + f`` is ``2 f``)."""
+        terms = list(sympy.Add.make_args(sum(terms, sympy.Integer(0))))
+        while True:
+            step = self.merge_copies(variables, domains, terms) or self.diagonal(kind, variables, domains, terms)
+            if step is None:
+                return variables, terms
+            variables, terms = step[0], list(sympy.Add.make_args(sum(step[1], sympy.Integer(0))))
+
+    def merge_copies(self, variables: list[str], domains: dict,
+                     terms: list[sympy.Expr]) -> tuple[list[str], list[sympy.Expr]] | None:
+        """Rule 9: with the variables of a separator ``S`` held, the others fall into components, each
+        reduced on its own, ``min_{S,C1,C2} (r(S) + a(C1,S) + b(C2,S)) = min_S (r + min_C1 a + min_C2 b)``;
+        two components equal up to renaming their variables and a positive factor, ``b = c * a``, are one
+        selection, ``min_C1 a + min_C2 c a = (1 + c) min_C1 a``, so ``C2`` goes and ``a`` takes the factor.
+        Separators are tried smallest first (the empty one is rule 4); None when no two components match."""
+        reads = [self.variables(t) & set(variables) for t in terms]
+        keys: dict[tuple[str, ...], tuple[tuple, sympy.Expr]] = {}  # a component's terms do not depend on S
+        for size in range(1, len(variables) - 1):
+            for separator in itertools.combinations(variables, size):
+                candidates: dict[tuple, list[tuple[tuple[str, ...], list[int]]]] = {}
+                for component in _components([v for v in variables if v not in separator], reads):
+                    own = [i for i, vs in enumerate(reads) if vs & set(component)]
+                    if own:  # (a variable no term reads is rule 4's)
+                        shape = (len(component), len(own), tuple(sorted(map(str, (domains[v] for v in component)))))
+                        candidates.setdefault(shape, []).append((component, own))
+                classes: dict[tuple, list[tuple[tuple[str, ...], list[int], sympy.Expr]]] = {}
+                for component, own in (c for same in candidates.values() if len(same) > 1 for c in same):
+                    if component not in keys:  # at most 3 variables: two copies and a separator fit in 8
+                        keys[component] = self.copy_key(component, domains, [terms[i] for i in own])
+                    key, lead = keys[component]
+                    classes.setdefault(key, []).append((component, own, lead))
+                copies = [members for members in classes.values() if len(members) > 1]
+                if copies:
+                    return _merged(variables, terms, copies)
+        return None
+
+    def copy_key(self, component: tuple[str, ...], domains: dict,
+                 terms: list[sympy.Expr]) -> tuple[tuple, sympy.Expr]:
+        """What a component is up to renaming its variables and a positive factor (its terms renamed
+        canonically, their coefficients relative to the first, the domains, the first's sign), and that
+        first coefficient."""
+        monomials = [self.monomial(t) for t in terms]
+
+        def key(order: tuple[str, ...]) -> tuple:
+            names = {v: f"_c{i}" for i, v in enumerate(order)}
+            texts = sorted((to_text(tidy(ex.rename(m, names))) if m is not None else "", c) for c, m in monomials)
+            return (tuple(text for text, _ in texts), tuple(c / texts[0][1] for _, c in texts),
+                    tuple(domains[v] for v in order), texts[0][1] > 0), texts[0][1]
+
+        return min((key(order) for order in itertools.permutations(component)), key=lambda k: str(k[0]))
+
+    def diagonal(self, kind: ex.ReduceKind, variables: list[str], domains: dict,
+                 terms: list[sympy.Expr]) -> tuple[list[str], list[sympy.Expr]] | None:
+        """Rule 10: a max over a pair ``s, t`` of one domain (the other variables held) whose terms are a
+        positive semi-definite form plus one function of each, ``q(s, t) = sum_ij C_ij <a_i(s), a_j(t)> +
+        h(s) + h(t)`` with ``C`` symmetric PSD, is its max on the diagonal: ``q(s, t) <= (q(s, s) + q(t, t))
+        / 2`` (Cauchy-Schwarz). A min likewise when ``-q`` is such a form."""
+        sign = 1 if kind is ex.ReduceKind.MAX else -1
+        for s, t in itertools.combinations(variables, 2):
+            own = [i for i, term in enumerate(terms) if self.variables(term) & {s, t}]
+            if domains[s] == domains[t] and self.semidefinite(s, t, [sign * terms[i] for i in own]):
+                pair = self.expr(sum((terms[i] for i in own), sympy.Integer(0)))
+                on_diagonal = sympy.Add.make_args(_expand(self.value(ex.rename(pair, {t: s}))))
+                rest = [term for i, term in enumerate(terms) if i not in own]
+                return [v for v in variables if v != t], rest + list(on_diagonal)
+        return None
+
+    def semidefinite(self, s: str, t: str, terms: list[sympy.Expr]) -> bool:
+        """Whether ``terms`` are ``sum_ij C_ij <a_i(s), a_j(t)> + h(s) + h(t)``, ``C`` symmetric PSD and not
+        empty (``diagonal``); only ``dot`` is known to be an inner product (a ``bilinear`` form is not).
+        The counts are compared before any text is written."""
+        both = [self.inner_product(term, s, t) for term in terms if self.variables(term) >= {s, t}]
+        alone = {v: [term for term in terms if self.variables(term) & {s, t} == {v}] for v in (s, t)}
+        if not both or None in both or len(alone[s]) != len(alone[t]):
+            return False
+        form: dict[tuple[str, str], sympy.Expr] = {}
+        for coefficient, u, w in both:
+            key = (_side(u, s, t), _side(w, t, s))
+            form[key] = form.get(key, 0) + coefficient
+        sides = {v: sorted((_side(self.expr(rest), v, s if v == t else t), c)
+                           for c, rest in (term.as_coeff_Mul() for term in alone[v])) for v in (s, t)}
+        vectors = sorted({v for key in form for v in key})
+        matrix = sympy.Matrix([[form.get((a, b), 0) for b in vectors] for a in vectors])
+        return sides[s] == sides[t] and matrix.is_symmetric() and bool(matrix.is_positive_semidefinite)
+
+    def inner_product(self, term: sympy.Expr, s: str, t: str) -> tuple[sympy.Expr, ex.Expr, ex.Expr] | None:
+        """``c * dot(u, w)`` with ``u`` read at ``s`` (not ``t``) and ``w`` at ``t`` (not ``s``), as
+        ``(c, u, w)``; None for any other term."""
+        coefficient, rest = term.as_coeff_Mul()
+        call = self.atoms.get(rest) if rest.is_Symbol else None
+        if not (isinstance(call, ex.Call) and call.name == "dot"):
+            return None
+        u, w = sorted(call.args, key=lambda a: t in ex.free_variables(a))
+        if ex.free_variables(u) & {s, t} != {s} or ex.free_variables(w) & {s, t} != {t}:
+            return None
+        return coefficient, u, w
 
     def temporary(self, user_name: str) -> str:
         name = f"_u{next(self.fresh)}"
@@ -508,6 +624,45 @@ def _first_position(domain: ex.Domain) -> ex.FixedIndex | None:
     if isinstance(domain, ex.Range) and not domain.start.from_end:
         return ex.FixedIndex(domain.start.position)
     return None
+
+
+def _side(e: ex.Expr, me: str, other: str) -> str:
+    """``e`` with ``me`` and ``other`` named by their role: one side of a form, compared across the pair."""
+    return to_text(tidy(ex.rename(e, {me: "_p", other: "_q"})))
+
+
+def _components(variables: list[str], reads: list[frozenset[str]]) -> list[tuple[str, ...]]:
+    """``variables`` grouped by the terms that read them together (terms read as ``reads``), in order."""
+    parent = {v: v for v in variables}
+
+    def root(v: str) -> str:
+        while parent[v] != v:
+            v = parent[v]
+        return v
+
+    for vs in reads:
+        first, *others = sorted(vs & parent.keys()) or [None]
+        for other in others:
+            parent[root(other)] = root(first)
+    groups: dict[str, list[str]] = {}
+    for v in variables:
+        groups.setdefault(root(v), []).append(v)
+    return [tuple(members) for members in groups.values()]
+
+
+def _merged(variables: list[str], terms: list[sympy.Expr],
+            copies: list[list[tuple[tuple[str, ...], list[int], sympy.Expr]]]) -> tuple[list[str], list[sympy.Expr]]:
+    """``merge_copies``: each class of equal components kept once (its first), its terms scaled by the sum
+    of the members' leading coefficients over its own."""
+    dropped_variables, dropped_terms, scale = set(), set(), {}
+    for (_, kept, lead), *others in copies:
+        total = lead + sum(other_lead for _, _, other_lead in others)
+        scale.update({i: total / lead for i in kept})
+        for component, own, _ in others:
+            dropped_variables |= set(component)
+            dropped_terms |= set(own)
+    return ([v for v in variables if v not in dropped_variables],
+            [term * scale.get(i, 1) for i, term in enumerate(terms) if i not in dropped_terms])
 
 
 def _reductions(e: ex.Expr) -> Iterable[ex.Reduce]:

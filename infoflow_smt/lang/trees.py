@@ -7,7 +7,7 @@ group turns it into single-variable nodes:
 
 * a joint ``min``/``max`` becomes an **elimination tree**: the innermost variable's node compares the terms
   that read it; each next variable's node compares the terms that read it and the values of the earlier
-  nodes whose scores read it (``min_{s,t,u} <x_s,x_t> + <x_s,x_u>`` in the order ``s, t, u``: the nodes
+  nodes whose scores read it (``min_{s,t,u} <x_s,x_t> + x_s^T A x_u`` in the order ``s, t, u``: the nodes
   ``u`` and ``t`` each compare one term for each ``s``, the node ``s`` compares the sum of their values).
   Every term of a node's score depends on the node's variable: nothing is compared that does not take
   part in the comparison (docs/model.md, section 2). Orders that give the same tree are one order;
@@ -199,7 +199,7 @@ def useful_orders(target) -> dict[str, tuple[tuple[str, ...], ...]]:
     with no other order keeps its textual one.
 
     >>> from infoflow_smt import parse_target
-    >>> useful_orders(parse_target("min(dot(x[s], x[t]) + dot(x[s], x[u]) for s in T for t in T for u in T)"))
+    >>> useful_orders(parse_target("min(dot(x[s], x[t]) + bilinear(A1, x[s], x[u]) for s in T for t in T for u in T)"))
     {'g0': (('s', 'u', 't'), ('t', 's', 'u'), ('u', 's', 't'))}
     """
     return dict(_useful_orders(_expression(target)))

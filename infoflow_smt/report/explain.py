@@ -172,21 +172,28 @@ def _depth(tree, sels, arch, core) -> list[Reason]:
 
 
 def _budgets(tree, sels, arch, core) -> list[Reason]:
+    """One sentence per head budget of the core that has something to say: a budget is a reason only
+    through the selections that compete for its heads, so a budget with none says nothing and is left out."""
     at_inputs = [n for n in sels if len(tree.nodes[n]["bound"]) == 1]
     at_output = [n for n in sels if not tree.nodes[n]["bound"]]
     reasons = []
     for name in sorted(n for n in core if n.startswith("budget:")):
         _, layer, where = name.split(":")
-        h = arch.heads[int(layer) - 1]
-        if where == "out":
+        h = plural(arch.heads[int(layer) - 1], "head")
+        if where == "out" and at_output:
             reasons.append(Reason(name, (
-                f"Layer {layer} gives the output token {plural(h, 'head')}, while {plural(len(at_output), 'selection')} "
-                f"over all positions must reach it, one head each ({_listing(tree, at_output) or 'none'}).")))
-        else:
+                f"Layer {layer} gives the output token {h}, while {plural(len(at_output), 'selection')} "
+                f"over all positions must reach it, one head each ({_listing(tree, at_output)}).")))
+        elif where != "out" and at_inputs:
             reasons.append(Reason(name, (
-                f"Layer {layer} gives each input position {plural(h, 'head')}, while "
+                f"Layer {layer} gives each input position {h}, while "
                 f"{plural(len(at_inputs), 'selection')} can only be made at the input positions, one head each "
-                f"({_listing(tree, at_inputs) or 'none'}), and later layers need them made by then.")))
+                f"({_listing(tree, at_inputs)}), and later layers need them made by then.")))
+        elif where != "out" and at_output:  # docs/model.md, section 10: made at the inputs, handed on
+            reasons.append(Reason(name, (
+                f"Layer {layer} gives each input position {h}; each can make one selection over all positions for "
+                f"a later retrieval to hand on to the output token, and with the output token's own heads that is "
+                f"too few for the {plural(len(at_output), 'selection')} over all positions the target needs.")))
     return reasons
 
 

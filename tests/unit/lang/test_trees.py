@@ -98,7 +98,7 @@ def test_every_term_of_a_score_depends_on_its_variable():
 
 
 def test_elimination_tree_of_a_separable_joint_min():
-    tree = ifs.parse_target("min(dot(x[s], x[t]) + dot(x[s], x[u]) for s in T for t in T for u in T)").tree()
+    tree = ifs.parse_target("min(dot(x[s], x[t]) + bilinear(A1, x[s], x[u]) for s in T for t in T for u in T)").tree()
     assert tree.nodes["g0.t"]["bound"] == tree.nodes["g0.u"]["bound"] == {"s"}
     assert sorted(tree.successors("g0.s")) == ["g0.t", "g0.u"] and tree.nodes["g0.s"]["bound"] == frozenset()
 
