@@ -344,7 +344,8 @@ def cmd_minimize(args) -> int:
     front = minimize(target, args.max_layers, args.max_heads, embed_dim=args.embed_dim,
                      input_dim=_input_dim(args, target), positional=_positional(args, target),
                      seq_len=args.seq_len, timeout=args.timeout)
-    code = 0 if front else (3 if front.largest is not None and front.largest.status.exit_code == 3 else 1)
+    # an undecided architecture may be a missing point, or lower a listed one: the answer depends on it
+    code = 3 if front.undecided else 0 if front else 1
     if args.json:
         _print_json(front.to_json() | {"target": target.text})
         return code
@@ -354,8 +355,11 @@ def cmd_minimize(args) -> int:
         return code
     rows = [(v.architecture.layers, v.architecture.heads[0], v.exponent,
              v.witness.operations if v.witness else "-") for v in front]
+    what = "Pareto-minimal architectures" if front.complete else "Pareto-minimal among the decided architectures"
     _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
-                            title=f"Pareto-minimal architectures ({front.tried} tried)"))
+                            title=f"{what} ({front.tried} tried)"))
+    if front.undecided:
+        print(front.gap())
     return code
 
 
@@ -398,7 +402,7 @@ def cmd_sweep(args) -> int:
     result = Sweep(cells, seconds, cache_path)
     for i, spec in enumerate(args.targets if plots else []):
         result.plot(plots[i], target=spec)
-    unknown = any(c.status.exit_code == 3 for c in cells)
+    unknown = result.undecided > 0
     if args.json:
         _print_json(result.to_json() | {"plots": [str(p) for p in plots]})
         return 3 if unknown else 0
@@ -406,6 +410,8 @@ def cmd_sweep(args) -> int:
         _print_table(_phase_table(spec, [c for c in cells if c.target == spec], args.layers, args.heads))
     print(f"{len(cells)} cells: {result.decided} decided, {result.inferred} inferred by monotonicity (marked *), "
           f"{result.cached} from the cache" + (f" ({cache_path})" if cache_path else ""))
+    if result.undecided:
+        print(result.gap())
     for path in plots:
         print(f"phase diagram: {path}")
     return 3 if unknown else 0

@@ -93,15 +93,27 @@ class Sweep:
     def cached(self) -> int:
         return sum(c.cached for c in self.cells)
 
+    @property
+    def undecided(self) -> int:
+        """Cells left UNKNOWN (the deadline passed): the grid has holes where they are."""
+        return sum(c.status is Status.UNKNOWN for c in self.cells)
+
     def to_json(self) -> dict:
         return {"cells": [c.to_json() for c in self.cells], "decided": self.decided, "inferred": self.inferred,
-                "cached": self.cached, "seconds": round(self.seconds, 3),
-                "cache": str(self.cache_path) if self.cache_path else None}
+                "cached": self.cached, "undecided": self.undecided, "complete": not self.undecided,
+                "seconds": round(self.seconds, 3), "cache": str(self.cache_path) if self.cache_path else None}
+
+    def gap(self) -> str:
+        """The sentence that says how many cells are undecided ("" when none is)."""
+        if not self.undecided:
+            return ""
+        return (f"incomplete: {self.undecided} of {len(self.cells)} cells not decided by the deadline (unknown, "
+                "marked ?); run the sweep again with a longer --timeout: decided cells come from the cache")
 
     def __str__(self) -> str:
         head = (f"{len(self.cells)} cells: {self.decided} decided, {self.inferred} inferred by monotonicity, "
                 f"{self.cached} from the cache ({self.seconds:.2f} s)")
-        lines = [head]
+        lines = [head] + [self.gap()] * bool(self.undecided)
         for c in self.cells:
             how = f"inferred from heads={c.inferred_from}" if c.inferred else ("cached" if c.cached else "decided")
             bound = "" if c.bound == "exact" else f" ({c.bound})"

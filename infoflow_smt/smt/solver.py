@@ -479,6 +479,12 @@ class Front:
     points: tuple[Verdict, ...]
     largest: Verdict | None = None      # the largest architecture tried (its verdict says why, when none)
     tried: int = 0
+    undecided: tuple[Verdict, ...] = ()  # the UNKNOWN verdicts: any of them may be a missing or lower point
+
+    @property
+    def complete(self) -> bool:
+        """Whether every architecture tried was decided: only then are the points the whole front."""
+        return not self.undecided
 
     def __iter__(self):
         return iter(self.points)
@@ -492,12 +498,30 @@ class Front:
     def __bool__(self) -> bool:
         return bool(self.points)
 
+    def gap(self) -> str:
+        """The sentence that says which architectures were not decided ("" when all were)."""
+        if not self.undecided:
+            return ""
+        from infoflow_smt.report.explain import plural
+
+        shapes = ", ".join(f"({v.architecture.layers}, {v.architecture.heads[0]})" for v in self.undecided[:12])
+        more = ", ..." if len(self.undecided) > 12 else ""
+        return (f"incomplete: {plural(len(self.undecided), 'architecture')} of {self.tried} not decided "
+                f"(layers, heads: {shapes}{more}; {self.undecided[0].reason_unknown}); each may be a missing "
+                "point or lower a listed one")
+
     def __str__(self) -> str:
+        text = self._points_text()
+        return text + ("\n" + self.gap() if self.undecided else "")
+
+    def _points_text(self) -> str:
         from infoflow_smt.report.explain import plural
 
         if not self.points:
-            head = f"no efficient architecture among the {plural(self.tried, 'architecture')} tried"
-            why = [f"  - {r}" for r in self.largest.explanation] if self.largest else []
+            head = (f"no efficient architecture among the {plural(self.tried, 'architecture')} tried" if self.complete
+                    else f"no efficient architecture among the {plural(self.tried - len(self.undecided), 'architecture')} "
+                         "decided")
+            why = [f"  - {r}" for r in self.largest.explanation] if self.largest and not self.undecided else []
             if why:
                 head += f"; at the largest, {self.largest.architecture.shape}:"
             return "\n".join([head] + why)
@@ -509,8 +533,11 @@ class Front:
         return "\n".join([lines[0], "  ".join("-" * w for w in widths)] + lines[1:])
 
     def to_json(self) -> dict:
-        return {"points": [v.to_json() for v in self.points], "tried": self.tried,
-                "why_none": [r.sentence for r in self.largest.explanation] if (self.largest and not self.points) else []}
+        why = self.largest.explanation if self.largest and not self.points and not self.undecided else ()
+        return {"points": [v.to_json() for v in self.points], "tried": self.tried, "complete": self.complete,
+                "undecided": [{"layers": v.architecture.layers, "heads": v.architecture.heads[0],
+                               "reason_unknown": v.reason_unknown} for v in self.undecided],
+                "why_none": [r.sentence for r in why]}
 
 
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
@@ -522,7 +549,8 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     point has at most as many layers, at most as many heads and an exponent no larger. Every architecture
     is decided (one encoding serves them all): more heads can lower the exponent (heads that split specific
     positions each decode less). ``timeout`` bounds the whole search. When nothing is feasible the result
-    says why: the explanation of the largest architecture tried.
+    says why: the explanation of the largest architecture tried. An architecture not decided by the deadline
+    is in ``undecided`` (and ``complete`` is False): the points are then the front of the decided ones only.
     """
     deadline = Deadline(timeout)
     target = as_target(target)
@@ -537,6 +565,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                            positional=positional)
     _check_inputs(target, largest, seq_len, 12)
     feasible: list[Verdict] = []
+    undecided: list[Verdict] = []
     last = None
     with _recent(target, cost.DecodeLaw.SEED, seq_len, 12) as questions:
         for layers in range(1, max_layers + 1):
@@ -544,6 +573,8 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                 last = questions.decide(largest.with_heads((heads,) * layers), deadline)
                 if last.status is Status.FEASIBLE:
                     feasible.append(last)
+                elif last.status is Status.UNKNOWN:
+                    undecided.append(last)
     key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
 
     def dominated(v: Verdict) -> bool:
@@ -551,7 +582,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                    and w.architecture.heads[0] <= v.architecture.heads[0] and key(w) <= key(v)
                    for w in feasible)
 
-    return Front(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
+    return Front(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads, tuple(undecided))
 
 
 def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,

@@ -136,6 +136,19 @@ OTHERS = [
     ("parse-seed-string", "ifs.parse_target('x[1]', seed='1')"), ("parse-name-int", "ifs.parse_target('x[1]', name=3)"),
 ]
 
+# no silent partial answer: an aggregate answer cut short by its deadline says which cells it could not decide
+PARTIAL = [
+    ("partial-minimize", ("f = ifs.minimize('intrinsic_dimension:D=3', max_layers=2, max_heads=2, input_dim=2, "
+                          "timeout=0.01); d = f.to_json(); assert not f.complete and len(f.undecided) == 4 "
+                          "and d['complete'] is False and len(d['undecided']) == 4 and 'incomplete' in str(f)")),
+    ("partial-minimize-some-decided", ("f = ifs.minimize('max_retrieval', max_layers=1, max_heads=2, input_dim=2, "
+                                       "timeout=20); assert f.complete and f.points and not f.to_json()['undecided']")),
+    ("partial-sweep", (f"s = ifs.sweep(['intrinsic_dimension:D=3'], [{A}, ifs.Architecture(heads=(1,), input_dim=2)], "
+                       "cache=False, workers=1, timeout=0.01); d = s.to_json(); assert s.undecided == 2 and "
+                       "d['complete'] is False and d['undecided'] == 2 and 'incomplete' in str(s)")),
+    ("partial-decide-all", "ifs.decide_all('intrinsic_dimension:D=3', timeout=0.01)"),
+]
+
 CASES: list[tuple[str, str, str]] = (
     [(f"text-{i}", f"ifs.parse_target({code})", ERR) for i, code in TEXTS]
     + [(f"decide-text-{i}", f"ifs.decide({code}, {A})", ERR) for i, code in TEXTS[:20]]
@@ -144,4 +157,5 @@ CASES: list[tuple[str, str, str]] = (
     + [(f"bounded-{i}", code, "ok") for i, code in BOUNDED]
     + [(i, code, ERR) for i, code in CHECK]
     + [(i, code, ERR) for i, code in OTHERS]
+    + [(i, code, "ok") for i, code in PARTIAL[:-1]] + [(PARTIAL[-1][0], PARTIAL[-1][1], "SolverUnknownError")]
 )
