@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from infoflow_smt.deadline import Deadline, OutOfTime
 from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
 from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.limits import whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
@@ -96,8 +97,9 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     started, deadline = time.perf_counter(), Deadline(timeout)
     target = as_target(target)
     positional = bool(target.needs_positional) if positional is None else positional
-    if head_dim is not None and (isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1):
+    if head_dim is not None and (whole(head_dim) is None or head_dim < 1):
         raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
+    head_dim = None if head_dim is None else int(head_dim)
     width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
     probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
     _check_inputs(target, probe, None, 12)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang.expr import FixedIndex
 from infoflow_smt.model import cost
 from infoflow_smt.symbols import T
@@ -122,10 +123,17 @@ class Program:
 
     @classmethod
     def from_json(cls, data: dict) -> Program:
-        actions = tuple(Action(a["layer"], a["head"], _where_from(a["where"]),
-                               Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"])))
-                        for a in data["actions"])
-        return cls(actions, tuple((g, tuple(v)) for g, v in data["order"].items()), data["layers"])
+        """The program ``to_json`` wrote; anything else (a cache line edited by hand, a truncated file) raises
+        ``InvalidSpecError`` naming what is wrong."""
+        try:
+            actions = tuple(Action(a["layer"], a["head"], _where_from(a["where"]),
+                                   Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"])))
+                            for a in data["actions"])
+            return cls(actions, tuple((g, tuple(v)) for g, v in data["order"].items()), data["layers"])
+        except InvalidSpecError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise InvalidSpecError(f"not a program's JSON ({type(err).__name__}: {err})", "program") from None
 
     def __str__(self) -> str:
         lines = [str(a) for a in sorted(self.actions, key=_action_key)]

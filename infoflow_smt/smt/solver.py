@@ -14,8 +14,6 @@ z3 is imported here and in the encoder only. One deadline bounds the whole answe
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -28,10 +26,11 @@ import z3
 
 from infoflow_smt.deadline import Deadline, OutOfTime
 from infoflow_smt.errors import InvalidSpecError, WitnessCheckError
+from infoflow_smt.files import plain_file, write_atomic
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
 from infoflow_smt.lang.trees import comparison_tree
-from infoflow_smt.limits import MAX_REPLAY_WORK
+from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
@@ -46,10 +45,12 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
-    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2):
+    if seq_len is not None and (whole(seq_len) is None or seq_len < 2):
         problems.append(f"seq_len must be an integer >= 2 or None, got {seq_len!r}")
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+    if whole(samples) is None or samples < 1:
         problems.append(f"samples must be an integer >= 1 (every witness is replayed), got {samples!r}")
+    elif samples > MAX_SAMPLES:
+        problems.append(f"samples={samples} is over the limit of {MAX_SAMPLES} (infoflow_smt.limits.MAX_SAMPLES)")
     if problems:
         raise InvalidSpecError(problems, "decision")
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
@@ -424,6 +425,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     deadline = Deadline(timeout)
     target = as_target(target)
     _check_inputs(target, arch, seq_len, samples)
+    seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         return questions.decide(arch, deadline)
 
@@ -558,12 +560,14 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
         positional = bool(target.needs_positional)
     problems = [f"{name} must be an integer >= 1, got {value!r}"
                 for name, value in (("max_layers", max_layers), ("max_heads", max_heads))
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1]
+                if whole(value) is None or value < 1]
     if problems:
         raise InvalidSpecError(problems, "minimize")
+    max_layers, max_heads = int(max_layers), int(max_heads)
     largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
                            positional=positional)
     _check_inputs(target, largest, seq_len, 12)
+    seq_len = None if seq_len is None else int(seq_len)
     feasible: list[Verdict] = []
     undecided: list[Verdict] = []
     last = None
@@ -589,15 +593,12 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
                   decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Path:
     """Write the decision as a standard SMT-LIB 2 script: satisfiable iff an (efficient) program exists.
 
-    Refuses an existing file unless ``overwrite``, never writes through a symbolic link, and writes
-    atomically (a temporary file beside the destination, then renamed)."""
+    Refuses an existing file unless ``overwrite``, never writes through a symbolic link or over anything but
+    a plain file, and writes atomically (a temporary file beside the destination, then renamed; the mode of a
+    file it replaces is kept)."""
     target = as_target(target)
     _check_inputs(target, arch, None, 12)
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "export")
-    if path.is_dir():
-        raise InvalidSpecError(f"{path} is a folder; give a file path", "export")
+    path = plain_file(path, "export")
     if path.is_symlink():
         raise InvalidSpecError(f"{path} is a symbolic link; export_smtlib writes only to a plain path", "export")
     if path.exists() and not overwrite:
@@ -608,12 +609,4 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     if efficient:
         facts += [f"(not |{v}|)" for i, v in enumerate(enc.level_vars) if not cost.is_bounded(enc.levels[i])]
     text = "(set-logic QF_LIA)\n" + enc.text + "\n" + "".join(f"(assert {f})\n" for f in facts) + "(check-sat)\n"
-    handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(path, text, "export")
