@@ -33,7 +33,7 @@ from infoflow_smt.limits import whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
-from infoflow_smt.smt.solver import Questions, _check_inputs
+from infoflow_smt.smt.solver import Questions, _check_inputs, interrupted
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,9 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[i
 def _maximal_facts(enc, L: int, heads: int, deadline: Deadline) -> set[str]:
     """The facts some efficient program with ``heads`` heads in each of ``L`` layers makes true after layer
     ``L``, named without their layer."""
-    return {_unlayered(n) for n in enc.maximal_facts(L, heads, deadline)}
+    facts = enc.maximal_facts(L, heads, deadline)
+    interrupted(enc.solver)   # a check cut short by Ctrl-C ends the growth early: not a fixpoint
+    return {_unlayered(n) for n in facts}
 
 
 def _unlayered(name: str) -> str:

@@ -275,6 +275,11 @@ def _load(path: Path) -> tuple[dict, int]:
         return found, damaged
     with open(path, encoding="utf-8", errors="replace") as handle:
         while line := handle.readline(MAX_RECORD):
+            if not line.endswith("\n") and len(line) == MAX_RECORD:  # too long to be a record: skip the rest
+                while (rest := handle.readline(MAX_RECORD)) and not rest.endswith("\n"):
+                    pass
+                damaged += 1
+                continue
             try:
                 record = json.loads(line)
                 if record.get("model") != MODEL_VERSION:

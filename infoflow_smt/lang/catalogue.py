@@ -176,12 +176,15 @@ def _coerce(p: Parameter, value: object) -> tuple[object, str | None]:
     value = whole(value)
     if value < p.minimum or (p.maximum is not None and value > p.maximum):
         upper = f" and <= {p.maximum}" if p.maximum is not None else ""
-        return None, f"{p.name} must be >= {p.minimum}{upper}, got {value}"
+        return None, f"{p.name} must be >= {p.minimum}{upper}, got {_short(value)}"
     return value, None
 
 
 def _short(value: object) -> str:
-    """A value for a message: at most 60 characters of its repr."""
+    """A value for a message: at most 60 characters of its repr (a huge integer by its size: Python refuses to
+    print one of over 4300 digits)."""
+    if whole(value) is not None and abs(whole(value)).bit_length() > 64:
+        return f"an integer of about {int(abs(whole(value)).bit_length() * 0.30103)} digits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

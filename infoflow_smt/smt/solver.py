@@ -14,6 +14,7 @@ z3 is imported here and in the encoder only. One deadline bounds the whole answe
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections import OrderedDict
@@ -24,7 +25,7 @@ import numpy as np
 import sympy
 import z3
 
-from infoflow_smt.deadline import Deadline, OutOfTime
+from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
 from infoflow_smt.errors import InvalidSpecError, WitnessCheckError
 from infoflow_smt.files import plain_file, write_atomic
 from infoflow_smt.lang.catalogue import as_target
@@ -61,11 +62,24 @@ def _check_inputs(target, arch, seq_len, samples) -> None:
                                f"{target.work(length):.2g} index tuples per input, over the limit of "
                                f"{MAX_REPLAY_WORK:.0g} (infoflow_smt.limits.MAX_REPLAY_WORK): it reads too many variables at once",
                                "target")
+    if not _finite(target, arch.input_dim):
+        raise InvalidSpecError("the target's value is not a finite number on random inputs (NaN or infinite: a "
+                               "division by zero, or 0/0?): no program computes it", "target")
     if seq_len is not None:
         need = target.shortest_length
         if seq_len < need:
             raise InvalidSpecError(f"seq_len={seq_len} is too short for this target: it names positions or "
                                    f"ranks up to {need}", "decision")
+
+
+@functools.lru_cache(maxsize=256)
+def _finite(target, input_dim: int) -> bool:
+    """Whether the target's values are finite on a few random inputs (as the replay's are drawn): a value
+    that is NaN or infinite (``x[1] / 0``) can be neither computed nor checked."""
+    length = max(MIN_REPLAY_LENGTH, target.shortest_length + 2)
+    inputs = np.random.default_rng(0).standard_normal((4, length, input_dim))
+    with np.errstate(all="ignore"):
+        return bool(np.isfinite(np.asarray(target.evaluate(inputs), dtype=float)).all())
 
 
 # replays run on sequences long enough that no position holds every candidate by accident: longer than
@@ -81,6 +95,15 @@ def _replay_length(program, target, arch, seq_len: int | None) -> int:
     while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
         length -= 1
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
+
+
+def interrupted(solver: z3.Solver) -> None:
+    """Raise KeyboardInterrupt when the solver's last check was cut short by Ctrl-C. z3 installs its own SIGINT
+    handler for the length of a check and answers unknown, "canceled" (nothing else here cancels a check):
+    Python never sees the signal, so without this an interrupt would read as an unfinished question (or, in
+    a minimization, as a witness not shown minimal) and the run would go on."""
+    if solver.reason_unknown() == "canceled" or interrupt_pending():
+        raise KeyboardInterrupt
 
 
 MINIMIZE_SECONDS = 2.0   # the longest one question of a witness's minimization may take (it is optional)
@@ -110,8 +133,10 @@ class _Session:
         self.enc.solver.set("timeout", budget if at_most is None else min(budget, int(at_most * 1000)))
         self.calls += 1
         result = self.enc.solver.check(*assumptions)
-        if result == z3.unknown and self.deadline.passed:
-            raise OutOfTime("solving")
+        if result == z3.unknown:
+            interrupted(self.enc.solver)
+            if self.deadline.passed:
+                raise OutOfTime("solving")
         return result
 
     def unknown(self) -> str:
