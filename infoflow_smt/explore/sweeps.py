@@ -37,6 +37,7 @@ from infoflow_smt.deadline import Deadline, OutOfTime, seconds
 from infoflow_smt.errors import InvalidSpecError, Problem, WitnessCheckError
 from infoflow_smt.files import as_path, plain_file
 from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.limits import MAX_WORKERS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture
@@ -171,7 +172,7 @@ def _key(target, arch: Architecture, settings: dict) -> str:
 
 
 def _has_kth(target) -> bool:
-    return any(d["kind"] == "kth" for _, d in target.tree().nodes(data=True))
+    return any(d["kind"] == "kth" for _, d in comparison_tree(target).nodes(data=True))
 
 
 def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[Cell]:

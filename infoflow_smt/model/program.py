@@ -96,6 +96,13 @@ class Program:
     layers: int = 1
     notes: tuple[str, ...] = field(default=(), compare=False)
 
+    def __post_init__(self) -> None:
+        # tuples all the way down, whatever the caller passed: a program is shared by caches (the replays,
+        # the reused optimal witnesses), and one changed in place would change their later answers
+        object.__setattr__(self, "actions", tuple(self.actions))
+        object.__setattr__(self, "order", tuple((g, tuple(v)) for g, v in self.order))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
     @property
     def order_map(self) -> dict[str, tuple[str, ...]]:
         return dict(self.order)

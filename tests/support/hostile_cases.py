@@ -218,6 +218,27 @@ DISK_OK = [
                                 "assert __import__('os').stat(p).st_mode & 0o777 == 0o644 and open(p).read().startswith('(set-logic')")),
 ]
 
+# returned objects immutable or copies: changing one cannot change a later answer
+_TWICE = "a = ifs.Architecture(heads=(1, 1), input_dim=2); t = ifs.catalogue.get('min_pairwise_dot'); v = ifs.decide(t, a); "
+SHARED = [
+    ("shared-tree-cleared", (_TWICE + "g = t.tree(); g.remove_nodes_from(list(g.nodes)); g.graph.clear(); "
+                             "w = ifs.decide('min_pairwise_dot', a); assert (w.status, w.exponent, w.witness) == "
+                             "(v.status, v.exponent, v.witness) and len(t.tree().nodes) == 3 and t.comparison_order == 2")),
+    ("shared-tree-attributes", (_TWICE + "g = t.tree(); [d.update(kind='output', bound=frozenset()) for _, d in g.nodes(data=True)]; "
+                                "[grp.__dict__.clear() for grp in g.graph.get('groups', {}).values() if hasattr(grp, '__dict__')]; "
+                                "w = ifs.decide(ifs.catalogue.get('min_pairwise_dot'), a); "
+                                "assert (w.status, w.exponent) == (v.status, v.exponent) and t.comparison_order == 2")),
+    ("shared-program-lists", ("p = ifs.Program([], order=[('g0', ['s', 't'])], layers=2); "
+                              "assert isinstance(p.actions, tuple) and p.order == (('g0', ('s', 't')),) and hash(p)")),
+    ("shared-stats", (_TWICE + "v.stats.extra['poison'] = 1; w = ifs.decide('max_retrieval', ifs.Architecture(heads=(1,), input_dim=2)); "
+                      "assert 'poison' not in w.stats.extra")),
+]
+SHARED_FROZEN = [
+    ("shared-witness-frozen", _TWICE + "v.witness.actions = ()"),
+    ("shared-verdict-frozen", _TWICE + "v.witness = None"),
+    ("shared-action-frozen", _TWICE + "v.witness.actions[0].op.positions = (1,)"),
+]
+
 CASES: list[tuple[str, str, str]] = (
     [(f"text-{i}", f"ifs.parse_target({code})", ERR) for i, code in TEXTS]
     + [(f"decide-text-{i}", f"ifs.decide({code}, {A})", ERR) for i, code in TEXTS[:20]]
@@ -227,5 +248,6 @@ CASES: list[tuple[str, str, str]] = (
     + [(i, code, ERR) for i, code in CHECK]
     + [(i, code, ERR) for i, code in OTHERS]
     + [(i, code, ERR) for i, code in BOUNDS + DISK] + [(i, code, "ok") for i, code in NUMPY_INTS + DISK_OK]
+    + [(i, code, "ok") for i, code in SHARED] + [(i, code, "FrozenInstanceError") for i, code in SHARED_FROZEN]
     + [(i, code, "ok") for i, code in PARTIAL[:-1]] + [(PARTIAL[-1][0], PARTIAL[-1][1], "SolverUnknownError")]
 )
