@@ -101,6 +101,14 @@ BAD_OPTIONS = [
     (["confirm", "no_such_target", "--heads", "2"], "unknown target"),
     (["confirm", "linear_max_sum:D=2", "--heads", "2", "--embed-dim", "0"], "--embed-dim"),
     (["confirm", "linear_max_sum:D=2", "--heads", "2", "--seq-len", "1"], "--seq-len"),
+    # bounded before anything is allocated (an 80 GB network, 191 GiB of sequences, 100000 threads)
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--embed-dim", "100000"], "--embed-dim"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--threads", "100000"], "--threads"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--input-dim", "9" * 5000], "--input-dim"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2," * 3000 + "2"], "--heads"),
+    (["validate", "--seq-len", "100000000"], "--seq-len"),
+    (["run", "--threads", "100000"], "--threads"),
+    (["run", "--workers", "100000"], "--workers"),
 ]
 
 
