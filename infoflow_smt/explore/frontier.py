@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from infoflow_smt.deadline import Deadline, OutOfTime
 from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
 from infoflow_smt.lang.catalogue import as_target
-from infoflow_smt.limits import whole
+from infoflow_smt.limits import MAX_HEADS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
@@ -152,6 +152,11 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[i
     from infoflow_smt.smt import encoder
 
     heads = encoder.encode(target, probe.with_heads((1, 1)), law).widest
+    if heads > MAX_HEADS:   # the bounded grid itself would hold architectures over the limits
+        raise InvalidSpecError(f"one layer can run up to {heads} distinct operations for this target, so "
+                               f"covering every architecture needs {heads} heads per layer, over the limit of "
+                               f"{MAX_HEADS} (infoflow_smt.limits.MAX_HEADS): decide chosen architectures "
+                               "with decide or sweep instead", "decide_all")
     layers, reached = 2, []
     while True:
         enc = encoder.encode(target, probe.with_heads((heads,) * layers), law)

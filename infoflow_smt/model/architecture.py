@@ -21,6 +21,12 @@ def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
     if not isinstance(value, sympy.Expr) or not value.free_symbols <= {T}:
         return None, f"embed_dim must be an int or a sympy expression in T, got {value!r}"
     width = sympy.sympify(value)
+    if sympy.count_ops(width) > 50 or any(
+            not isinstance(node, (sympy.Add, sympy.Mul, sympy.Pow, sympy.Number, sympy.Symbol, sympy.log))
+            or (isinstance(node, sympy.Pow) and not (node.exp.is_Rational and abs(node.exp) <= 8))
+            for node in sympy.preorder_traversal(width)):   # sympy's limit of T**T or exp(exp(T)) never ends
+        return None, (f"embed_dim must be a sum of products of powers of T (exponents rational, at most 8), "
+                      f"got {str(value)[:80]}")
     if width.is_number:
         if not (width.is_finite and width.is_real and width.is_positive):
             return None, f"embed_dim must be a positive finite number, got {value!r}"

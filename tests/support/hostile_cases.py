@@ -170,6 +170,10 @@ BOUNDS = [
     ("type-export-path-int", f"ifs.export_smtlib('max_retrieval', {A}, 3)"),
     ("type-sweep-cache-0", f"ifs.sweep(['max_retrieval'], [{A}], cache=0, workers=1)"),
     ("type-sweep-cache-list", f"ifs.sweep(['max_retrieval'], [{A}], cache=[], workers=1)"),
+    ("bound-width-T**T", "ifs.Architecture(heads=(1,), embed_dim=T**T)"),
+    ("bound-brute-force-nan", f"ifs.brute_force_decide('max_retrieval', {A}, budget_s=float('nan'))"),
+    ("bound-brute-force-inf", f"ifs.brute_force_decide('max_retrieval', {A}, budget_s=float('inf'))"),
+
     ("nan-divide-by-0", f"ifs.decide('max(f1(x[t]) for t in T) / 0', {A})"),
     ("nan-0-over-0", f"ifs.decide('max(f1(x[t]) for t in T) * 0 / 0', {A})"),
     ("nan-root-of-negative", f"ifs.decide('max(f1(x[t]) for t in T) + x[1] ** 0.5', {APE})"),
