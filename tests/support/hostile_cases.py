@@ -91,6 +91,9 @@ BOUNDED = [  # each returns within its deadline (UNKNOWN is fine, a wrong or unb
     ("nesting-12-distributed", (f"ifs.decide('min(f1(x[v0]) + ' + ''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' "
                                f"for i in range(10)) + 'f1(x[v10])' + ''.join(f' for v{{10-i}} in T)' for i in range(10)) + "
                                f"' for v0 in T)', {A}, timeout=20)")),
+    ("sum-of-8-independent-selections", ("ifs.decide('min(' + ' + '.join(f'f{i}(x[{v}])' for i, v in enumerate('abcdefgh', 1)) + "
+                                         "' ' + ' '.join(f'for {v} in T' for v in 'abcdefgh') + ')', "
+                                         "ifs.Architecture(heads=(8,), input_dim=2), timeout=20)")),
     ("minimize-bounded", "ifs.minimize('intrinsic_dimension:D=6', max_layers=6, max_heads=8, input_dim=2, timeout=20)"),
     ("sweep-bounded", f"ifs.sweep(['triangle_center'], [{A}], cache=False, workers=1, timeout=20)"),
 ]
