@@ -26,14 +26,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from infoflow_smt.deadline import Deadline, OutOfTime
+from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
 from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.limits import MAX_HEADS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
-from infoflow_smt.smt.solver import Questions, _check_inputs, interrupted
+from infoflow_smt.smt.solver import Questions, _check_inputs
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,8 @@ def _maximal_facts(enc, L: int, heads: int, deadline: Deadline) -> set[str]:
     """The facts some efficient program with ``heads`` heads in each of ``L`` layers makes true after layer
     ``L``, named without their layer."""
     facts = enc.maximal_facts(L, heads, deadline)
-    interrupted(enc.solver)   # a check cut short by Ctrl-C ends the growth early: not a fixpoint
+    if interrupt_pending():   # a check cut short by Ctrl-C ends the growth early: not a fixpoint
+        raise KeyboardInterrupt
     return {_unlayered(n) for n in facts}
 
 

@@ -97,12 +97,14 @@ def _replay_length(program, target, arch, seq_len: int | None) -> int:
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
 
 
-def interrupted(solver: z3.Solver) -> None:
-    """Raise KeyboardInterrupt when the solver's last check was cut short by Ctrl-C. z3 installs its own SIGINT
-    handler for the length of a check and answers unknown, "canceled" (nothing else here cancels a check):
-    Python never sees the signal, so without this an interrupt would read as an unfinished question (or, in
-    a minimization, as a witness not shown minimal) and the run would go on."""
-    if solver.reason_unknown() == "canceled" or interrupt_pending():
+def interrupted(solver: z3.Solver, took: float, limit: float) -> None:
+    """Raise KeyboardInterrupt when the solver's last check (``took`` seconds of a ``limit``) was cut short by
+    Ctrl-C. z3 installs its own SIGINT handler for the length of a check and answers unknown, "canceled": Python
+    never sees the signal, so without this an interrupt would read as an unfinished question (or, in a
+    minimization, as a witness not shown minimal) and the run would go on. z3 also says "canceled" when the
+    check's own timeout fires, so a cancel counts as an interrupt only well before that timeout."""
+    canceled = solver.reason_unknown() == "canceled" and took < 0.9 * limit - 0.05
+    if canceled or interrupt_pending():
         raise KeyboardInterrupt
 
 
@@ -130,11 +132,13 @@ class _Session:
         assumptions = self.base + list(extra)
         assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
         budget = self.deadline.milliseconds()
-        self.enc.solver.set("timeout", budget if at_most is None else min(budget, int(at_most * 1000)))
+        limit = budget if at_most is None else min(budget, int(at_most * 1000))
+        self.enc.solver.set("timeout", limit)
         self.calls += 1
+        started = time.monotonic()
         result = self.enc.solver.check(*assumptions)
         if result == z3.unknown:
-            interrupted(self.enc.solver)
+            interrupted(self.enc.solver, time.monotonic() - started, limit / 1000)
             if self.deadline.passed:
                 raise OutOfTime("solving")
         return result
