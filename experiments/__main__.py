@@ -27,7 +27,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 130, 143
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 4, 130, 143
+# the largest values the options take: each bounds what one run allocates (a network of width E on sequences
+# of T tokens of dimension d, a thread or worker per unit) before anything is allocated
+MAX_THREADS, MAX_WORKERS, MAX_WIDTH, MAX_INPUT, MAX_LENGTH = 256, 256, 4096, 1024, 4096
 
 
 class BadInput(Exception):
@@ -43,14 +46,17 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(message)
 
 
-def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+def _int_at_least(minimum: int, what: str, maximum: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
+        wanted = f"{what} wants an integer >= {minimum}" + (f" and <= {maximum}" if maximum else "")
         try:
-            value = int(text)
+            value = int(text) if len(text.strip()) <= 18 else None
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} wants an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{what} wants an integer >= {minimum}, got {value}")
+            value = None
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{wanted}, got {text[:40]!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"{wanted}, got {value}")
         return value
 
     return parse
@@ -68,9 +74,12 @@ def _positive_float(text: str) -> float:
 
 def _heads(text: str, option: str = "--heads") -> tuple[int, ...]:
     try:
+        if len(text) > 2000 or any(len(h.strip()) > 4 for h in text.split(",")):
+            raise ValueError(text)
         heads = tuple(int(h) for h in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{option} wants comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{option} wants comma-separated integers (at most 9999 each), got "
+                                         f"{text[:40]!r}") from None
     if any(h < 1 for h in heads):
         raise argparse.ArgumentTypeError(f"{option} wants integers >= 1 (heads per layer), got {text!r}")
     return heads
@@ -81,7 +90,7 @@ def _against(text: str) -> tuple[int, ...]:
 
 
 def _seq_lens(text: str) -> tuple[int, ...]:
-    parse = _int_at_least(2, "--seq-len")
+    parse = _int_at_least(2, "--seq-len", MAX_LENGTH)
     return tuple(sorted({parse(part.strip()) for part in text.split(",")}))
 
 
@@ -184,11 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory of <profile>.sqlite (default results/)")
     common.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when present")
     p = sub.add_parser("run", parents=[common], help=cmd_run.__doc__)
-    p.add_argument("--threads", type=_int_at_least(1, "--threads"), default=None,
+    p.add_argument("--threads", type=_int_at_least(1, "--threads", MAX_THREADS), default=None,
                    help="torch CPU threads per process (default 1)")
-    p.add_argument("--workers", type=_int_at_least(1, "--workers"), default=None,
+    p.add_argument("--workers", type=_int_at_least(1, "--workers", MAX_WORKERS), default=None,
                    help="parallel job processes (default: one per CPU core on cpu, 1 on cuda)")
-    p.add_argument("--label-workers", type=_int_at_least(1, "--label-workers"), default=1,
+    p.add_argument("--label-workers", type=_int_at_least(1, "--label-workers", MAX_WORKERS), default=1,
                    help="processes evaluating each dataset's labels (O(T^3) targets at large T)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
@@ -214,20 +223,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=_positive_float, default=None,
                    help="efficient = NMSE below this, fixed before training (default 1e-2)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None)
-    p.add_argument("--threads", type=_int_at_least(1, "--threads"), default=None)
+    p.add_argument("--threads", type=_int_at_least(1, "--threads", MAX_THREADS), default=None)
     p.add_argument("--json", action="store_true", help="print the table as one JSON document")
     p.set_defaults(func=cmd_confirm)
     return parser
 
 
 def _arch_options(p: argparse.ArgumentParser, seq_len: int | None = 8, lengths: bool = False) -> None:
-    p.add_argument("--embed-dim", type=_int_at_least(1, "--embed-dim"), default=32)
-    p.add_argument("--input-dim", type=_int_at_least(1, "--input-dim"), default=4)
+    p.add_argument("--embed-dim", type=_int_at_least(1, "--embed-dim", MAX_WIDTH), default=32)
+    p.add_argument("--input-dim", type=_int_at_least(1, "--input-dim", MAX_INPUT), default=4)
     if lengths:   # confirm: several T, judged by the trend (default 8,16,32; one T cannot show a trend)
         p.add_argument("--seq-len", type=_seq_lens, default=seq_len,
                        help="one T or several, e.g. 8,16,32 (default: 8,16,32)")
     else:
-        p.add_argument("--seq-len", type=_int_at_least(2, "--seq-len"), default=seq_len)
+        p.add_argument("--seq-len", type=_int_at_least(2, "--seq-len", MAX_LENGTH), default=seq_len)
     p.add_argument("--positional", action="store_true")
 
 
@@ -294,6 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .store import StoreError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv   # anywhere: the traceback of an internal error
+    argv = [a for a in argv if a != "--debug"]
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     command = None
     try:
@@ -314,6 +326,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print(f"terminated (SIGTERM){_INTERRUPTED.get(command, '')}", file=sys.stderr)
         return EXIT_SIGTERM
+    except ImportError as exc:   # an extra missing past the first import (torch, matplotlib)
+        print(f"error: this command needs the experiments extra ({exc.name or exc} is missing): "
+              "pip install 'infoflow_smt[experiments]'", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug: one line and its own code, not 1 (failed)
+        if debug:
+            import traceback
+            traceback.print_exception(exc, file=sys.stderr)
+        print(f"internal error (a bug, please report it; --debug shows the traceback): {type(exc).__name__}: "
+              f"{' '.join(str(exc).split())[:300]}", file=sys.stderr)
+        return EXIT_INTERNAL
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -12,24 +12,30 @@
 
 TARGET is a catalogue name with parameters (``intrinsic_dimension:D=3``) or target text. Exit codes: 0
 feasible, proved or done; 1 infeasible or disproved; 2 bad input (one line on stderr naming the problem and
-the fix, never a traceback); 3 unknown; 130 interrupted. ``--json`` prints one JSON document whose schema is
+the fix, never a traceback); 3 unknown; 4 internal error (a bug: one line, the traceback under ``--debug``);
+130 interrupted. ``--json`` prints one JSON document whose schema is
 in docs/cli.md. ``main(argv)`` returns the exit code, so tests and other tools call it in-process.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 import sympy
 
-from infoflow_smt.errors import InfoflowError, InvalidSpecError
+from infoflow_smt.deadline import forget_interrupt, on_interrupt
+from infoflow_smt.errors import InfoflowError, InvalidSpecError, WitnessCheckError
+from infoflow_smt.limits import MAX_DIGITS
 from infoflow_smt.symbols import T
 
 PROG = "infoflow"
@@ -56,11 +62,14 @@ def heads_per_layer(text: str) -> tuple[int, ...]:
 
 
 def integer_range(text: str) -> list[int]:
-    """``"1..6"``, ``"1,2,4"`` or ``"3"`` -> the whole numbers it names (each >= 1)."""
+    """``"1..6"``, ``"1,2,4"`` or ``"3"`` -> the whole numbers it names (each >= 1); the count is checked
+    before the list is made (``1..100000000000`` is refused, not built)."""
     try:
+        if len(text) > 2000 or any(len(p.strip()) > MAX_DIGITS for p in text.replace("..", ",").split(",")):
+            raise ValueError(text)
         if ".." in text:
             low, high = (int(p) for p in text.split("..", 1))
-            values = list(range(low, high + 1))
+            values = list(range(low, high + 1)) if high - low < 256 else []
         else:
             values = [int(p) for p in text.split(",")]
     except ValueError:
@@ -112,7 +121,7 @@ def width(text: str) -> int | sympy.Expr:
 def _positive(kind: str):
     def read(text: str):
         try:
-            number = int(text) if kind == "int" else float(text)
+            number = (int(text) if len(text.strip()) <= MAX_DIGITS else None) if kind == "int" else float(text)
         except ValueError:
             number = None
         if number is None or not number > 0 or number == float("inf"):
@@ -146,7 +155,8 @@ def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JS
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Decide, with an SMT solver, which transformer architectures "
                      "compute a target efficiently (InfoFlow). Exit codes: 0 feasible/proved, 1 infeasible/"
-                     "disproved, 2 bad input, 3 unknown.")
+                     "disproved, 2 bad input, 3 unknown, 4 internal error (--debug anywhere shows its "
+                     "traceback), 130 interrupted.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("decide", help="decide one architecture: a replayed witness or the reasons it fails")
@@ -344,7 +354,8 @@ def cmd_minimize(args) -> int:
     front = minimize(target, args.max_layers, args.max_heads, embed_dim=args.embed_dim,
                      input_dim=_input_dim(args, target), positional=_positional(args, target),
                      seq_len=args.seq_len, timeout=args.timeout)
-    code = 0 if front else (3 if front.largest is not None and front.largest.status.exit_code == 3 else 1)
+    # an undecided architecture may be a missing point, or lower a listed one: the answer depends on it
+    code = 3 if front.undecided else 0 if front else 1
     if args.json:
         _print_json(front.to_json() | {"target": target.text})
         return code
@@ -354,8 +365,11 @@ def cmd_minimize(args) -> int:
         return code
     rows = [(v.architecture.layers, v.architecture.heads[0], v.exponent,
              v.witness.operations if v.witness else "-") for v in front]
+    what = "Pareto-minimal architectures" if front.complete else "Pareto-minimal among the decided architectures"
     _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
-                            title=f"Pareto-minimal architectures ({front.tried} tried)"))
+                            title=f"{what} ({front.tried} tried)"))
+    if front.undecided:
+        print(front.gap())
     return code
 
 
@@ -398,7 +412,7 @@ def cmd_sweep(args) -> int:
     result = Sweep(cells, seconds, cache_path)
     for i, spec in enumerate(args.targets if plots else []):
         result.plot(plots[i], target=spec)
-    unknown = any(c.status.exit_code == 3 for c in cells)
+    unknown = result.undecided > 0
     if args.json:
         _print_json(result.to_json() | {"plots": [str(p) for p in plots]})
         return 3 if unknown else 0
@@ -406,6 +420,8 @@ def cmd_sweep(args) -> int:
         _print_table(_phase_table(spec, [c for c in cells if c.target == spec], args.layers, args.heads))
     print(f"{len(cells)} cells: {result.decided} decided, {result.inferred} inferred by monotonicity (marked *), "
           f"{result.cached} from the cache" + (f" ({cache_path})" if cache_path else ""))
+    if result.undecided:
+        print(result.gap())
     for path in plots:
         print(f"phase diagram: {path}")
     return 3 if unknown else 0
@@ -544,34 +560,82 @@ def run(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; returns its exit code. No arguments: the demo."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     if not argv:
         from infoflow_smt.demo import demo
         return demo()
+    forget_interrupt()
+    own = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler   # not where SIGINT is ignored
+    if own:
+        signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        return _answer(argv, debug)
+    finally:
+        if own:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _answer(argv: list[str], debug: bool) -> int:
+    """``run``, with every error turned into its one line and exit code."""
     try:
         return run(argv)
     except (BadInput, InvalidSpecError) as err:
-        print(f"{PROG}: error: {_one_line(str(err))}{_hint(err)}", file=sys.stderr)
+        _say(f"{PROG}: error: {_one_line(str(err))}{_hint(err)}")
         return 2
+    except WitnessCheckError as err:   # a witness that fails its replay: a bug, never an answer
+        return _internal(err, debug)
     except InfoflowError as err:   # a solver that could not answer where an answer was required
-        print(f"{PROG}: {_one_line(str(err))}", file=sys.stderr)
+        _say(f"{PROG}: {_one_line(str(err))}")
         return 3
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; finished sweep cells stay in the cache, nothing else was written",
-              file=sys.stderr)
+        _say(f"{PROG}: interrupted; finished sweep cells stay in the cache, nothing else was written")
         return 130
+    except BrokenPipeError:
+        raise   # the console script ends it quietly (entry)
+    except OSError as err:   # the system refused something (a full disk, a read-only folder): not a bug
+        _say(f"{PROG}: error: {_one_line(f'{err.strerror or err}' + (f': {err.filename}' if err.filename else ''))}")
+        return 2
+    except Exception as err:  # noqa: BLE001 - anything else is a bug: one line, its own code
+        return _internal(err, debug)
+
+
+INTERNAL_ERROR = 4   # exit code of a bug (1 means infeasible, 3 unknown: a script must not read either)
+
+
+def _internal(err: BaseException, debug: bool) -> int:
+    if debug:
+        import traceback
+        traceback.print_exception(err, file=sys.stderr)
+    _say(f"{PROG}: internal error (a bug in infoflow_smt, please report it; --debug shows the traceback): "
+         f"{type(err).__name__}: {_one_line(str(err))}")
+    return INTERNAL_ERROR
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if there is a stderr to write to."""
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def entry() -> None:
-    """The console script. A reader that stops early (`infoflow catalogue | head`) ends it quietly."""
+    """The console script. A reader that stops early (`infoflow catalogue | head`) ends it quietly; a closed
+    or full standard output (`>&-`, `> /dev/full`) is one line on stderr and exit code 2."""
+    if sys.stdout is None:   # started with stdout closed: nothing can be printed
+        _say(f"{PROG}: error: standard output is closed")
+        sys.exit(2)
     try:
         code = main()
         sys.stdout.flush()
-    except BrokenPipeError:
-        try:
-            sys.stdout.flush()
-        except BrokenPipeError:  # stdout's reader left: it has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            code = 0
-        else:
-            raise
+    except BrokenPipeError:  # stdout's reader left: it has what it wanted
+        code = 0
+    except (OSError, ValueError) as err:   # ENOSPC from /dev/full, a stdout closed under us
+        _say(f"{PROG}: error: cannot write to standard output ({getattr(err, 'strerror', None) or err})")
+        code = 2
+    # the interpreter flushes stdout again at exit: make that flush go nowhere
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if code == 130:   # interrupted: what finished is on disk (each cache line is synced); freeing the
+        os._exit(code)  # solver's memory at exit would take seconds, and Ctrl-C must win within one
     sys.exit(code)

@@ -7,6 +7,7 @@ True
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 from infoflow_smt.errors import InfoflowError, InvalidSpecError, Problem
@@ -32,6 +33,26 @@ def seconds(timeout, subject: str = "timeout") -> float:
     return float(timeout)
 
 
+_interrupted = threading.Event()   # Ctrl-C seen by ``on_interrupt`` (the command's SIGINT handler)
+
+
+def on_interrupt(signum, frame) -> None:
+    """A SIGINT handler that remembers the interrupt before raising KeyboardInterrupt: Python drops an
+    exception raised inside a destructor (z3 frees its terms in ``__del__``), and every ``Deadline.check``
+    after that raises it again, so an interrupt is never lost."""
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
+def interrupt_pending() -> bool:
+    return _interrupted.is_set()
+
+
+def forget_interrupt() -> None:
+    """Clear a remembered interrupt (a command starts afresh)."""
+    _interrupted.clear()
+
+
 class Deadline:
     """A point in time (``time.monotonic``) by which an answer is due."""
 
@@ -47,7 +68,9 @@ class Deadline:
         return self.left() <= 0
 
     def check(self, what: str) -> None:
-        """Raise ``OutOfTime`` when the deadline has passed."""
+        """Raise ``OutOfTime`` when the deadline has passed (KeyboardInterrupt after an interrupt)."""
+        if _interrupted.is_set():
+            raise KeyboardInterrupt
         if self.passed:
             raise OutOfTime(what)
 

@@ -7,10 +7,13 @@ limits is decided in full (or answered UNKNOWN at its deadline, never INFEASIBLE
 """
 from __future__ import annotations
 
+import operator
+
 MAX_TEXT_CHARS = 20_000   # characters of target text
 MAX_POSITION = 256        # fixed positions x[k], x[T-k] and range bounds: a replay needs T > k
 MAX_RANK = 64             # k of kth_largest
 MAX_OFFSET = 64           # |k| of an offset x[t-k]
+MAX_DEPTH = 200           # levels of the syntax tree (a sum of n terms has n): each later step recurses through it
 MAX_NESTING = 12          # reductions nested inside one another (dependent selections in a chain)
 MAX_JOINT = 8             # variables of one joint reduction (its variable orders are searched)
 MAX_EVALUATION = 10**8    # index tuples one evaluation of a target may visit per input (Target.evaluate)
@@ -19,3 +22,18 @@ MAX_INPUT_DIM = 1024      # d: a replay holds samples x T x d numbers, a bilinea
 MAX_LAYERS = 32           # layers of an architecture (the encoding grows linearly with them)
 MAX_HEADS = 256           # heads in one layer
 DEFAULT_TIMEOUT = 60.0    # seconds: the deadline of one answer when the caller gives none
+MAX_SAMPLES = 100_000     # random inputs of one replay: samples x T x d numbers, and the target's values on them
+MAX_WORKERS = 1024        # processes of one sweep
+MAX_DIGITS = 18           # digits of a whole number read from text (a catalogue parameter, a subset's number):
+                          # it fits a 64-bit integer
+
+
+def whole(value) -> int | None:
+    """``value`` as a Python int when it is a whole number (an int or a numpy integer, never a bool), else None:
+    every argument that takes an int takes a numpy integer too."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None

@@ -26,9 +26,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from infoflow_smt.deadline import Deadline, OutOfTime
+from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
 from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
 from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.limits import MAX_HEADS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
@@ -97,8 +98,9 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     started, deadline = time.perf_counter(), Deadline(timeout)
     target = as_target(target)
     positional = bool(target.needs_positional) if positional is None else positional
-    if head_dim is not None and (isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1):
+    if head_dim is not None and (whole(head_dim) is None or head_dim < 1):
         raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
+    head_dim = None if head_dim is None else int(head_dim)
     width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
     probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
     validate_question(target, probe)
@@ -151,6 +153,11 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[i
     from infoflow_smt.smt import encoder
 
     heads = encoder.encode(target, probe.with_heads((1, 1)), law).widest
+    if heads > MAX_HEADS:   # the bounded grid itself would hold architectures over the limits
+        raise InvalidSpecError(f"one layer can run up to {heads} distinct operations for this target, so "
+                               f"covering every architecture needs {heads} heads per layer, over the limit of "
+                               f"{MAX_HEADS} (infoflow_smt.limits.MAX_HEADS): decide chosen architectures "
+                               "with decide or sweep instead", "decide_all")
     layers, reached = 2, []
     while True:
         enc = encoder.encode(target, probe.with_heads((heads,) * layers), law)
@@ -164,7 +171,10 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[i
 def _maximal_facts(enc, L: int, heads: int, deadline: Deadline) -> set[str]:
     """The facts some efficient program with ``heads`` heads in each of ``L`` layers makes true after layer
     ``L``, named without their layer."""
-    return {_unlayered(n) for n in enc.maximal_facts(L, heads, deadline)}
+    facts = enc.maximal_facts(L, heads, deadline)
+    if interrupt_pending():   # a check cut short by Ctrl-C ends the growth early: not a fixpoint
+        raise KeyboardInterrupt
+    return {_unlayered(n) for n in facts}
 
 
 def _unlayered(name: str) -> str:

@@ -18,13 +18,14 @@ encoding); targets spread over ``workers`` processes (all cores by default), or 
 """
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import hashlib
 import json
 import os
+import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import as_completed
 from dataclasses import dataclass, field
@@ -32,12 +33,15 @@ from pathlib import Path
 
 import sympy
 
-from infoflow_smt.deadline import Deadline, seconds
-from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.deadline import Deadline, OutOfTime, seconds
+from infoflow_smt.errors import InvalidSpecError, Problem, WitnessCheckError
+from infoflow_smt.files import as_path, plain_file
 from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.lang.trees import comparison_tree
+from infoflow_smt.limits import MAX_WORKERS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture
-from infoflow_smt.model.program import Mode, Program
+from infoflow_smt.model.program import Mode, Program, validate
 from infoflow_smt.processes import worker_pool
 from infoflow_smt.report.verdict import Status
 from infoflow_smt.smt.solver import WITNESS_SAMPLES, Questions, validate_question
@@ -58,6 +62,7 @@ class Cell:
     witness: Program | None = None
     seconds: float = 0.0
     cached: bool = False
+    recomputed: bool = False        # its cache record failed its check (decided again)
 
     @property
     def inferred(self) -> bool:
@@ -93,15 +98,27 @@ class Sweep:
     def cached(self) -> int:
         return sum(c.cached for c in self.cells)
 
+    @property
+    def undecided(self) -> int:
+        """Cells left UNKNOWN (the deadline passed): the grid has holes where they are."""
+        return sum(c.status is Status.UNKNOWN for c in self.cells)
+
     def to_json(self) -> dict:
         return {"cells": [c.to_json() for c in self.cells], "decided": self.decided, "inferred": self.inferred,
-                "cached": self.cached, "seconds": round(self.seconds, 3),
-                "cache": str(self.cache_path) if self.cache_path else None}
+                "cached": self.cached, "undecided": self.undecided, "complete": not self.undecided,
+                "seconds": round(self.seconds, 3), "cache": str(self.cache_path) if self.cache_path else None}
+
+    def gap(self) -> str:
+        """The sentence that says how many cells are undecided ("" when none is)."""
+        if not self.undecided:
+            return ""
+        return (f"incomplete: {self.undecided} of {len(self.cells)} cells not decided by the deadline (unknown, "
+                "marked ?); run the sweep again with a longer --timeout: decided cells come from the cache")
 
     def __str__(self) -> str:
         head = (f"{len(self.cells)} cells: {self.decided} decided, {self.inferred} inferred by monotonicity, "
                 f"{self.cached} from the cache ({self.seconds:.2f} s)")
-        lines = [head]
+        lines = [head] + [self.gap()] * bool(self.undecided)
         for c in self.cells:
             how = f"inferred from heads={c.inferred_from}" if c.inferred else ("cached" if c.cached else "decided")
             bound = "" if c.bound == "exact" else f" ({c.bound})"
@@ -155,7 +172,7 @@ def _key(target, arch: Architecture, settings: dict) -> str:
 
 
 def _has_kth(target) -> bool:
-    return any(d["kind"] == "kth" for _, d in target.tree().nodes(data=True))
+    return any(d["kind"] == "kth" for _, d in comparison_tree(target).nodes(data=True))
 
 
 def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[Cell]:
@@ -167,34 +184,52 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
     # the whole grid can be far harder (many idle layers and heads for the solver to rule out)
     questions = Questions(target, law, job.settings["seq_len"], job.settings["samples"], fewest_heads=False,
                           reasons=False)
-    pending, results = list(job.archs), {}
+    # an architecture asked twice is decided once: as its own "larger" cell it would be inferred from itself
+    copies = Counter(job.archs)
+    pending, results = list(copies), {}
     kth = _has_kth(target)
-    choose = _frontier_order(job.archs)
+    choose = _frontier_order(list(copies))
     while pending:
         arch = choose(pending)
         pending.remove(arch)
         key = _key(target, arch, job.settings)
-        if key in job.known:
-            cell = _cell_from(job.spec, arch, job.known[key])
-        else:
+        cell = _cached_cell(job, questions, arch, job.known[key]) if key in job.known else None
+        if cell is None or cell.recomputed:
             deadline = Deadline(max(job.end - time.time(), 1e-3))
             verdict = questions.decide(arch, deadline)
             cell = Cell(job.spec, arch, verdict.status, _exponent_text(verdict.exponent), "exact",
-                        witness=verdict.witness, seconds=verdict.stats.seconds)
+                        witness=verdict.witness, seconds=verdict.stats.seconds, recomputed=cell is not None)
             if verdict.status is not Status.UNKNOWN and job.cache_path:
                 _append(job.cache_path, key, cell)
         results[arch] = cell
-        settled = 1
+        settled = copies[arch]
         if job.infer and cell.status is not Status.UNKNOWN:
             for other in list(pending):
                 inferred = _inferred(cell, other, kth)
                 if inferred is not None:
                     pending.remove(other)
                     results[other] = inferred
-                    settled += 1
+                    settled += copies[other]
         if on_cells:
             on_cells(settled)
     return [results[a] for a in job.archs]
+
+
+def _cached_cell(job: _Job, questions: Questions, arch: Architecture, record: dict) -> Cell:
+    """The cell a cache record holds, checked: a feasible record's witness is replayed and must give the
+    recorded exponent. A record that fails comes back as a cell marked ``recomputed`` (decide it again)."""
+    try:
+        cell = _cell_from(job.spec, arch, record)
+        if cell.status is Status.FEASIBLE:
+            if cell.witness is None or validate(cell.witness, arch):
+                raise InvalidSpecError("a feasible record without a witness that fits the architecture", "cache")
+            deadline = Deadline(max(job.end - time.time(), 1e-3))
+            exponent = _exponent_text(questions.replayed_exponent(cell.witness, arch, deadline))
+            if exponent != cell.exponent:
+                raise InvalidSpecError(f"the witness replays at exponent {exponent}, not {cell.exponent}", "cache")
+        return cell
+    except (InvalidSpecError, WitnessCheckError, OutOfTime, ValueError, TypeError, KeyError):
+        return Cell(job.spec, arch, Status.UNKNOWN, "", "unknown", recomputed=True)
 
 
 def _inferred(cell: Cell, other: Architecture, kth: bool) -> Cell | None:
@@ -223,24 +258,48 @@ def default_cache() -> Path:
     return Path(root) / "infoflow_smt" / "sweeps.jsonl"
 
 
-def _load(path: Path) -> dict:
-    """The cached records by key; a line that is not a complete record (an interrupted write) is skipped."""
-    found = {}
+CACHE_FORMAT = 2          # the record's layout; a record of another layout is ignored (decided again)
+MAX_RECORD = 1 << 20      # characters of one cache line: a longer one is not a record
+
+
+def _checksum(record: dict) -> str:
+    """A hash of a record's fields (all but the checksum): a line edited or damaged on disk fails it."""
+    fields = {k: v for k, v in record.items() if k != "sum"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _load(path: Path) -> tuple[dict, int]:
+    """The cached records by key, and how many lines were damaged: a line that is not a complete record of
+    this layout with its checksum (an interrupted write, an edit) is skipped, and its cell decided again."""
+    found, damaged = {}, 0
     if not path.exists():
-        return found
+        return found, damaged
     with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+        while line := handle.readline(MAX_RECORD):
+            if not line.endswith("\n") and len(line) == MAX_RECORD:  # too long to be a record: skip the rest
+                while (rest := handle.readline(MAX_RECORD)) and not rest.endswith("\n"):
+                    pass
+                damaged += 1
+                continue
+            try:
                 record = json.loads(line)
-                if record.get("model") == MODEL_VERSION and isinstance(record.get("key"), str):
-                    Status(record["status"])  # a foreign line fails here
-                    found[record["key"]] = record
-    return found
+                if record.get("model") != MODEL_VERSION:
+                    continue   # another model's answers: not ours to judge
+                if (record.get("format") != CACHE_FORMAT or not isinstance(record.get("key"), str)
+                        or record.get("sum") != _checksum(record)):
+                    raise ValueError("not a checked record")
+                Status(record["status"])
+                found[record["key"]] = record
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+                damaged += line.strip() != ""
+    return found, damaged
 
 
 def _append(path: str, key: str, cell: Cell) -> None:
-    record = {"model": MODEL_VERSION, "key": key, "status": cell.status.value, "exponent": cell.exponent,
-              "witness": cell.witness.to_json() if cell.witness else None, "seconds": cell.seconds}
+    record = {"model": MODEL_VERSION, "format": CACHE_FORMAT, "key": key, "status": cell.status.value,
+              "exponent": cell.exponent, "witness": cell.witness.to_json() if cell.witness else None,
+              "seconds": cell.seconds}
+    record["sum"] = _checksum(record)
     line = json.dumps(record) + "\n"
     with open(path, "a", encoding="utf-8") as handle:  # one short line under a lock: no two writers interleave
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -248,6 +307,24 @@ def _append(path: str, key: str, cell: Cell) -> None:
         handle.flush()
         os.fsync(handle.fileno())
         fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _cache_path(cache) -> Path | None:
+    """The cache file ``sweep`` reads and appends to (None: none), checked before any work starts."""
+    if cache is False:
+        return None
+    if cache is None or cache is True:
+        path = default_cache()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InvalidSpecError(f"cannot make the cache folder {path.parent}: {err.strerror or err}", "cache") from None
+    else:
+        path = as_path(cache, "cache")
+    path = plain_file(path, "cache")
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise InvalidSpecError(f"{path} cannot be read and appended to", "cache")
+    return path
 
 
 def _cell_from(spec: str, arch: Architecture, record: dict) -> Cell:
@@ -279,11 +356,11 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     started = time.time()
     budget = seconds(timeout)
     specs, archs = _validated(targets, archs, workers, backend, samples)
+    samples, workers = int(samples), (None if workers is None else int(workers))
+    seq_len = seq_len if whole(seq_len) is None else whole(seq_len)   # a numpy integer: JSON for the cache key
     settings = {"decode_law": cost.as_law(decode_law).value, "seq_len": seq_len, "samples": samples}
-    cache_path = None if cache is False else Path(cache) if cache not in (None, True) else default_cache()
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-    known = _load(cache_path) if cache_path else {}
+    cache_path = _cache_path(cache)
+    known, damaged = _load(cache_path) if cache_path else ({}, 0)
     jobs = []
     for spec, target in specs:
         for arch in archs:
@@ -295,6 +372,10 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     else:
         results = _run_local(jobs, workers, progress)
     cells = [cell for job_cells in results for cell in job_cells]
+    damaged += sum(c.recomputed for c in cells)
+    if damaged:  # said once: the answers are right (decided again), the file was not
+        print(f"infoflow_smt: {damaged} record{'s' * (damaged != 1)} in the sweep cache {cache_path} failed "
+              "the check (damaged, edited, or a witness that does not replay); decided again", file=sys.stderr)
     return Sweep(cells, time.time() - started, cache_path)
 
 
@@ -316,11 +397,13 @@ def _validated(targets, archs, workers, backend, samples):
         problems.append(Problem("no targets to sweep"))
     if not archs:
         problems.append(Problem("no architectures to sweep"))
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (whole(workers) is None or workers < 1):
         problems.append(Problem(f"workers must be an integer >= 1, got {workers!r}"))
+    elif workers is not None and workers > MAX_WORKERS:
+        problems.append(Problem(f"workers={workers} is over the limit of {MAX_WORKERS} (infoflow_smt.limits)"))
     if backend not in ("local", "ray"):
         problems.append(Problem(f"backend must be 'local' or 'ray', got {backend!r}"))
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+    if whole(samples) is None or samples < 1:
         problems.append(Problem(f"samples must be an integer >= 1, got {samples!r}"))
     if problems:
         raise InvalidSpecError(problems, "sweep")

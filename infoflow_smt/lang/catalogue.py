@@ -25,6 +25,7 @@ from types import MappingProxyType
 
 from infoflow_smt.errors import InvalidSpecError, Problem
 from infoflow_smt.lang.target import Target, parse_target
+from infoflow_smt.limits import MAX_DIGITS, whole
 
 _MAX_D = 64  # keeps texts (and the comparison trees built from them) of a sane size
 
@@ -167,13 +168,25 @@ def _coerce(p: Parameter, value: object) -> tuple[object, str | None]:
         bad = [message for _, message in coerced if message]
         return (None, bad[0]) if bad else (tuple(v for v, _ in coerced), None)
     if isinstance(value, str) and _INT.fullmatch(value.strip()):
+        if len(value.strip().lstrip("+-")) > MAX_DIGITS:  # int() of thousands of digits is slow, then refused
+            return None, f"{p.name} has {len(value.strip().lstrip('+-'))} digits, over the limit of {MAX_DIGITS}"
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None, f"{p.name} must be an integer, got {value!r}"
+    if whole(value) is None:
+        return None, f"{p.name} must be an integer, got {_short(value)}"
+    value = whole(value)
     if value < p.minimum or (p.maximum is not None and value > p.maximum):
         upper = f" and <= {p.maximum}" if p.maximum is not None else ""
-        return None, f"{p.name} must be >= {p.minimum}{upper}, got {value}"
+        return None, f"{p.name} must be >= {p.minimum}{upper}, got {_short(value)}"
     return value, None
+
+
+def _short(value: object) -> str:
+    """A value for a message: at most 60 characters of its repr (a huge integer by its size: Python refuses to
+    print one of over 4300 digits)."""
+    if whole(value) is not None and abs(whole(value)).bit_length() > 64:
+        return f"an integer of about {int(abs(whole(value)).bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _show(value: object) -> str:

@@ -227,7 +227,9 @@ def _tabled(e: Reduce, ctx: _Context, lead: tuple[int, ...], env) -> tuple[_Valu
     T to the power of its length. At the top, or when the table would be too large, it is computed directly."""
     free = sorted(free_variables(e))
     size = lead[0] * ctx.seq_len ** len(free) * ctx.dim
-    if len(lead) == 1 or not free or size > _BUDGET:
+    if len(lead) > 1 and not free:
+        return _closed(e, ctx, lead)
+    if len(lead) == 1 or size > _BUDGET:
         return _reduce(e, ctx, lead, env)
     if e not in ctx.tables:
         table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
@@ -306,6 +308,18 @@ def _call(e: Call, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.nd
     common = np.broadcast_shapes(*(c.shape[:-1] for c in columns))
     inputs = np.concatenate([np.broadcast_to(c, common + c.shape[-1:]) for c in columns], axis=-1)
     return _Value(ctx.realization.function(e.name, inputs.shape[-1])(inputs), False)
+
+
+def _closed(e: Reduce, ctx: _Context, lead: tuple[int, ...]) -> tuple[_Value, np.ndarray | None]:
+    """A nested reduction that reads none of the enclosing variables (``min_b f(b)`` inside ``min_a``): one
+    value per input, computed once and broadcast over the enclosing axes. Reduced under them instead, a sum
+    of k such reductions nested by ``nested`` would visit T^k tuples where ``work`` counts k*T."""
+    if e not in ctx.tables:
+        ctx.tables[e] = _reduce(e, ctx, lead[:1], {})
+    value, chosen = ctx.tables[e]
+    shape = (lead[0],) + (1,) * (len(lead) - 1)
+    data = np.reshape(value.data, shape + ((ctx.dim,) if value.vector and np.ndim(value.data) > 1 else ()))
+    return _Value(data, value.vector), (None if chosen is None else np.reshape(chosen, shape))
 
 
 def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],

@@ -13,8 +13,13 @@ def _hashed_once(cls):
     """A frozen dataclass whose hash is computed once per node, not again for each enclosing node: the
     normal form, the trees and the caches look expressions up by value, and a nested expression's hash
     would otherwise walk the whole subtree at every lookup. The stored hash is left out of a pickle (a
-    string's hash differs between processes)."""
-    compute = cls.__hash__
+    string's hash differs between processes). The hash is taken as the node is made, once its children's
+    are known: a lazy one would recurse through a deep expression (a flat sum of hundreds of terms) at once."""
+    compute, make = cls.__hash__, cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        make(self, *args, **kwargs)
+        hash(self)
 
     def __hash__(self):
         found = self.__dict__.get("_hash")
@@ -25,7 +30,7 @@ def _hashed_once(cls):
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
-    cls.__hash__, cls.__getstate__ = __hash__, __getstate__
+    cls.__hash__, cls.__getstate__, cls.__init__ = __hash__, __getstate__, __init__
     return cls
 
 

@@ -43,7 +43,16 @@ from infoflow_smt.lang.expr import (
     Subset,
     VarIndex,
 )
-from infoflow_smt.limits import MAX_JOINT, MAX_NESTING, MAX_OFFSET, MAX_POSITION, MAX_RANK, MAX_TEXT_CHARS
+from infoflow_smt.limits import (
+    MAX_DEPTH,
+    MAX_DIGITS,
+    MAX_JOINT,
+    MAX_NESTING,
+    MAX_OFFSET,
+    MAX_POSITION,
+    MAX_RANK,
+    MAX_TEXT_CHARS,
+)
 from infoflow_smt.words import plural
 
 _REDUCTIONS = {kind.value: kind for kind in ReduceKind}
@@ -427,6 +436,9 @@ class _Walker(ast.NodeVisitor):
         if isinstance(node, ast.Name) and node.id == "T":
             return AllPositions()
         if isinstance(node, ast.Name) and _SUBSET.match(node.id):
+            if len(node.id) - 1 > MAX_DIGITS:  # the number seeds a realization: a 64-bit integer
+                self.problem(node, f"subset {node.id[:24]}...: its number has {len(node.id) - 1} digits, over "
+                                   f"the limit of {MAX_DIGITS} (infoflow_smt.limits)")
             return Subset(node.id)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
                 and len(node.args) == 2 and not node.keywords):
@@ -483,6 +495,10 @@ def parse_target_expr(text: str) -> Expr:
         raise _fail(f"cannot parse target text: {error}") from None
     except (RecursionError, MemoryError):  # the parser's own stack overflows on absurd nesting
         raise _fail("target text is nested too deeply") from None
+    depth = _depth(tree.body)
+    if depth > MAX_DEPTH:
+        raise _fail(f"the expression is {depth} operations deep, over the limit of {MAX_DEPTH} "
+                    "(infoflow_smt.limits.MAX_DEPTH): every later step walks it recursively")
     walker = _Walker(source)
     try:
         result, _ = walker.expr(tree.body, ())
@@ -495,6 +511,17 @@ def parse_target_expr(text: str) -> Expr:
         problems = sorted(walker.problems, key=lambda p: (p.position is None, p.position or 0))
         raise InvalidSpecError(problems or [Problem("invalid target text")], subject="target")
     return result
+
+
+def _depth(node: ast.AST) -> int:
+    """The depth of a syntax tree, without recursion (a flat sum of many terms is as deep as it is long)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node)
+                     if not isinstance(child, (ast.expr_context, ast.operator, ast.unaryop)))
+    return deepest
 
 
 # ---- printing -------------------------------------------------------------------------------------

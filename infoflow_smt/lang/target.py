@@ -144,9 +144,13 @@ class Target:
         return trees.needs_positional(self)
 
     def tree(self, order: Mapping[str, tuple[str, ...]] | None = None) -> nx.DiGraph:
-        """The comparison tree for a variable order per joint group (``trees.comparison_tree``)."""
+        """The comparison tree for a variable order per joint group (``trees.comparison_tree``): a copy of
+        its own, so that changing it cannot change a later measure or decision (the solver and the measures
+        share one cached tree per target and order)."""
+        import copy
+
         from infoflow_smt.lang import trees
-        return trees.comparison_tree(self, order)
+        return copy.deepcopy(trees.comparison_tree(self, order))
 
 
 def parse_target(text: str, *, seed: int = 0, name: str | None = None) -> Target:

@@ -47,6 +47,7 @@ from functools import lru_cache
 import networkx as nx
 import sympy
 
+from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.symbols import T
@@ -282,7 +283,7 @@ def _tree(expression, order: tuple) -> nx.DiGraph:
     chosen = default_order(groups)
     for gid, vars_ in order:
         if gid not in groups or sorted(vars_) != sorted(groups[gid].variables):
-            raise ValueError(f"order {gid}={vars_!r} is not a permutation of a group's variables")
+            raise InvalidSpecError(f"order {gid}={vars_!r} is not a permutation of a group's variables", "variable order")
         chosen[gid] = tuple(vars_)
     tree = nx.DiGraph(order=chosen, output=output, groups=groups)
     tree.add_node("output", kind="output", var=None, bound=frozenset(), sense=None, k=1, domain=None,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import sympy
 
 from infoflow_smt.errors import InvalidSpecError, Problem
-from infoflow_smt.limits import MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS
+from infoflow_smt.limits import MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS, whole
 from infoflow_smt.symbols import T
 from infoflow_smt.words import plural
 
@@ -16,11 +16,18 @@ def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
     T), or None and the reason it is not one."""
     if isinstance(value, bool) or value is None:
         return None, f"embed_dim must be an int or a sympy expression in T, got {value!r}"
-    if isinstance(value, int):
+    if whole(value) is not None:
+        value = whole(value)
         return (sympy.Integer(value), None) if value > 0 else (None, f"embed_dim must be positive, got {value!r}")
     if not isinstance(value, sympy.Expr) or not value.free_symbols <= {T}:
         return None, f"embed_dim must be an int or a sympy expression in T, got {value!r}"
     width = sympy.sympify(value)
+    if sympy.count_ops(width) > 50 or any(
+            not isinstance(node, (sympy.Add, sympy.Mul, sympy.Pow, sympy.Number, sympy.Symbol, sympy.log))
+            or (isinstance(node, sympy.Pow) and not (node.exp.is_Rational and abs(node.exp) <= 8))
+            for node in sympy.preorder_traversal(width)):   # sympy's limit of T**T or exp(exp(T)) never ends
+        return None, (f"embed_dim must be a sum of products of powers of T (exponents rational, at most 8), "
+                      f"got {str(value)[:80]}")
     if width.is_number:
         if not (width.is_finite and width.is_real and width.is_positive):
             return None, f"embed_dim must be a positive finite number, got {value!r}"
@@ -55,8 +62,8 @@ class Architecture:
     def __post_init__(self) -> None:
         problems: list[Problem] = []
         heads = self.heads
-        if isinstance(heads, int) and not isinstance(heads, bool):
-            heads = (heads,)
+        if whole(heads) is not None:
+            heads = (whole(heads),)
         try:
             heads = tuple(heads) if not isinstance(heads, (str, bytes)) else None
             if heads is None:
@@ -69,8 +76,9 @@ class Architecture:
         if len(heads) > MAX_LAYERS:
             problems.append(Problem(f"{len(heads)} layers is over the limit of {MAX_LAYERS} (infoflow_smt.limits)"))
             heads = heads[:MAX_LAYERS]
+        heads = tuple(h if whole(h) is None else whole(h) for h in heads)
         for layer, h in enumerate(heads, start=1):
-            if isinstance(h, bool) or not isinstance(h, int) or h < 1:
+            if whole(h) is None or h < 1:
                 problems.append(Problem(f"layer {layer} has {h!r} heads; heads per layer must be integers >= 1"))
             elif h > MAX_HEADS:
                 problems.append(Problem(f"layer {layer} has {h} heads, over the limit of {MAX_HEADS} "
@@ -78,8 +86,8 @@ class Architecture:
         width, reason = _as_width(self.embed_dim)
         if reason:
             problems.append(Problem(reason))
-        d = self.input_dim
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        d = self.input_dim if whole(self.input_dim) is None else whole(self.input_dim)
+        if whole(d) is None or d < 1:
             problems.append(Problem(f"input_dim must be an integer >= 1, got {d!r}"))
         elif d > MAX_INPUT_DIM:
             problems.append(Problem(f"input_dim {d} is over the limit of {MAX_INPUT_DIM} (infoflow_smt.limits)"))
@@ -88,6 +96,7 @@ class Architecture:
         if problems:
             raise InvalidSpecError(problems, subject="architecture")
         object.__setattr__(self, "heads", heads)
+        object.__setattr__(self, "input_dim", d)
         object.__setattr__(self, "embed_dim", int(width) if width.is_Integer else width)
 
     @property

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang.expr import FixedIndex
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.model import cost
@@ -94,6 +95,13 @@ class Program:
     layers: int = 1
     notes: tuple[str, ...] = field(default=(), compare=False)
 
+    def __post_init__(self) -> None:
+        # tuples all the way down, whatever the caller passed: a program is shared by caches (the replays,
+        # the reused optimal witnesses), and one changed in place would change their later answers
+        object.__setattr__(self, "actions", tuple(self.actions))
+        object.__setattr__(self, "order", tuple((g, tuple(v)) for g, v in self.order))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
     @property
     def order_map(self) -> dict[str, tuple[str, ...]]:
         return dict(self.order)
@@ -121,10 +129,17 @@ class Program:
 
     @classmethod
     def from_json(cls, data: dict) -> Program:
-        actions = tuple(Action(a["layer"], a["head"], _where_from(a["where"]),
-                               Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"])))
-                        for a in data["actions"])
-        return cls(actions, tuple((g, tuple(v)) for g, v in data["order"].items()), data["layers"])
+        """The program ``to_json`` wrote; anything else (a cache line edited by hand, a truncated file) raises
+        ``InvalidSpecError`` naming what is wrong."""
+        try:
+            actions = tuple(Action(a["layer"], a["head"], _where_from(a["where"]),
+                                   Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"])))
+                            for a in data["actions"])
+            return cls(actions, tuple((g, tuple(v)) for g, v in data["order"].items()), data["layers"])
+        except InvalidSpecError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise InvalidSpecError(f"not a program's JSON ({type(err).__name__}: {err})", "program") from None
 
     def __str__(self) -> str:
         lines = [str(a) for a in sorted(self.actions, key=_action_key)]

@@ -20,11 +20,13 @@ from pathlib import Path
 import networkx as nx
 
 from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.files import as_path, plain_file, replacing
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Mode, Offset, program_cost, where_text
 from infoflow_smt.report.explain import describe_node
+from infoflow_smt.report.verdict import Verdict
 from infoflow_smt.words import plural
 
 COLOURS = {Mode.RETRIEVE: "#1f77b4", Mode.KTH: "#ff7f0e", Mode.AGGREGATE: "#d62728", Mode.POSITIONS: "#2ca02c",
@@ -34,12 +36,10 @@ FORMATS = (".png", ".svg")
 
 
 def _path(path) -> Path:
-    path = Path(path)
+    path = as_path(path, "plot")
     if path.suffix.lower() not in FORMATS:
         raise InvalidSpecError(f"a picture is written as PNG or SVG: {path} ends in {path.suffix or 'nothing'}", "plot")
-    if not path.parent.is_dir():
-        raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "plot")
-    return path
+    return plain_file(path, "plot")
 
 
 def _pyplot():
@@ -77,6 +77,8 @@ def plot_flow(verdict, path) -> Path:
     >>> os.path.getsize(ifs.plot_flow(v, os.path.join(tempfile.mkdtemp(), "flow.png"))) > 1000
     True
     """
+    if not isinstance(verdict, Verdict):
+        raise InvalidSpecError(f"plot_flow draws an ifs.Verdict, got {type(verdict).__name__}", "plot")
     path = _path(path)
     program = verdict.witness if verdict.witness is not None else verdict.best_program
     if program is None:
@@ -137,7 +139,8 @@ def plot_flow(verdict, path) -> Path:
     ax.set_ylim(-0.9, len(rows) - 0.3)
     ax.axis("off")
     fig.subplots_adjust(bottom=0.06 + 0.035 * len(notes))
-    fig.savefig(path, dpi=130)
+    with replacing(path, "plot") as temporary:  # whole or not at all, the mode of a file it replaces kept
+        fig.savefig(temporary, dpi=130, format=path.suffix[1:].lower())
     plt.close(fig)
     return path
 
@@ -179,7 +182,8 @@ def phase_diagram(sweep, path, target: str | None = None) -> Path:
     fig.subplots_adjust(bottom=0.22, top=0.85)
     decided = sum(not c.inferred for c in cells)
     fig.suptitle(f"{plural(len(cells), 'cell')}, {decided} decided, {len(cells) - decided} inferred", fontsize=9)
-    fig.savefig(path, dpi=130)
+    with replacing(path, "plot") as temporary:
+        fig.savefig(temporary, dpi=130, format=path.suffix[1:].lower())
     plt.close(fig)
     return path
 

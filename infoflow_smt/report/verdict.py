@@ -42,7 +42,7 @@ class Verdict:
     exponent: sympy.Expr
     witness: Any = None
     explanation: tuple[Reason, ...] = ()
-    stats: Stats = Stats()
+    stats: Stats = field(default_factory=Stats)   # its own: one shared default would share its extra dict
     best_program: Any = None
     seq_len: int | None = None
     reason_unknown: str | None = None

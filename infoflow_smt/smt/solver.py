@@ -14,8 +14,7 @@ z3 is imported here and in the encoder only. One deadline bounds the whole answe
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
+import functools
 import threading
 import time
 from collections import OrderedDict
@@ -26,12 +25,13 @@ import numpy as np
 import sympy
 import z3
 
-from infoflow_smt.deadline import Deadline, OutOfTime
+from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
 from infoflow_smt.errors import InvalidSpecError, WitnessCheckError
+from infoflow_smt.files import plain_file, write_atomic
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
 from infoflow_smt.lang.trees import comparison_tree
-from infoflow_smt.limits import MAX_REPLAY_WORK
+from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
@@ -67,10 +67,12 @@ def validate_question(target, arch, seq_len: int | None = None, samples: int = W
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
-    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 2):
+    if seq_len is not None and (whole(seq_len) is None or seq_len < 2):
         problems.append(f"seq_len must be an integer >= 2 or None, got {seq_len!r}")
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+    if whole(samples) is None or samples < 1:
         problems.append(f"samples must be an integer >= 1 (every witness is replayed), got {samples!r}")
+    elif samples > MAX_SAMPLES:
+        problems.append(f"samples={samples} is over the limit of {MAX_SAMPLES} (infoflow_smt.limits.MAX_SAMPLES)")
     if problems:
         raise InvalidSpecError(problems, "decision")
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
@@ -81,11 +83,24 @@ def validate_question(target, arch, seq_len: int | None = None, samples: int = W
                                f"{target.work(length):.2g} index tuples per input, over the limit of "
                                f"{MAX_REPLAY_WORK:.0g} (infoflow_smt.limits.MAX_REPLAY_WORK): it reads too many variables at once",
                                "target")
+    if not _finite(target, arch.input_dim):
+        raise InvalidSpecError("the target's value is not a finite number on random inputs (NaN or infinite: a "
+                               "division by zero, or 0/0?): no program computes it", "target")
     if seq_len is not None:
         need = target.shortest_length
         if seq_len < need:
             raise InvalidSpecError(f"seq_len={seq_len} is too short for this target: it names positions or "
                                    f"ranks up to {need}", "decision")
+
+
+@functools.lru_cache(maxsize=256)
+def _finite(target, input_dim: int) -> bool:
+    """Whether the target's values are finite on a few random inputs (as the replay's are drawn): a value
+    that is NaN or infinite (``x[1] / 0``) can be neither computed nor checked."""
+    length = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
+    inputs = np.random.default_rng(0).standard_normal((4, length, input_dim))
+    with np.errstate(all="ignore"):
+        return bool(np.isfinite(np.asarray(target.evaluate(inputs), dtype=float)).all())
 
 
 def _witness_length(program, target, arch, seq_len: int | None) -> int:
@@ -96,6 +111,17 @@ def _witness_length(program, target, arch, seq_len: int | None) -> int:
     while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
         length -= 1
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
+
+
+def interrupted(solver: z3.Solver, took: float, limit: float) -> None:
+    """Raise KeyboardInterrupt when the solver's last check (``took`` seconds of a ``limit``) was cut short by
+    Ctrl-C. z3 installs its own SIGINT handler for the length of a check and answers unknown, "canceled": Python
+    never sees the signal, so without this an interrupt would read as an unfinished question (or, in a
+    minimization, as a witness not shown minimal) and the run would go on. z3 also says "canceled" when the
+    check's own timeout fires, so a cancel counts as an interrupt only well before that timeout."""
+    canceled = solver.reason_unknown() == "canceled" and took < 0.9 * limit - 0.05
+    if canceled or interrupt_pending():
+        raise KeyboardInterrupt
 
 
 MINIMIZE_SECONDS = 2.0   # the longest one question of a witness's minimization may take (it is optional)
@@ -135,11 +161,15 @@ class _Session:
         assumptions = self.base + list(extra)
         assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
         budget = self.deadline.milliseconds()
-        self.enc.solver.set("timeout", budget if at_most is None else min(budget, int(at_most * 1000)))
+        limit = budget if at_most is None else min(budget, int(at_most * 1000))
+        self.enc.solver.set("timeout", limit)
         self.effort.solver_calls += 1
+        started = time.monotonic()
         result = self.enc.solver.check(*assumptions)
-        if result == z3.unknown and self.deadline.passed:
-            raise OutOfTime("solving")
+        if result == z3.unknown:
+            interrupted(self.enc.solver, time.monotonic() - started, limit / 1000)
+            if self.deadline.passed:
+                raise OutOfTime("solving")
         return result
 
     def unknown(self) -> str:
@@ -443,6 +473,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     deadline = Deadline(timeout)
     target = as_target(target)
     validate_question(target, arch, seq_len, samples)
+    seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         return questions.decide(arch, deadline)
 
@@ -498,6 +529,12 @@ class ParetoFront:
     points: tuple[Verdict, ...]
     largest: Verdict | None = None      # the largest architecture tried (its verdict says why, when none)
     tried: int = 0
+    undecided: tuple[Verdict, ...] = ()  # the UNKNOWN verdicts: any of them may be a missing or lower point
+
+    @property
+    def complete(self) -> bool:
+        """Whether every architecture tried was decided: only then are the points the whole front."""
+        return not self.undecided
 
     def __iter__(self):
         return iter(self.points)
@@ -511,10 +548,26 @@ class ParetoFront:
     def __bool__(self) -> bool:
         return bool(self.points)
 
+    def gap(self) -> str:
+        """The sentence that says which architectures were not decided ("" when all were)."""
+        if not self.undecided:
+            return ""
+        shapes = ", ".join(f"({v.architecture.layers}, {v.architecture.heads[0]})" for v in self.undecided[:12])
+        more = ", ..." if len(self.undecided) > 12 else ""
+        return (f"incomplete: {plural(len(self.undecided), 'architecture')} of {self.tried} not decided "
+                f"(layers, heads: {shapes}{more}; {self.undecided[0].reason_unknown}); each may be a missing "
+                "point or lower a listed one")
+
     def __str__(self) -> str:
+        text = self._points_text()
+        return text + ("\n" + self.gap() if self.undecided else "")
+
+    def _points_text(self) -> str:
         if not self.points:
-            head = f"no efficient architecture among the {plural(self.tried, 'architecture')} tried"
-            why = [f"  - {r}" for r in self.largest.explanation] if self.largest else []
+            head = (f"no efficient architecture among the {plural(self.tried, 'architecture')} tried" if self.complete
+                    else f"no efficient architecture among the {plural(self.tried - len(self.undecided), 'architecture')} "
+                         "decided")
+            why = [f"  - {r}" for r in self.largest.explanation] if self.largest and not self.undecided else []
             if why:
                 head += f"; at the largest, {self.largest.architecture.shape}:"
             return "\n".join([head] + why)
@@ -526,8 +579,11 @@ class ParetoFront:
         return "\n".join([lines[0], "  ".join("-" * w for w in widths)] + lines[1:])
 
     def to_json(self) -> dict:
-        return {"points": [v.to_json() for v in self.points], "tried": self.tried,
-                "why_none": [r.sentence for r in self.largest.explanation] if (self.largest and not self.points) else []}
+        why = self.largest.explanation if self.largest and not self.points and not self.undecided else ()
+        return {"points": [v.to_json() for v in self.points], "tried": self.tried, "complete": self.complete,
+                "undecided": [{"layers": v.architecture.layers, "heads": v.architecture.heads[0],
+                               "reason_unknown": v.reason_unknown} for v in self.undecided],
+                "why_none": [r.sentence for r in why]}
 
 
 Front = ParetoFront  # the name docs/api.md gave it first: ifs.Front keeps working
@@ -542,7 +598,8 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     point has at most as many layers, at most as many heads and an exponent no larger. Every architecture
     is decided (one encoding serves them all): more heads can lower the exponent (heads that split specific
     positions each decode less). ``timeout`` bounds the whole search. When nothing is feasible the result
-    says why: the explanation of the largest architecture tried.
+    says why: the explanation of the largest architecture tried. An architecture not decided by the deadline
+    is in ``undecided`` (and ``complete`` is False): the points are then the front of the decided ones only.
     """
     deadline = Deadline(timeout)
     target = as_target(target)
@@ -550,13 +607,16 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
         positional = bool(target.needs_positional)
     problems = [f"{name} must be an integer >= 1, got {value!r}"
                 for name, value in (("max_layers", max_layers), ("max_heads", max_heads))
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1]
+                if whole(value) is None or value < 1]
     if problems:
         raise InvalidSpecError(problems, "minimize")
+    max_layers, max_heads = int(max_layers), int(max_heads)
     largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
                            positional=positional)
     validate_question(target, largest, seq_len)
+    seq_len = None if seq_len is None else int(seq_len)
     feasible: list[Verdict] = []
+    undecided: list[Verdict] = []
     last = None
     with _recent(target, cost.DecodeLaw.SEED, seq_len, WITNESS_SAMPLES) as questions:
         for layers in range(1, max_layers + 1):
@@ -564,6 +624,8 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                 last = questions.decide(largest.with_heads((heads,) * layers), deadline)
                 if last.status is Status.FEASIBLE:
                     feasible.append(last)
+                elif last.status is Status.UNKNOWN:
+                    undecided.append(last)
     key = (lambda v: cost.asymptotic_key(v.exponent)) if seq_len is None else (lambda v: (float(v.exponent), 0))
 
     def dominated(v: Verdict) -> bool:
@@ -571,22 +633,20 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
                    and w.architecture.heads[0] <= v.architecture.heads[0] and key(w) <= key(v)
                    for w in feasible)
 
-    return ParetoFront(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads)
+    return ParetoFront(tuple(v for v in feasible if not dominated(v)), last, max_layers * max_heads,
+                       tuple(undecided))
 
 
 def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,
                   decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Path:
     """Write the decision as a standard SMT-LIB 2 script: satisfiable iff an (efficient) program exists.
 
-    Refuses an existing file unless ``overwrite``, never writes through a symbolic link, and writes
-    atomically (a temporary file beside the destination, then renamed)."""
+    Refuses an existing file unless ``overwrite``, never writes through a symbolic link or over anything but
+    a plain file, and writes atomically (a temporary file beside the destination, then renamed; the mode of a
+    file it replaces is kept)."""
     target = as_target(target)
     validate_question(target, arch)
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise InvalidSpecError(f"{path}: the folder {path.parent} does not exist", "export")
-    if path.is_dir():
-        raise InvalidSpecError(f"{path} is a folder; give a file path", "export")
+    path = plain_file(path, "export")
     if path.is_symlink():
         raise InvalidSpecError(f"{path} is a symbolic link; export_smtlib writes only to a plain path", "export")
     if path.exists() and not overwrite:
@@ -597,12 +657,4 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     if efficient:
         facts += [f"(not |{v}|)" for i, v in enumerate(enc.level_vars) if not cost.is_bounded(enc.levels[i])]
     text = "(set-logic QF_LIA)\n" + enc.text + "\n" + "".join(f"(assert {f})\n" for f in facts) + "(check-sat)\n"
-    handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(path, text, "export")

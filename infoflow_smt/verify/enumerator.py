@@ -429,7 +429,8 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
                        decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> BruteForceAnswer | None:
     """What ``decide`` answers (status, best exponent, a cheapest program with the fewest operations), by
     replaying every program: every efficient one, and when none passes, every one at any cost.
-    ``None`` when ``budget_s`` runs out first.
+    ``None`` when ``budget_s`` (positive and finite; None: ``limits.DEFAULT_TIMEOUT``, as ``decide``) runs
+    out first.
 
     >>> import infoflow_smt as ifs
     >>> answer = brute_force_decide("min_pairwise_dot", ifs.Architecture(heads=(2,), input_dim=2))
@@ -440,11 +441,9 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
-    if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
-                                 or budget_s <= 0):
-        problems.append(f"budget_s must be a positive number of seconds or None, got {budget_s!r}")
     if problems:
         raise InvalidSpecError(problems, "brute force")
+    budget_s = checked_seconds(budget_s, "budget_s")   # NaN and infinity refused; None is the default deadline
 
     def search(efficient: bool) -> EnumerationResult | None:
         left = None if budget_s is None else budget_s - (time.perf_counter() - started)

@@ -106,6 +106,14 @@ BAD_OPTIONS = [
     (["confirm", "linear_max_sum:D=2", "--heads", "2", "--seq-len", "8,x"], "--seq-len"),
     (["confirm", "linear_max_sum:D=2", "--heads", "2", "--against", "0"], "--against"),
     (["confirm", "linear_max_sum:D=2", "--heads", "2", "--against", "1,a"], "--against"),
+    # bounded before anything is allocated (an 80 GB network, 191 GiB of sequences, 100000 threads)
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--embed-dim", "100000"], "--embed-dim"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--threads", "100000"], "--threads"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2", "--input-dim", "9" * 5000], "--input-dim"),
+    (["confirm", "linear_max_sum:D=2", "--heads", "2," * 3000 + "2"], "--heads"),
+    (["validate", "--seq-len", "100000000"], "--seq-len"),
+    (["run", "--threads", "100000"], "--threads"),
+    (["run", "--workers", "100000"], "--workers"),
 ]
 
 

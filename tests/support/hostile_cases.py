@@ -91,6 +91,9 @@ BOUNDED = [  # each returns within its deadline (UNKNOWN is fine, a wrong or unb
     ("nesting-12-distributed", (f"ifs.decide('min(f1(x[v0]) + ' + ''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' "
                                f"for i in range(10)) + 'f1(x[v10])' + ''.join(f' for v{{10-i}} in T)' for i in range(10)) + "
                                f"' for v0 in T)', {A}, timeout=20)")),
+    ("sum-of-8-independent-selections", ("ifs.decide('min(' + ' + '.join(f'f{i}(x[{v}])' for i, v in enumerate('abcdefgh', 1)) + "
+                                         "' ' + ' '.join(f'for {v} in T' for v in 'abcdefgh') + ')', "
+                                         "ifs.Architecture(heads=(8,), input_dim=2), timeout=20)")),
     ("minimize-bounded", "ifs.minimize('intrinsic_dimension:D=6', max_layers=6, max_heads=8, input_dim=2, timeout=20)"),
     ("sweep-bounded", f"ifs.sweep(['triangle_center'], [{A}], cache=False, workers=1, timeout=20)"),
 ]
@@ -136,6 +139,113 @@ OTHERS = [
     ("parse-seed-string", "ifs.parse_target('x[1]', seed='1')"), ("parse-name-int", "ifs.parse_target('x[1]', name=3)"),
 ]
 
+# no silent partial answer: an aggregate answer cut short by its deadline says which cells it could not decide
+PARTIAL = [
+    ("partial-minimize", ("f = ifs.minimize('intrinsic_dimension:D=3', max_layers=2, max_heads=2, input_dim=2, "
+                          "timeout=0.01); d = f.to_json(); assert not f.complete and len(f.undecided) == 4 "
+                          "and d['complete'] is False and len(d['undecided']) == 4 and 'incomplete' in str(f)")),
+    ("partial-minimize-some-decided", ("f = ifs.minimize('max_retrieval', max_layers=1, max_heads=2, input_dim=2, "
+                                       "timeout=20); assert f.complete and f.points and not f.to_json()['undecided']")),
+    ("partial-sweep", (f"s = ifs.sweep(['intrinsic_dimension:D=3'], [{A}, ifs.Architecture(heads=(1,), input_dim=2)], "
+                       "cache=False, workers=1, timeout=0.01); d = s.to_json(); assert s.undecided == 2 and "
+                       "d['complete'] is False and d['undecided'] == 2 and 'incomplete' in str(s)")),
+    ("partial-decide-all", "ifs.decide_all('intrinsic_dimension:D=3', timeout=0.01)"),
+]
+
+# every input bounded before allocation, typed errors for every wrong type, a clear answer for NaN targets
+BOUNDS = [
+    ("bound-samples-10**8", f"ifs.decide('max_retrieval', {A}, samples=10**8)"),
+    ("bound-sweep-samples", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, samples=10**9)"),
+    ("bound-workers-100000", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, workers=100000)"),
+    ("bound-subset-2**63", "ifs.parse_target('max(f1(x[t]) for t in S9223372036854775808)')"),
+    ("bound-param-5000-digits", "ifs.catalogue.parse_spec('intrinsic_dimension:D=' + '9' * 5000)"),
+    ("bound-param-5000-digits-get", "ifs.catalogue.get('kth_largest', k=10**5000)"),
+    ("bound-flat-sum-350", "ifs.parse_target(' + '.join(f'f1(x[{i % 200 + 1}])' for i in range(350)))"),
+    ("bound-product-300", "ifs.parse_target(' * '.join(f'dot(x[{i % 200 + 1}], x[1])' for i in range(300)))"),
+    ("type-from-json-empty", "ifs.Program.from_json({})"), ("type-from-json-str", "ifs.Program.from_json('x')"),
+    ("type-from-json-action", "ifs.Program.from_json({'layers': 1, 'order': {}, 'actions': [{'layer': 1}]})"),
+    ("type-from-json-mode", ("ifs.Program.from_json({'layers': 1, 'order': {}, 'actions': [{'layer': 1, 'head': 1, "
+                             "'where': 'output', 'mode': 'FLY', 'node': None, 'positions': []}]})")),
+    ("type-from-json-none", "ifs.Program.from_json(None)"),
+    ("type-check-bad-order", f"ifs.check(ifs.Program((), layers=2, order=(('g0', ('z',)),)), 'min_pairwise_dot', {A})"),
+    ("type-plot-str", "ifs.plot_flow('str', tmp + '/f.png')"), ("type-plot-none", "ifs.plot_flow(None, tmp + '/f.png')"),
+    ("type-export-path-none", f"ifs.export_smtlib('max_retrieval', {A}, None)"),
+    ("type-export-path-int", f"ifs.export_smtlib('max_retrieval', {A}, 3)"),
+    ("type-sweep-cache-0", f"ifs.sweep(['max_retrieval'], [{A}], cache=0, workers=1)"),
+    ("type-sweep-cache-list", f"ifs.sweep(['max_retrieval'], [{A}], cache=[], workers=1)"),
+    ("bound-width-T**T", "ifs.Architecture(heads=(1,), embed_dim=T**T)"),
+    ("bound-brute-force-nan", f"ifs.brute_force_decide('max_retrieval', {A}, budget_s=float('nan'))"),
+    ("bound-brute-force-inf", f"ifs.brute_force_decide('max_retrieval', {A}, budget_s=float('inf'))"),
+
+    ("nan-divide-by-0", f"ifs.decide('max(f1(x[t]) for t in T) / 0', {A})"),
+    ("nan-0-over-0", f"ifs.decide('max(f1(x[t]) for t in T) * 0 / 0', {A})"),
+    ("nan-root-of-negative", f"ifs.decide('max(f1(x[t]) for t in T) + x[1] ** 0.5', {APE})"),
+    ("nan-sweep", f"ifs.sweep(['max(f1(x[t]) for t in T) / 0'], [{A}], cache=False, workers=1)"),
+]
+NUMPY_INTS = [  # numpy integers are accepted wherever ints are (each returns)
+    ("numpy-architecture", "ifs.Architecture(heads=(np.int64(2), np.int32(1)), embed_dim=np.int64(16), input_dim=np.int8(2))"),
+    ("numpy-decide", f"ifs.decide('max_retrieval', {A}, seq_len=np.int64(8), samples=np.int32(3))"),
+    ("numpy-minimize", "ifs.minimize('max_retrieval', max_layers=np.int64(1), max_heads=np.uint8(1), input_dim=np.int64(2))"),
+    ("numpy-sweep", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, workers=np.int64(1), samples=np.int64(4), seq_len=np.int64(8))"),
+    ("numpy-catalogue", "ifs.catalogue.get('kth_largest', k=np.int64(2))"),
+]
+# nothing read from disk trusted unchecked; special files refused before work; writes atomic, modes kept
+_CACHE = f"c = tmp + '/c.jsonl'; g = [{A}, ifs.Architecture(heads=(1,), input_dim=2)]; ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); "
+DISK = [
+    ("disk-cache-folder", f"ifs.sweep(['max_retrieval'], [{A}], cache=tmp, workers=1)"),
+    ("disk-cache-dev-zero", f"ifs.sweep(['max_retrieval'], [{A}], cache='/dev/zero', workers=1)"),
+    ("disk-cache-fifo", f"__import__('os').mkfifo(tmp + '/f') or ifs.sweep(['max_retrieval'], [{A}], cache=tmp + '/f', workers=1)"),
+    ("disk-cache-under-a-file", f"open(tmp + '/file', 'w').close() or ifs.sweep(['max_retrieval'], [{A}], cache=tmp + '/file/c', workers=1)"),
+    ("disk-cache-empty-name", f"ifs.sweep(['max_retrieval'], [{A}], cache='', workers=1)"),
+    ("disk-export-under-a-file", f"open(tmp + '/file', 'w').close() or ifs.export_smtlib('max_retrieval', {A}, tmp + '/file/e.smt2')"),
+    ("disk-export-dev-null", f"ifs.export_smtlib('max_retrieval', {A}, '/dev/null', overwrite=True)"),
+    ("disk-export-fifo", f"__import__('os').mkfifo(tmp + '/f.smt2') or ifs.export_smtlib('max_retrieval', {A}, tmp + '/f.smt2', overwrite=True)"),
+    ("disk-plot-fifo", ("__import__('os').mkfifo(tmp + '/f.png') or ifs.plot_flow(ifs.decide('min_pairwise_dot', "
+                        "ifs.Architecture(heads=(1, 1), input_dim=2)), tmp + '/f.png')")),
+    ("disk-plot-no-folder", ("ifs.plot_flow(ifs.decide('min_pairwise_dot', ifs.Architecture(heads=(1, 1), input_dim=2)), "
+                             "tmp + '/no/f.png')")),
+]
+DISK_OK = [
+    ("disk-tampered-status", (_CACHE + "import json; r = [json.loads(l) for l in open(c)]; [x.update(status='infeasible') "
+                              "for x in r if x['status'] == 'feasible']; open(c, 'w').write(''.join(json.dumps(x) + '\\n' "
+                              "for x in r)); s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); "
+                              "assert s.cells[0].status.value == 'feasible' and not s.cells[0].cached, s")),
+    ("disk-empty-witness", (_CACHE + "import json; from infoflow_smt.explore import sweeps; r = [json.loads(l) for l in open(c)]; "
+                            "[x.update(witness={'layers': 2, 'order': {}, 'actions': []}) or x.update(sum=sweeps._checksum(x)) "
+                            "for x in r if x['status'] == 'feasible']; open(c, 'w').write(''.join(json.dumps(x) + '\\n' "
+                            "for x in r)); s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); "
+                            "assert not s.cells[0].cached and s.cells[0].witness.actions, s")),
+    ("disk-garbage-lines", (_CACHE + "open(c, 'a').write('{\"model\": \"' + __import__('infoflow_smt.explore.sweeps', "
+                            "fromlist=['x']).MODEL_VERSION + '\", \"key\": 1}\\n' + 'x' * 3000000 + '\\n'); "
+                            "s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); assert s.cached == 2, s")),
+    ("disk-same-architecture-twice", (f"s = ifs.sweep(['min_pairwise_dot'], [{A}, {A}], cache=False, workers=1); "
+                                      "assert not any(c.inferred for c in s.cells) and all(c.witness for c in s.cells), s")),
+    ("disk-export-keeps-mode", (f"p = tmp + '/e.smt2'; open(p, 'w').close(); __import__('os').chmod(p, 0o644); "
+                                f"ifs.export_smtlib('max_retrieval', {A}, p, overwrite=True); "
+                                "assert __import__('os').stat(p).st_mode & 0o777 == 0o644 and open(p).read().startswith('(set-logic')")),
+]
+
+# returned objects immutable or copies: changing one cannot change a later answer
+_TWICE = "a = ifs.Architecture(heads=(1, 1), input_dim=2); t = ifs.catalogue.get('min_pairwise_dot'); v = ifs.decide(t, a); "
+SHARED = [
+    ("shared-tree-cleared", (_TWICE + "g = t.tree(); g.remove_nodes_from(list(g.nodes)); g.graph.clear(); "
+                             "w = ifs.decide('min_pairwise_dot', a); assert (w.status, w.exponent, w.witness) == "
+                             "(v.status, v.exponent, v.witness) and len(t.tree().nodes) == 3 and t.comparison_order == 2")),
+    ("shared-tree-attributes", (_TWICE + "g = t.tree(); [d.update(kind='output', bound=frozenset()) for _, d in g.nodes(data=True)]; "
+                                "[grp.__dict__.clear() for grp in g.graph.get('groups', {}).values() if hasattr(grp, '__dict__')]; "
+                                "w = ifs.decide(ifs.catalogue.get('min_pairwise_dot'), a); "
+                                "assert (w.status, w.exponent) == (v.status, v.exponent) and t.comparison_order == 2")),
+    ("shared-program-lists", ("p = ifs.Program([], order=[('g0', ['s', 't'])], layers=2); "
+                              "assert isinstance(p.actions, tuple) and p.order == (('g0', ('s', 't')),) and hash(p)")),
+    ("shared-stats", (_TWICE + "v.stats.extra['poison'] = 1; w = ifs.decide('max_retrieval', ifs.Architecture(heads=(1,), input_dim=2)); "
+                      "assert 'poison' not in w.stats.extra")),
+]
+SHARED_FROZEN = [
+    ("shared-witness-frozen", _TWICE + "v.witness.actions = ()"),
+    ("shared-verdict-frozen", _TWICE + "v.witness = None"),
+    ("shared-action-frozen", _TWICE + "v.witness.actions[0].op.positions = (1,)"),
+]
+
 CASES: list[tuple[str, str, str]] = (
     [(f"text-{i}", f"ifs.parse_target({code})", ERR) for i, code in TEXTS]
     + [(f"decide-text-{i}", f"ifs.decide({code}, {A})", ERR) for i, code in TEXTS[:20]]
@@ -144,4 +254,7 @@ CASES: list[tuple[str, str, str]] = (
     + [(f"bounded-{i}", code, "ok") for i, code in BOUNDED]
     + [(i, code, ERR) for i, code in CHECK]
     + [(i, code, ERR) for i, code in OTHERS]
+    + [(i, code, ERR) for i, code in BOUNDS + DISK] + [(i, code, "ok") for i, code in NUMPY_INTS + DISK_OK]
+    + [(i, code, "ok") for i, code in SHARED] + [(i, code, "FrozenInstanceError") for i, code in SHARED_FROZEN]
+    + [(i, code, "ok") for i, code in PARTIAL[:-1]] + [(PARTIAL[-1][0], PARTIAL[-1][1], "SolverUnknownError")]
 )

@@ -13,7 +13,8 @@ PACKAGE = ROOT / "infoflow_smt"
 DATA_LAYER = sorted(
     ".".join(path.relative_to(ROOT).with_suffix("").parts)
     for layer in ("lang", "model", "verify", "report") for path in (PACKAGE / layer).glob("*.py")
-) + [f"infoflow_smt.{name}" for name in ("errors", "symbols", "limits", "words", "deadline", "machine", "processes")]
+) + [f"infoflow_smt.{name}" for name in ("errors", "symbols", "limits", "words", "deadline", "machine", "processes",
+                                           "files")]
 
 BLOCKER = """
 import sys, importlib.abc
