@@ -54,7 +54,7 @@ def test_every_docs_page_cited_in_the_code_exists():
 
 # A cited path: one under a top-level folder of the repository (a folder too: ``results/gpu_h200/``), any
 # ``folder/name.ext``, or a bare ``name.md`` / ``name.py``; not the tail of a longer path, a URL or ``~/...``.
-_FOLDERS = r"(?:docs|results|tests|benchmarks|experiments|proofs|infoflow_smt|shared)/[\w./-]*"
+_FOLDERS = r"(?:docs|results|tests|benchmarks|experiments|proofs|infoflow_smt|shared)/[\w./*-]*"
 _NESTED = r"(?:[\w-]+/)+[\w-]+\.(?:md|py|sh|txt|toml|sqlite|png|json|jsonl|csv|smt2)\b"
 _BARE = r"[\w-]+\.(?:md|py)\b"
 CITED_PATH = re.compile(rf"(?<![\w./~$:-])({_FOLDERS}|{_NESTED}|{_BARE})")
@@ -79,7 +79,9 @@ def dangling(text: str, folder: Path, names: frozenset[str]) -> list[str]:
     found = []
     for match in CITED_PATH.finditer(text):
         cited = match.group(1).rstrip(".")
-        if "/" in cited:
+        if "*" in cited:  # a pattern (``results/confirm_*.txt``): something must match it
+            exists = any(ROOT.glob(cited)) or any(folder.glob(cited))
+        elif "/" in cited:
             exists = (ROOT / cited).exists() or (folder / cited).exists()
         else:
             exists = cited in names

@@ -85,11 +85,13 @@ def test_standard_output_that_leaves_or_fills_up(line, code):
 def test_ctrl_c_while_the_solver_runs_exits_130_within_a_second():
     # minimize asks the solver question after question: a SIGINT lands in a check (z3's own handler) or
     # between them, and the command must end either way
-    argv = [sys.executable, "-m", "infoflow_smt", "minimize", "intrinsic_dimension:D=6", "--max-layers", "7",
-            "--max-heads", "6", "--input-dim", "2", "--timeout", "60"]
+    # (272 architectures, most of them infeasible: seconds of solving even when each answer is fast)
+    argv = [sys.executable, "-m", "infoflow_smt", "minimize", "intrinsic_dimension:D=16", "--max-layers", "17",
+            "--max-heads", "16", "--input-dim", "2", "--timeout", "120"]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, preexec_fn=_limited)  # noqa: PLW1509
-    time.sleep(4)
+    time.sleep(3)
+    assert process.poll() is None, "the question ended before the signal: the test needs a longer one"
     sent = time.perf_counter()
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=60)
