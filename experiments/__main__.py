@@ -5,6 +5,7 @@
   python -m experiments validate --profile smoke [--target SPEC --heads 2,2 --embed-dim 24 --input-dim 4
                                                   --seq-len 8] [--results DIR]
   python -m experiments report --profile cpu [--results DIR] [--json] [--plots DIR] [--markdown FILE]
+  python -m experiments compile TARGET --heads 2,2 [--beta 4,16,64,256] [--seq-len 8,32,128,512] [--json]
   python -m experiments confirm TARGET --heads 2,2 --embed-dim 16 --input-dim 4 [--seq-len 16]
                                     [--budget 60s] [--threshold 1e-2] [--json]
 
@@ -278,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .store import StoreError
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["compile"]:  # its own parser: compile_cli (the infoflow CLI delegates there too)
+        from . import compile_cli
+        return compile_cli.main(argv[1:])
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     command = None
     try:

@@ -33,7 +33,7 @@ from infoflow_smt.errors import InfoflowError, InvalidSpecError
 from infoflow_smt.symbols import T
 
 PROG = "infoflow"
-DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__"}   # commands with their own parser
+DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__", "compile": "experiments.compile_cli"}   # commands with their own parser
 
 
 class BadInput(Exception):
