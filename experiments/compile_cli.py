@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--positional", action="store_true")
     p.add_argument("--beta", type=_numbers(float, "--beta", 1e-9), default=(4.0, 16.0, 64.0, 256.0))
     p.add_argument("--seq-len", type=_numbers(int, "--seq-len", 2), default=(8, 32, 128, 512))
-    p.add_argument("--samples", type=int, default=64)
+    p.add_argument("--samples", type=int, default=32)
     p.add_argument("--ffn", choices=("exact", "mlp"), default="exact")
     p.add_argument("--save", default=None, help="write the model at the largest beta (torch.save)")
     p.add_argument("--plot", default=None, help="write NMSE against beta, one line per T")

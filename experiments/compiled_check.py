@@ -94,11 +94,13 @@ def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), 
     started = time.perf_counter()
     betas, seq_lens = tuple(float(b) for b in betas), tuple(int(T) for T in seq_lens)
     target = resolve_target(verdict.target)
-    build = model_for or (lambda beta: compile(verdict, beta=beta, ffn=ffn, mlp_width=mlp_width, seed=seed))
+    if model_for is None:  # compiled once: only beta changes between the rows
+        compiled = compile(verdict, beta=betas[0], ffn=ffn, mlp_width=mlp_width, seed=seed)
+        model_for = compiled.set_beta
     data = {T: _inputs(target, verdict, T, samples, seed) for T in seq_lens}
     nmse, model = [], None
     for beta in betas:
-        model = build(beta)
+        model = model_for(beta)
         nmse.append(tuple(_nmse(model, *data[T]) for T in seq_lens))
     slopes = tuple(_slope(betas, [row[j] for row in nmse]) for j in range(len(seq_lens)))
     smallest = tuple(next((b for b, row in zip(betas, nmse) if row[j] <= NMSE_GOAL), None)

@@ -85,6 +85,13 @@ class CompiledTransformer(nn.Module):
         self.maps = nn.ModuleList(ExactMap(plan, target.realization, layer, reads)
                                   for layer in range(plan.program.layers + 1))
 
+    def set_beta(self, beta: float) -> CompiledTransformer:
+        """The same model at another inverse temperature (only the score coordinates of ``W_Q`` change)."""
+        self.beta = float(beta)
+        for layer in self.layers:
+            layer.set_beta(self.beta)
+        return self
+
     def dry_run(self) -> None:
         """One forward pass on zeros, long enough for every fixed position: every map reads what it will
         read on real inputs, so a fact the stream does not carry is refused now, not on the first input."""
@@ -92,10 +99,13 @@ class CompiledTransformer(nn.Module):
         self(torch.zeros(1, 2 * longest + 4, self.plan.input_dim, dtype=torch.float64))
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """``X`` (batch, T, d) -> the answer at the output token, (batch,) or (batch, d)."""
-        return self.answer(self.stream(X)[-1])
+        """``X`` (batch, T, d) -> the answer at the output token, (batch,) or (batch, d). The last layer runs
+        its queries at the output token alone: nothing reads the other positions after it (the ``stream``
+        computes every row, for inspection)."""
+        return self.answer(self.stream(X, last_at_output=True)[-1])
 
-    def stream(self, X: torch.Tensor, attention: list | None = None) -> list[torch.Tensor]:
+    def stream(self, X: torch.Tensor, attention: list | None = None,
+               last_at_output: bool = False) -> list[torch.Tensor]:
         """The residual stream after the embedding's map and after each layer (``attention``, when given,
         collects every head's weights)."""
         batch, T, d = X.shape
@@ -103,8 +113,11 @@ class CompiledTransformer(nn.Module):
         R = tokens @ self.embed + self.positions(T)
         R = R + self.maps[0](R)
         states = [R]
-        for layer, fmap in zip(self.layers, self.maps[1:]):
-            R = R + layer(R, attention)
+        for i, (layer, fmap) in enumerate(zip(self.layers, self.maps[1:])):
+            if last_at_output and i == len(self.layers) - 1:
+                R = R[:, -1:] + layer(R, attention, queries=R[:, -1:])
+            else:
+                R = R + layer(R, attention)
             R = R + fmap(R)
             states.append(R)
         return states
@@ -145,28 +158,40 @@ class Attention(nn.Module):
         dh = E // h
         self.W_Q, self.W_K, self.W_V = (nn.Parameter(_zeros(h, E, dh), requires_grad=False) for _ in range(3))
         self.W_O = nn.Parameter(_zeros(h, dh, E), requires_grad=False)
+        # W_Q = beta * scaled + fixed: the score coordinates scale with beta, the masks and positions do not
+        self.register_buffer("scaled", _zeros(h, E, dh), persistent=False)
+        self.register_buffer("fixed", _zeros(h, E, dh), persistent=False)
         for head in range(1, h + 1):
             hp = plan.head(layer, head)
             if hp is not None:
-                _write_head(plan, hp, beta, *(w.data[head - 1] for w in (self.W_Q, self.W_K, self.W_V, self.W_O)))
+                _write_head(plan, hp, (self.scaled[head - 1], self.fixed[head - 1]),
+                            *(w.data[head - 1] for w in (self.W_K, self.W_V, self.W_O)))
+        self.set_beta(beta)
 
-    def forward(self, R: torch.Tensor, attention: list | None = None) -> torch.Tensor:
-        Q = torch.einsum("bne,hef->bhnf", R, self.W_Q)
+    def set_beta(self, beta: float) -> None:
+        self.W_Q.data = beta * self.scaled + self.fixed
+
+    def forward(self, R: torch.Tensor, attention: list | None = None, queries: torch.Tensor | None = None):
+        """The heads' sum at every row of ``R`` (or at the rows ``queries`` alone, keys from all of ``R``)."""
+        Q = torch.einsum("bne,hef->bhnf", R if queries is None else queries, self.W_Q)
         K = torch.einsum("bne,hef->bhnf", R, self.W_K)
         V = torch.einsum("bne,hef->bhnf", R, self.W_V)
+        if attention is None:  # the fused kernel: the same softmax(Q K^T) V, without the T x T weights in memory
+            mixed = nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0)
+            return torch.einsum("bhnf,hfe->bne", mixed, self.W_O)
         weights = torch.softmax(Q @ K.transpose(-1, -2), dim=-1)
-        if attention is not None:
-            attention.append(weights)
+        attention.append(weights)
         return torch.einsum("bhnf,hfe->bne", weights @ V, self.W_O)
 
 
-def _write_head(plan: wp.Plan, hp: wp.HeadPlan, beta: float, W_Q, W_K, W_V, W_O) -> None:
+def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> None:
+    """``W_Q`` is the pair (coefficients of beta, fixed part)."""
     q0, o0, d = plan.slot(f"q{hp.name}").start, plan.slot(f"h{hp.name}").start, plan.input_dim
     if hp.kind == "retrieve":
-        _write_retrieval(plan, hp, beta, W_Q, W_K, W_V)
+        _write_retrieval(plan, hp, W_Q, W_K, W_V)
     else:
         for j, (q, _) in enumerate(hp.blocks):
-            W_Q[q0 + j, j], W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = POSITION_SHARPNESS, 1.0
+            W_Q[1][q0 + j, j], W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = POSITION_SHARPNESS, 1.0
         outbox = plan.slot(f"o{hp.name}").start
         for j in range(hp.value_width(d)):
             W_V[outbox + j, j] = 1.0
@@ -174,7 +199,7 @@ def _write_head(plan: wp.Plan, hp: wp.HeadPlan, beta: float, W_Q, W_K, W_V, W_O)
         W_O[j, o0 + j] = 1.0
 
 
-def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, beta: float, W_Q, W_K, W_V) -> None:
+def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> None:
     """Query and key coordinates factor by factor (``beta * sign * coefficient`` is in the host's features
     or, read directly from the token, in ``W_Q``), a mask coordinate per node, and a value that copies the
     winner's candidate features and the tokens read later."""
@@ -185,17 +210,17 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, beta: float, W_Q, W_K, W_V)
         for f in s.factors:
             if f.query_direct:
                 M = _factor_matrix(plan, f)
-                W_Q[x0:x0 + d, coord:coord + d] = beta * s.sign * f.coefficient * M
+                W_Q[0][x0:x0 + d, coord:coord + d] = s.sign * f.coefficient * M
             else:
                 for j in range(f.rank):
-                    W_Q[q_at + j, coord + j] = beta
+                    W_Q[0][q_at + j, coord + j] = 1.0
                 q_at += f.rank
             key = x0 if f.key_direct else k0 + k_at
             k_at += 0 if f.key_direct else f.rank
             for j in range(f.rank):
                 W_K[key + j, coord + j] = W_V[key + j, v_at + j] = 1.0
             coord, v_at = coord + f.rank, v_at + f.rank
-        W_Q[q_at, coord] = MASK  # the host writes -1 there: -MASK on every non-candidate
+        W_Q[1][q_at, coord] = MASK  # the host writes -1 there: -MASK on every non-candidate
         W_K[_skip(plan, s.node), coord] = 1.0
         q_at, coord = q_at + 1, coord + 1
     sources = wp.common_paths(plan.locations[hp.layer - 1])
