@@ -17,7 +17,7 @@ embedding and after each layer. The answer is read from the output token, an ext
   can compute"); ``ffn="mlp"`` replaces each by a GELU MLP fitted to it (``mlp_maps``).
 
 >>> import infoflow_smt as ifs
->>> model = compile(ifs.decide("max_retrieval", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2)), beta=64)
+>>> model = compile(ifs.decide("max_retrieval", ifs.Architecture(heads=(1,), embed_dim=16, input_dim=2)), beta=64)
 >>> model(torch.zeros(1, 5, 2, dtype=torch.float64)).shape
 torch.Size([1])
 """
