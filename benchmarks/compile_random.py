@@ -63,6 +63,12 @@ def main() -> None:
         except CompileRefusal as refusal:
             reasons[refusal.reason] += 1
             lines.append(f"REFUSED ({refusal.reason}: {refusal.term}) {label}")
+            print(lines[-1], flush=True)
+            continue
+        except Exception as err:  # noqa: BLE001 -- a crash is a compiler bug: counted and shown, not hidden
+            failed.append(label)
+            lines.append(f"ERROR  {type(err).__name__}: {err}  {label}")
+            print(lines[-1], flush=True)
             continue
         worst = max(result.nmse[-1])
         if worst <= GOAL:
@@ -70,6 +76,7 @@ def main() -> None:
         else:
             failed.append(label)
         lines.append(f"{'ok    ' if worst <= GOAL else 'MISS  '} NMSE {worst:.2e} at beta {BETAS[-1]}  {label}")
+        print(lines[-1], flush=True)
     total = passed + len(failed) + sum(reasons.values())
     summary = [f"machine: {cpu_model()}, {os.cpu_count()} CPUs; betas {BETAS}, T {SEQ_LENS}, {SAMPLES} inputs",
                (f"{total} random feasible targets (from {index} generated): {passed + len(failed)} compiled, "

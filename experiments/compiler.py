@@ -186,9 +186,15 @@ class Attention(nn.Module):
 
 def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> None:
     """``W_Q`` is the pair (coefficients of beta, fixed part)."""
-    q0, o0, d = plan.slot(f"q{hp.name}").start, plan.slot(f"h{hp.name}").start, plan.input_dim
+    o0, d = plan.slot(f"h{hp.name}").start, plan.input_dim
+    q0 = plan.slot(f"q{hp.name}").start if hp.kind != "average" else 0
     if hp.kind == "retrieve":
         _write_retrieval(plan, hp, W_Q, W_K, W_V)
+    elif hp.kind == "average":  # W_Q = 0: every position weighs 1/(T+1)
+        outbox, width = plan.slot(f"o{hp.name}").start, hp.value_width(d)
+        for j in range(width - 1):
+            W_V[outbox + j, j] = 1.0
+        W_V[plan.slot("output").start, width - 1] = 1.0
     else:
         for j, (q, _) in enumerate(hp.blocks):
             W_Q[1][q0 + j, j], W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = POSITION_SHARPNESS, 1.0
@@ -259,6 +265,8 @@ def needed(plan: wp.Plan, reads: set) -> dict:
         if slot == "x":
             continue
         hp = next(h for h in plan.head_plans if f"h{h.name}" == slot)
+        if hp.kind == "average":  # it copies values the sources compute, not facts
+            continue
         tag, rest = path[0], path[1:]
         if hp.kind == "retrieve":
             keep.setdefault((hp.layer, hp.head), set()).add(rest)
@@ -293,8 +301,9 @@ class ExactMap(nn.Module):
         for hp in (h for h in plan.head_plans if h.layer == self.layer + 1):
             _features(plan, hp, c, values, out)
         if self.layer == plan.program.layers and c == wp.OUTPUT:
-            answer = values.value(plan.tree.graph["output"], {})
-            out[:, _span(plan, "answer")] = answer.reshape(len(R), -1).expand(len(R), plan.answer_width)
+            answer = values.value(plan.tree.graph["output"], {})  # a constant target gives one number
+            shape = (len(R),) if plan.answer_width == 1 else (len(R), plan.answer_width)
+            out[:, _span(plan, "answer")] = answer.expand(shape).reshape(len(R), plan.answer_width)
         return out
 
 
@@ -314,6 +323,10 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
     """Write what head ``hp`` reads at rows of class ``c``: the query where ``c`` acts, keys and outbox
     blocks where ``c`` is an input class."""
     acts = dict(hp.by_class)
+    if hp.kind == "average":
+        if c != wp.OUTPUT:
+            _per_token_values(plan, hp, values, out)
+        return
     q_at = plan.slot(f"q{hp.name}").start
     if hp.kind == "retrieve":
         k_at = plan.slot(f"k{hp.name}").start if hp.key_slot_width() else 0
@@ -346,6 +359,20 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                 if (at > 0.5).any():
                     out[:, o0 + i * plan.input_dim:o0 + (i + 1) * plan.input_dim] = at * values.token(p)
         start += len(paths) * plan.input_dim
+
+
+def _per_token_values(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:
+    """At an input position: each aggregate's per-token value where the position is in its domain, and 1
+    there (the domain's share, once averaged)."""
+    at = plan.slot(f"o{hp.name}").start
+    for node, width in hp.averages:
+        data = plan.tree.nodes[node]
+        inside = 1.0 - values.R[:, _skip(plan, node)]
+        v = values.value(data["score"], {data["var"]: ()})
+        v = v.expand(len(values.R), width) if width > 1 else v.expand(len(values.R)).reshape(-1, 1)
+        out[:, at:at + width] = v * inside[:, None]
+        out[:, at + width] = inside
+        at += width + 1
 
 
 class Values:
@@ -402,6 +429,8 @@ class Values:
 
     def node_value(self, node: str, env: dict) -> torch.Tensor:
         data = self.tree.nodes[node]
+        if data["kind"] == "aggregate" and ("avg", node) in self.where:
+            return self.averaged(node)
         if data["kind"] != "top1" or data["sense"] in ("argmin", "argmax"):
             raise CompileRefusal("mode", node, f"{node} ({data['sense']}) is not a value a head copies")
         bound = data["bound"]
@@ -411,6 +440,19 @@ class Values:
         local = {v: env[v] for v in data["bound"]} | {data["var"]: winner}
         total = sum(sign * self.value(t, local) for sign, t in data["terms"])
         return total[..., 0] if wp._is_vector(data["score"], self.tree) else total
+
+    def averaged(self, node: str) -> torch.Tensor:
+        """A sum or mean from a uniform average: ``a = sum_D v / (T+1)``, ``b = |D| / (T+1)``, ``c = 1/(T+1)``."""
+        slot, offset, _ = self.where[("avg", node)]
+        start = self.plan.slot(slot).start + offset
+        width = 1 if not wp._is_vector(self.tree.nodes[node]["score"], self.tree) else self.d
+        if self.reads is not None:
+            self.reads.add((self.layer, self.c, ("count",)))
+        a, b = self.R[:, start:start + width], self.R[:, start + width]
+        count_slot, count_at, _ = self.where[("count",)]
+        c = self.R[:, self.plan.slot(count_slot).start + count_at]
+        total = a / (c if self.tree.nodes[node]["sense"] == "sum" else b)[:, None]
+        return total if width > 1 else total[:, 0]
 
     def copied_value(self, node: str, env: dict) -> torch.Tensor:
         """The value of a selection this position made, from the winner's candidate features its head

@@ -75,17 +75,20 @@ class Selection:
 class HeadPlan:
     layer: int
     head: int
-    kind: str                                     # "retrieve" or "positions"
+    kind: str                                     # "retrieve", "positions" or "average"
     selections: tuple[Selection, ...] = ()        # retrieve: one per node the head selects anywhere
     by_class: tuple[tuple[object, object], ...] = ()  # class -> node (retrieve) or tuple of FixedIndex
     values: tuple[tuple, ...] = ()                # retrieve: the candidate's paths the value copies
     blocks: tuple[tuple[ex.FixedIndex, tuple[tuple, ...]], ...] = ()  # positions: each source's paths
+    averages: tuple[tuple[str, int], ...] = ()    # average: each aggregate node and the width of its value
 
     @property
     def name(self) -> str:
         return f"{self.layer}.{self.head}"
 
     def query_width(self) -> int:
+        if self.kind == "average":
+            return 0  # a uniform average: every score is 0
         return sum(s.rank for s in self.selections) if self.kind == "retrieve" else len(self.blocks)
 
     def query_slot_width(self) -> int:
@@ -97,6 +100,8 @@ class HeadPlan:
     def value_width(self, d: int) -> int:
         if self.kind == "retrieve":
             return sum(s.key_width for s in self.selections) + len(self.values) * d
+        if self.kind == "average":  # per node its value and its domain's share, then 1/(T+1)
+            return sum(w + 1 for _, w in self.averages) + 1
         return sum(len(paths) for _, paths in self.blocks) * d
 
 
@@ -131,6 +136,8 @@ class Plan:
 
 
 def path_text(path: tuple) -> str:
+    if path and path[0] in ("avg", "count"):
+        return f"average {path[1]}" if path[0] == "avg" else "1/(T+1)"
     if path and path[0] == "key":
         return f"candidate features of the winner of {path[1]}"
     if not path:
@@ -168,8 +175,8 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
                 kept = None if keep is None else keep.get((layer, head), set())
                 plans.append(_head_plan(layer, head, acts, locations[-1], current, tree, input_dim, kept))
         locations.append(current)
-    skips = tuple(sorted({s.node for h in plans for s in h.selections
-                          if not isinstance(tree.nodes[s.node]["domain"], ex.AllPositions)}))
+    masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
+    skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
     answer_width = input_dim if _is_vector(tree.graph["output"], tree) else 1
     slots = _allocate(plans, flags, skips, input_dim, answer_width)
     plan = Plan(program, tree, width, input_dim, heads, classes, flags, skips, tuple(plans), tuple(locations),
@@ -181,7 +188,7 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
 
 def _refuse_modes(program: Program, tree) -> None:
     for a in program.actions:
-        if a.op.mode in (Mode.AGGREGATE, Mode.AVERAGE, Mode.KTH):
+        if a.op.mode in (Mode.AGGREGATE, Mode.KTH):
             raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled (a softmax head "
                                  "averages; exact maps cannot decode T tokens or rank the k-th from one average)")
         if a.op.mode is Mode.POSITIONS and any(isinstance(q, Offset) for q in a.op.positions):
@@ -203,7 +210,7 @@ def common_paths(locations: dict) -> dict:
     """The tokens every input position holds, at the same place (what any candidate can hand over)."""
     inputs = [locs for c, locs in locations.items() if c != OUTPUT]
     return {p: where for p, where in inputs[0].items()
-            if (p[0] if p else None) != "key" and all(locs.get(p) == where for locs in inputs[1:])}
+            if (p[0] if p else None) not in ("key", "avg", "count") and all(locs.get(p) == where for locs in inputs[1:])}
 
 
 def _head_plan(layer, head, acts, before, current, tree, d, kept) -> HeadPlan:
@@ -212,6 +219,8 @@ def _head_plan(layer, head, acts, before, current, tree, d, kept) -> HeadPlan:
         raise CompileRefusal("mode", f"layer {layer}, head {head}",
                              f"layer {layer}, head {head} both retrieves and gathers fixed positions")
     slot = f"h{layer}.{head}"
+    if kinds == {Mode.AVERAGE}:
+        return _average_plan(layer, head, acts, current, tree, d, slot)
     if kinds == {Mode.RETRIEVE}:
         values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
                               key=lambda p: (len(p), str(p))))
@@ -228,7 +237,8 @@ def _head_plan(layer, head, acts, before, current, tree, d, kept) -> HeadPlan:
                         values)
     refs = sorted({q for a in acts.values() for q in a.op.positions}, key=_fixed)
     blocks = tuple((q, tuple(sorted((p for p in before[q if q in before else INPUT]
-                                     if (p[0] if p else None) != "key" and (kept is None or (q, p) in kept)),
+                                     if (p[0] if p else None) not in ("key", "avg", "count")
+                                     and (kept is None or (q, p) in kept)),
                                     key=lambda p: (len(p), str(p))))) for q in refs)
     offsets, at = {}, 0
     for q, paths in blocks:
@@ -241,6 +251,22 @@ def _head_plan(layer, head, acts, before, current, tree, d, kept) -> HeadPlan:
                 current[c][(("at", q), *p)] = (slot, offsets[q] + i * d, float(len(a.op.positions)))
     return HeadPlan(layer, head, "positions", (), tuple((c, a.op.positions) for c, a in acts.items()), (),
                     blocks)
+
+
+def _average_plan(layer, head, acts, current, tree, d, slot) -> HeadPlan:
+    """Global averaging: one uniform head over every position (the output token too, whose flag then
+    arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
+    share; the reader divides them into a sum or a mean."""
+    nodes = sorted(n for n, data in tree.nodes(data=True) if data["kind"] == "aggregate" and not data["bound"])
+    averages = tuple((n, d if _is_vector(tree.nodes[n]["score"], tree) else 1) for n in nodes)
+    at = 0
+    for n, w in averages:
+        for c in acts:
+            current[c][("avg", n)] = (slot, at, 1.0)
+        at += w + 1
+    for c in acts:
+        current[c][("count",)] = (slot, at, 1.0)
+    return HeadPlan(layer, head, "average", (), tuple((c, None) for c in acts), averages=averages)
 
 
 def _selection(node, tree, d: int, alone: bool) -> Selection:
@@ -274,6 +300,10 @@ def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
             if h.key_slot_width():
                 wanted.append((f"k{h.name}", h.key_slot_width(), (f"layer {h.layer} head {h.head} key: candidate "
                                                                  f"features of {nodes}")))
+        elif h.kind == "average":
+            nodes = ", ".join(n for n, _ in h.averages)
+            wanted.append((f"o{h.name}", h.value_width(d) - 1, f"layer {h.layer} head {h.head} outbox: per-token "
+                                                               f"values of {nodes}"))
         else:
             where = ", ".join(_fixed(q) for q, _ in h.blocks)
             wanted.append((f"q{h.name}", h.query_width(), f"layer {h.layer} head {h.head} query: which of {where}"))
