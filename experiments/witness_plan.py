@@ -302,8 +302,8 @@ def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
                                                                  f"features of {nodes}")))
         elif h.kind == "average":
             nodes = ", ".join(n for n, _ in h.averages)
-            wanted.append((f"o{h.name}", h.value_width(d) - 1, f"layer {h.layer} head {h.head} outbox: per-token "
-                                                               f"values of {nodes}"))
+            wanted.append((f"o{h.name}", h.value_width(d) - 1, (f"layer {h.layer} head {h.head} outbox: per-token "
+                                                               f"values of {nodes}")))
         else:
             where = ", ".join(_fixed(q) for q, _ in h.blocks)
             wanted.append((f"q{h.name}", h.query_width(), f"layer {h.layer} head {h.head} query: which of {where}"))
