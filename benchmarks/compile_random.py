@@ -35,7 +35,7 @@ def feasible(text: str):
     for heads in SHAPES:
         arch = ifs.Architecture(heads=heads, embed_dim=32, input_dim=d, positional=positional)
         try:
-            verdict = ifs.decide(target, arch, timeout=20)
+            verdict = ifs.decide(target, arch, timeout=10)
         except ifs.InfoflowError:
             return None
         if verdict.feasible:
@@ -77,17 +77,26 @@ def main() -> None:
             failed.append(label)
         lines.append(f"{'ok    ' if worst <= GOAL else 'MISS  '} NMSE {worst:.2e} at beta {BETAS[-1]}  {label}")
         print(lines[-1], flush=True)
+        _write(args.out, started, index, passed, failed, reasons, lines)
+    _write(args.out, started, index, passed, failed, reasons, lines, final=True)
+
+
+def _write(out, started, index, passed, failed, reasons, lines, final=False) -> None:
+    """The summary and every line so far (rewritten after each target: a stopped run keeps its figures)."""
     total = passed + len(failed) + sum(reasons.values())
+    refused = sum(reasons.values())
     summary = [f"machine: {cpu_model()}, {os.cpu_count()} CPUs; betas {BETAS}, T {SEQ_LENS}, {SAMPLES} inputs",
-               (f"{total} random feasible targets (from {index} generated): {passed + len(failed)} compiled, "
-                f"{passed} reach NMSE <= {GOAL:g} at T = 8 and 64, {len(failed)} do not"),
-               f"refused: {sum(reasons.values())} ({100 * sum(reasons.values()) / max(total, 1):.1f} %): "
-               + (", ".join(f"{r} {n}" for r, n in reasons.most_common()) or "none"),
+               (f"{total} random feasible targets (from {index} generated{'' if final else ', run in progress'}): "
+                f"{passed + len(failed)} compiled, {passed} reach NMSE <= {GOAL:g} at T = 8 and 64, "
+                f"{len(failed)} do not"),
+               (f"refused: {refused} ({100 * refused / max(total, 1):.1f} %): "
+                + (", ".join(f"{r} {n}" for r, n in reasons.most_common()) or "none")),
                f"{time.perf_counter() - started:.0f} s", ""]
     text = "\n".join(summary + lines)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
+    if final:
+        print(text)
+    if out:
+        with open(out, "w") as f:
             f.write(text + "\n")
 
 
