@@ -32,11 +32,15 @@ from torch import nn
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.trees import GroupRef, comparison_tree, outermost
+from infoflow_smt.model.program import Offset
 
 from . import witness_plan as wp
 
 MASK = 1e6                 # the score of a position that is no candidate: exp(-MASK) is 0 in float64
 POSITION_SHARPNESS = 60.0  # a positional head's score on its sources: the others weigh exp(-60) each
+ANGLE = 2 * np.pi / 4096   # positional features cos, sin of p * ANGLE: distinct positions up to T = 2048
+# an offset head's scale: the source beats the sink and the sink every other position by 40
+OFFSET_SHARPNESS = 80.0 / (1 - np.cos(ANGLE))
 
 
 def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64, seed: int = 0) -> nn.Module:
@@ -136,6 +140,9 @@ class CompiledTransformer(nn.Module):
             at = q.resolve(T)
             if 1 <= at <= T:
                 P[at - 1, _span(plan, f"at {wp._fixed(q)}")] = 1.0
+        if any(s.name == "pos" for s in plan.slots):
+            angle = torch.arange(1, T + 1, dtype=torch.float64) * ANGLE
+            P[:T, _span(plan, "pos")] = torch.stack([torch.cos(angle), torch.sin(angle)], dim=1)
         for node in plan.skips:
             domain = plan.tree.nodes[node]["domain"]
             inside = np.zeros(T + 1, dtype=bool)
@@ -187,9 +194,11 @@ class Attention(nn.Module):
 def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> None:
     """``W_Q`` is the pair (coefficients of beta, fixed part)."""
     o0, d = plan.slot(f"h{hp.name}").start, plan.input_dim
-    q0 = plan.slot(f"q{hp.name}").start if hp.kind != "average" else 0
+    q0 = plan.slot(f"q{hp.name}").start if hp.kind in ("retrieve", "positions") else 0
     if hp.kind == "retrieve":
         _write_retrieval(plan, hp, W_Q, W_K, W_V)
+    elif hp.kind == "offset":
+        _write_offset(plan, hp, W_Q[1], W_K, W_V)
     elif hp.kind == "average":  # W_Q = 0: every position weighs 1/(T+1)
         outbox, width = plan.slot(f"o{hp.name}").start, hp.value_width(d)
         for j in range(width - 1):
@@ -203,6 +212,25 @@ def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> No
             W_V[outbox + j, j] = 1.0
     for j in range(hp.value_width(d)):
         W_O[j, o0 + j] = 1.0
+
+
+def _write_offset(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
+    """q_p = S (cos, sin of (p + offset) * ANGLE, c) from the position's own features (a rotation), k_t = (cos,
+    sin of t * ANGLE, 1 at the output token): q.k = S cos((t - p - offset) * ANGLE), peaked at the source,
+    and S c at the output token, the sink that wins where the source is outside the sequence."""
+    (offset, paths), = hp.blocks
+    pos, one, out = plan.slot("pos").start, plan.slot("one").start, plan.slot("output").start
+    a = offset.offset * ANGLE
+    rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
+    W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
+    W_Q[one, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    W_K[pos, 0] = W_K[pos + 1, 1] = W_K[out, 2] = 1.0
+    sources = wp.common_paths(plan.locations[hp.layer - 1])
+    for i, path in enumerate(paths):
+        slot, offset_in, scale = sources[path]
+        start = plan.slot(slot).start + offset_in
+        for j in range(plan.input_dim):
+            W_V[start + j, i * plan.input_dim + j] = scale
 
 
 def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> None:
@@ -268,7 +296,10 @@ def needed(plan: wp.Plan, reads: set) -> dict:
         if hp.kind == "average":  # it copies values the sources compute, not facts
             continue
         tag, rest = path[0], path[1:]
-        if hp.kind == "retrieve":
+        if hp.kind == "offset":
+            keep.setdefault((hp.layer, hp.head), set()).add((tag[1], rest))
+            todo += [(hp.layer - 1, k, rest) for k in plan.classes if k != wp.OUTPUT]
+        elif hp.kind == "retrieve":
             keep.setdefault((hp.layer, hp.head), set()).add(rest)
             todo += [(hp.layer - 1, k, rest) for k in plan.classes if k != wp.OUTPUT]
         else:
@@ -323,6 +354,8 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
     """Write what head ``hp`` reads at rows of class ``c``: the query where ``c`` acts, keys and outbox
     blocks where ``c`` is an input class."""
     acts = dict(hp.by_class)
+    if hp.kind == "offset":
+        return  # its query, key and value are linear in what the stream already holds
     if hp.kind == "average":
         if c != wp.OUTPUT:
             _per_token_values(plan, hp, values, out)
@@ -486,6 +519,8 @@ class Values:
             return self.token(self._gathered(index))
         if isinstance(index, GroupRef):
             return self.token(self.winner(outermost(self.tree, index.group), env))
+        if isinstance(index, ex.OffsetIndex):
+            return self.token((*env[index.name], ("at", Offset(index.offset))))
         raise CompileRefusal("mode", wp.term_text(e), f"reading {wp.term_text(e)} is not compiled")
 
     def _gathered(self, q: ex.FixedIndex) -> tuple:

@@ -89,6 +89,8 @@ class HeadPlan:
     def query_width(self) -> int:
         if self.kind == "average":
             return 0  # a uniform average: every score is 0
+        if self.kind == "offset":
+            return 3  # the rotated position and the sink (the output token, where p + offset is outside)
         return sum(s.rank for s in self.selections) if self.kind == "retrieve" else len(self.blocks)
 
     def query_slot_width(self) -> int:
@@ -142,7 +144,7 @@ def path_text(path: tuple) -> str:
         return f"candidate features of the winner of {path[1]}"
     if not path:
         return "own token"
-    parts = [t if isinstance(t, str) else f"x[{_fixed(t[1])}]" for t in path]
+    parts = [t if isinstance(t, str) else f"x[{t[1] if isinstance(t[1], Offset) else _fixed(t[1])}]" for t in path]
     return "token of " + " > ".join(parts)
 
 
@@ -163,7 +165,8 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
     _refuse_modes(program, tree)
     fixed = sorted({a.where for a in program.actions if isinstance(a.where, ex.FixedIndex)}, key=_fixed)
     classes = (INPUT, *fixed, OUTPUT)
-    sources = {q for a in program.actions if a.op.mode is Mode.POSITIONS for q in a.op.positions}
+    sources = {q for a in program.actions if a.op.mode is Mode.POSITIONS for q in a.op.positions
+               if isinstance(q, ex.FixedIndex)}
     flags = tuple(sorted(set(fixed) | sources, key=_fixed))
     locations = [{c: ({(): ("x", 0, 1.0)} if c != OUTPUT else {}) for c in classes}]
     plans = []
@@ -191,8 +194,10 @@ def _refuse_modes(program: Program, tree) -> None:
         if a.op.mode in (Mode.AGGREGATE, Mode.KTH):
             raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled (a softmax head "
                                  "averages; exact maps cannot decode T tokens or rank the k-th from one average)")
-        if a.op.mode is Mode.POSITIONS and any(isinstance(q, Offset) for q in a.op.positions):
-            raise CompileRefusal("mode", str(a), f"{a}: gathering offset positions is not compiled")
+        if a.op.mode is Mode.POSITIONS and any(isinstance(q, Offset) for q in a.op.positions) \
+                and len(a.op.positions) > 1:
+            raise CompileRefusal("mode", str(a), f"{a}: one head gathering an offset and other positions is "
+                                 "not compiled (its sources cannot tell which block is theirs)")
         if a.op.mode is Mode.RETRIEVE and len(tree.nodes[a.op.node]["bound"]) > 1:
             raise CompileRefusal("mode", str(a), f"{a}: one position plays several variables")
 
@@ -235,7 +240,12 @@ def _head_plan(layer, head, acts, before, current, tree, d, kept) -> HeadPlan:
                 current[c][(a.op.node, *p)] = (slot, at + i * d, 1.0)
         return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()),
                         values)
-    refs = sorted({q for a in acts.values() for q in a.op.positions}, key=_fixed)
+    refs = sorted({q for a in acts.values() for q in a.op.positions}, key=_ref_key)
+    if any(isinstance(q, Offset) for q in refs):
+        if len(refs) > 1:
+            raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers an "
+                                 "offset at some positions and other positions elsewhere")
+        return _offset_plan(layer, head, refs[0], acts, before, current, d, kept, slot)
     blocks = tuple((q, tuple(sorted((p for p in before[q if q in before else INPUT]
                                      if (p[0] if p else None) not in ("key", "avg", "count")
                                      and (kept is None or (q, p) in kept)),
@@ -251,6 +261,22 @@ def _head_plan(layer, head, acts, before, current, tree, d, kept) -> HeadPlan:
                 current[c][(("at", q), *p)] = (slot, offsets[q] + i * d, float(len(a.op.positions)))
     return HeadPlan(layer, head, "positions", (), tuple((c, a.op.positions) for c, a in acts.items()), (),
                     blocks)
+
+
+def _ref_key(q) -> tuple:
+    return (1, q.offset, "") if isinstance(q, Offset) else (0, 0, _fixed(q))
+
+
+def _offset_plan(layer, head, offset, acts, before, current, d, kept, slot) -> HeadPlan:
+    """A head that copies the facts of position ``p + offset``: a score peaked on that relative position
+    (rotated positional features), its value the source's facts read where every input position keeps them."""
+    paths = tuple(sorted((p for p in common_paths(before) if kept is None or (offset, p) in kept),
+                         key=lambda p: (len(p), str(p))))
+    for c in acts:
+        for i, p in enumerate(paths):
+            current[c][(("at", offset), *p)] = (slot, i * d, 1.0)
+    return HeadPlan(layer, head, "offset", (), tuple((c, a.op.positions) for c, a in acts.items()),
+                    blocks=((offset, paths),))
 
 
 def _average_plan(layer, head, acts, current, tree, d, slot) -> HeadPlan:
@@ -291,6 +317,8 @@ def _direct(f: Factor, var: str, host_var: str | None, d: int, alone: bool) -> F
 def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
     wanted = [("one", 1, "the constant 1"), ("output", 1, "1 at the output token"), ("x", d, "the token")]
     wanted += [(f"at {_fixed(q)}", 1, f"1 at position {_fixed(q)}") for q in flags]
+    if any(h.kind == "offset" for h in plans):
+        wanted.append(("pos", 2, "cos and sin of (position * 2 pi / 4096)"))
     wanted += [(f"skip {n}", 1, f"1 where a position is no candidate of {n}") for n in skips]
     for h in plans:
         if h.kind == "retrieve":
@@ -300,6 +328,8 @@ def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
             if h.key_slot_width():
                 wanted.append((f"k{h.name}", h.key_slot_width(), (f"layer {h.layer} head {h.head} key: candidate "
                                                                  f"features of {nodes}")))
+        elif h.kind == "offset":
+            pass  # W_Q and W_K read the positional features, W_V the source's facts: no slot of its own
         elif h.kind == "average":
             nodes = ", ".join(n for n, _ in h.averages)
             wanted.append((f"o{h.name}", h.value_width(d) - 1, (f"layer {h.layer} head {h.head} outbox: per-token "
