@@ -39,6 +39,20 @@ def test_specific_positions_are_gathered_exactly():
     assert result.nmse[0][0] < 1e-20
 
 
+@pytest.mark.parametrize("text", ["mean(f1(x[s]) for s in T)", "sum(f1(x[s]) for s in S1)"])
+def test_global_averaging_is_exact_at_every_beta(text):
+    target = ifs.parse_target(text)
+    verdict = _verdict(text, (1,), bool(target.needs_positional))
+    result = experiments.check_compiled(verdict, betas=(1,), seq_lens=(8, 32), samples=8)
+    assert max(result.nmse[0]) < 1e-20
+
+
+def test_an_offset_is_gathered_exactly():
+    verdict = _verdict("max(f1(x[t-1]) for t in range(2, T+1))", (1, 1), True)
+    result = experiments.check_compiled(verdict, betas=(4096,), seq_lens=(8, 64), samples=8)
+    assert max(result.nmse[0]) < 1e-12
+
+
 def test_the_allocation_names_every_slot():
     model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
     text = str(model.plan)
