@@ -168,11 +168,10 @@ class Attention(nn.Module):
         # W_Q = beta * scaled + fixed: the score coordinates scale with beta, the masks and positions do not
         self.register_buffer("scaled", _zeros(h, E, dh), persistent=False)
         self.register_buffer("fixed", _zeros(h, E, dh), persistent=False)
-        for head in range(1, h + 1):
-            hp = plan.head(layer, head)
-            if hp is not None:
-                _write_head(plan, hp, (self.scaled[head - 1], self.fixed[head - 1]),
-                            *(w.data[head - 1] for w in (self.W_K, self.W_V, self.W_O)))
+        for hp in (p for p in plan.head_plans if p.layer == layer):  # each part in its own coordinates
+            i, q, v = hp.head - 1, hp.query_at, hp.value_at
+            _write_head(plan, hp, (self.scaled[i][:, q:], self.fixed[i][:, q:]), self.W_K.data[i][:, q:],
+                        self.W_V.data[i][:, v:], self.W_O.data[i][v:, :])
         self.set_beta(beta)
 
     def set_beta(self, beta: float) -> None:

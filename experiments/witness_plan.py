@@ -13,6 +13,7 @@ into a product of a host feature (read at the position making the selection) and
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from infoflow_smt.errors import CompileRefusal
@@ -81,10 +82,13 @@ class HeadPlan:
     values: tuple[tuple, ...] = ()                # retrieve: the candidate's paths the value copies
     blocks: tuple[tuple[ex.FixedIndex, tuple[tuple, ...]], ...] = ()  # positions: each source's paths
     averages: tuple[tuple[str, int], ...] = ()    # average: each aggregate node and the width of its value
+    part: str = ""                                # a head doing several kinds of things: one part per kind
+    query_at: int = 0                             # where the part's query and key coordinates start
+    value_at: int = 0                             # where its value coordinates start
 
     @property
     def name(self) -> str:
-        return f"{self.layer}.{self.head}"
+        return f"{self.layer}.{self.head}{self.part}"
 
     def query_width(self) -> int:
         if self.kind == "average":
@@ -176,7 +180,7 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
             acts = {c: a for c in classes if (a := _action(program, layer, head, c)) and a.op.mode is not Mode.IDLE}
             if acts:
                 kept = None if keep is None else keep.get((layer, head), set())
-                plans.append(_head_plan(layer, head, acts, locations[-1], current, tree, input_dim, kept))
+                plans += _head_plans(layer, head, acts, locations[-1], current, tree, input_dim, kept)
         locations.append(current)
     masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
     skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
@@ -218,34 +222,52 @@ def common_paths(locations: dict) -> dict:
             if (p[0] if p else None) not in ("key", "avg", "count") and all(locs.get(p) == where for locs in inputs[1:])}
 
 
-def _head_plan(layer, head, acts, before, current, tree, d, kept) -> HeadPlan:
-    kinds = {a.op.mode for a in acts.values()}
-    if len(kinds) > 1:
-        raise CompileRefusal("mode", f"layer {layer}, head {head}",
-                             f"layer {layer}, head {head} both retrieves and gathers fixed positions")
-    slot = f"h{layer}.{head}"
-    if kinds == {Mode.AVERAGE}:
-        return _average_plan(layer, head, acts, current, tree, d, slot)
-    if kinds == {Mode.RETRIEVE}:
-        values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
-                              key=lambda p: (len(p), str(p))))
-        nodes = sorted({a.op.node for a in acts.values()})
-        selections = tuple(_selection(n, tree, d, len(nodes) == 1) for n in nodes)
-        keys, at = {}, 0
-        for sel in selections:
-            keys[sel.node], at = at, at + sel.key_width
-        for c, a in acts.items():
-            current[c][("key", a.op.node)] = (slot, keys[a.op.node], 1.0)
-            for i, p in enumerate(values):
-                current[c][(a.op.node, *p)] = (slot, at + i * d, 1.0)
-        return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()),
-                        values)
-    refs = sorted({q for a in acts.values() for q in a.op.positions}, key=_ref_key)
-    if any(isinstance(q, Offset) for q in refs):
-        if len(refs) > 1:
-            raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers an "
-                                 "offset at some positions and other positions elsewhere")
-        return _offset_plan(layer, head, refs[0], acts, before, current, d, kept, slot)
+def _kind(a) -> str:
+    if a.op.mode is Mode.POSITIONS:
+        return "offset" if any(isinstance(q, Offset) for q in a.op.positions) else "positions"
+    return {Mode.RETRIEVE: "retrieve", Mode.AVERAGE: "average"}[a.op.mode]
+
+
+def _head_plans(layer, head, acts, before, current, tree, d, kept) -> list[HeadPlan]:
+    """One part per kind of thing the head does at its position classes, side by side in its coordinates:
+    a class's query is zero outside its own part, so each class sees only what it asks for."""
+    groups: dict = {}
+    for c, a in acts.items():
+        groups.setdefault(_kind(a), {})[c] = a
+    if len(groups) > 1 and "offset" in groups:
+        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers an "
+                             "offset at some positions and does something else elsewhere")
+    parts, query_at, value_at = [], 0, 0
+    for kind in ("retrieve", "positions", "offset", "average"):
+        if kind in groups:
+            part = "" if len(groups) == 1 else kind[0]
+            build = {"retrieve": _retrieve_plan, "positions": _positions_plan, "offset": _offset_plan,
+                     "average": _average_plan}[kind]
+            hp = build(layer, head, groups[kind], before, current, tree, d, kept, f"h{layer}.{head}{part}",
+                       len(groups) == 1)
+            hp = dataclasses.replace(hp, part=part, query_at=query_at, value_at=value_at)
+            query_at, value_at = query_at + hp.query_width(), value_at + hp.value_width(d)
+            parts.append(hp)
+    return parts
+
+
+def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
+                          key=lambda p: (len(p), str(p))))
+    nodes = sorted({a.op.node for a in acts.values()})
+    selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1) for n in nodes)
+    keys, at = {}, 0
+    for sel in selections:
+        keys[sel.node], at = at, at + sel.key_width
+    for c, a in acts.items():
+        current[c][("key", a.op.node)] = (slot, keys[a.op.node], 1.0)
+        for i, p in enumerate(values):
+            current[c][(a.op.node, *p)] = (slot, at + i * d, 1.0)
+    return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()), values)
+
+
+def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    refs = sorted({q for a in acts.values() for q in a.op.positions}, key=_fixed)
     blocks = tuple((q, tuple(sorted((p for p in before[q if q in before else INPUT]
                                      if (p[0] if p else None) not in ("key", "avg", "count")
                                      and (kept is None or (q, p) in kept)),
@@ -267,9 +289,14 @@ def _ref_key(q) -> tuple:
     return (1, q.offset, "") if isinstance(q, Offset) else (0, 0, _fixed(q))
 
 
-def _offset_plan(layer, head, offset, acts, before, current, d, kept, slot) -> HeadPlan:
+def _offset_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
     """A head that copies the facts of position ``p + offset``: a score peaked on that relative position
     (rotated positional features), its value the source's facts read where every input position keeps them."""
+    offsets = {q for a in acts.values() for q in a.op.positions}
+    if len(offsets) > 1:
+        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers "
+                             "different offsets at different positions")
+    offset = next(iter(offsets))
     paths = tuple(sorted((p for p in common_paths(before) if kept is None or (offset, p) in kept),
                          key=lambda p: (len(p), str(p))))
     for c in acts:
@@ -279,7 +306,7 @@ def _offset_plan(layer, head, offset, acts, before, current, d, kept, slot) -> H
                     blocks=((offset, paths),))
 
 
-def _average_plan(layer, head, acts, current, tree, d, slot) -> HeadPlan:
+def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
     """Global averaging: one uniform head over every position (the output token too, whose flag then
     arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
     share; the reader divides them into a sum or a mean."""
@@ -357,9 +384,10 @@ def roomy_width(plan: Plan) -> int:
 def _refuse_widths(plan: Plan) -> None:
     for h in plan.head_plans:
         head_dim = plan.width // plan.heads[h.layer - 1]
-        need = max(h.query_width(), h.value_width(plan.input_dim))
+        query, value = h.query_at + h.query_width(), h.value_at + h.value_width(plan.input_dim)
+        need = max(query, value)  # the last part of a head ends where the whole head does
         if need > head_dim:
-            what = "its query and key" if h.query_width() > head_dim else "the facts its value copies"
+            what = "its query and key" if query > head_dim else "the facts its value copies"
             raise CompileRefusal("head_width", f"layer {h.layer}, head {h.head}",
                                  f"layer {h.layer}, head {h.head} needs {need} dimensions for {what}, and a head "
                                  f"has E / h = {plan.width} / {plan.heads[h.layer - 1]} = {head_dim}")
