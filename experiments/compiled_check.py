@@ -126,8 +126,8 @@ def _nmse(model, X: np.ndarray, y: np.ndarray) -> float:
     chunk = max(1, BATCH_CELLS // (X.shape[1] + 1) ** 2)
     with torch.no_grad():
         out = np.concatenate([model(torch.as_tensor(X[i:i + chunk])).numpy() for i in range(0, len(X), chunk)])
-    variance = float(np.var(y))
-    return float(np.mean((out.reshape(y.shape) - y) ** 2) / variance) if variance > 0 else math.inf
+    variance, mse = float(np.var(y)), float(np.mean((out.reshape(y.shape) - y) ** 2))
+    return mse / variance if variance > 0 else mse  # a constant target (x.x - x.x): its plain squared error
 
 
 def _slope(betas, values) -> float | None:
