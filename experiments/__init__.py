@@ -12,16 +12,19 @@ The only part of the project that imports torch. One concern per module, in pipe
 * ``validate`` ``ifs.decide`` versus trained NMSE over a profile's tables: the agreement table
 * ``confirm``  one decided case: the architecture and its neighbours, trained at several lengths within a
                budget and judged by their trend over T (``trend``: the rule; ``confirm_table``: the table)
+* ``witness_plan``, ``compiler``, ``compiled_check``  a feasible witness as explicit softmax-transformer weights,
+  and its NMSE over beta and T (docs/compile.md)
 * ``report``   tables, JSON, checks; ``plots`` NMSE against T and heads beside ``paper_figures``, curves
 
 Command line: ``python -m experiments run|validate|report|confirm`` (``python -m experiments --help``).
-Python: ``experiments.confirm(verdict, budget=60)``, ``experiments.parse_budget("2m")``.
+Python: ``experiments.confirm(verdict, budget=60)``, ``experiments.parse_budget("2m")``,
+``experiments.compile(verdict, beta=64)``, ``experiments.check_compiled(verdict, betas, seq_lens, samples)``.
 """
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Confirmation", "confirm", "parse_budget"]
+__all__ = ["CompiledCheck", "Confirmation", "check_compiled", "compile", "confirm", "parse_budget"]
 
 
 def __getattr__(name: str) -> Any:
@@ -30,6 +33,14 @@ def __getattr__(name: str) -> Any:
         from . import confirmation as module
 
         return getattr(module, name)
+    if name == "compile":
+        from .compiler import compile as compile_witness
+
+        return compile_witness
+    if name in ("check_compiled", "CompiledCheck"):
+        from . import compiled_check
+
+        return getattr(compiled_check, name)
     if name == "parse_budget":
         from .budget import parse_budget
 

@@ -5,6 +5,7 @@
   python -m experiments validate --profile smoke [--target SPEC --heads 2,2 --embed-dim 24 --input-dim 4
                                                   --seq-len 8] [--results DIR]
   python -m experiments report --profile cpu [--results DIR] [--json] [--plots DIR] [--markdown FILE]
+  python -m experiments compile TARGET --heads 2,2 [--beta 4,16,64,256] [--seq-len 8,32,128,512] [--json]
   python -m experiments confirm TARGET --heads 2,2 --embed-dim 16 --input-dim 4 [--seq-len 8,16,32]
                                     [--against 2 --against 1,1] [--budget 60s] [--threshold 1e-2] [--json]
 
@@ -306,6 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv   # anywhere: the traceback of an internal error
     argv = [a for a in argv if a != "--debug"]
+    if argv[:1] == ["compile"]:  # its own parser: compile_cli (the infoflow CLI delegates there too)
+        from . import compile_cli
+        return compile_cli.main(argv[1:])
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     command = None
     try:

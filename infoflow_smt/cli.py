@@ -9,6 +9,7 @@
     infoflow catalogue [NAME]                      infoflow export-smtlib TARGET --heads ... --output FILE
     infoflow prove [--all | NAME] [--json] [--report FILE]
     infoflow experiment run|validate|report|confirm ...
+    infoflow compile TARGET --heads 2,2 [--beta 4,16,64,256] [--seq-len 8,32,128,512] [--ffn exact|mlp] [--json]
 
 TARGET is a catalogue name with parameters (``intrinsic_dimension:D=3``) or target text. Exit codes: 0
 feasible, proved or done; 1 infeasible or disproved; 2 bad input (one line on stderr naming the problem and
@@ -39,7 +40,8 @@ from infoflow_smt.limits import MAX_DIGITS
 from infoflow_smt.symbols import T
 
 PROG = "infoflow"
-DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__"}   # commands with their own parser
+DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__",  # commands with their own parser
+             "compile": "experiments.compile_cli"}
 
 
 class BadInput(Exception):
@@ -219,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("experiment", help="train real transformers (run|validate|report|confirm; needs the "
                    "experiments extra)", add_help=False)
+    sub.add_parser("compile", help="compile a feasible witness into softmax-transformer weights and check its "
+                   "NMSE over beta and T (needs the experiments extra)", add_help=False)
     return parser
 
 

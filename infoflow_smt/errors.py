@@ -45,3 +45,23 @@ class SolverUnknownError(InfoflowError):
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(f"solver returned unknown: {reason}")
+
+
+class CompileRefusal(InfoflowError):
+    """A verdict whose witness cannot be written as transformer weights (``experiments.compile``).
+
+    ``reason`` is the class of the refusal, one of ``REASONS`` (``"score_form"``: a score that is not a sum of
+    products of a host feature and a candidate feature; ``"head_width"``: a head too narrow for its query,
+    key or value; ``"residual_width"``: a residual stream too narrow for its slots; ``"mode"``: an operation
+    the compiler does not write; ``"unheld"``: a fact a position reads that the compiled stream does not carry
+    to it; ``"infeasible"``: the verdict has no witness). ``term`` names what refused.
+    """
+
+    REASONS = ("score_form", "head_width", "residual_width", "mode", "unheld", "infeasible")
+
+    def __init__(self, reason: str, term: str, message: str):
+        if reason not in self.REASONS:
+            raise ValueError(f"unknown refusal reason {reason!r}")
+        self.reason = reason
+        self.term = term
+        super().__init__(f"cannot compile ({reason}): {message}")

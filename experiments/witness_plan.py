@@ -1,0 +1,495 @@
+"""The plan of a compiled witness: what every position holds after each layer, where each fact lives in the
+residual stream, and what each head's query, key and value read. No torch here (``compiler`` writes weights).
+
+A *fact* is a token a position holds, named by the path of operations that brought it: ``()`` is the
+position's own token, ``("g0.t",)`` the token of the position it retrieved for node ``g0.t``,
+``("g0.s", "g0.t")`` the token that winner had retrieved, ``(("at", FixedIndex(1)),)`` the token gathered
+from position 1. Input positions share one layout (a slot a class does not hold is never read there); the
+output token starts empty (docs/model.md). Each slot is written once, by one layer, and read after.
+
+A retrieval head's score is ``q_s . k_t = beta * score(s, t)``: every term of the node's score is split
+into a product of a host feature (read at the position making the selection) and a candidate feature
+(read at the candidate); terms that read only the host are constant over the candidates and dropped.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from infoflow_smt.errors import CompileRefusal
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.language import to_text
+from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost
+from infoflow_smt.model.program import Mode, Offset, Program
+
+INPUT, OUTPUT = "input", "output"
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    start: int
+    width: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.start:>4}..{self.start + self.width - 1:<4} {self.name:<14} {self.what}"
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One product of a score: ``coefficient * <host, candidate>`` (``rank`` coordinates of q and k).
+    ``matrix``: a ``bilinear`` parameter; ``host_first``: the host is its first argument."""
+
+    host: object
+    candidate: object
+    rank: int
+    coefficient: float = 1.0
+    matrix: str | None = None
+    host_first: bool = True
+    key_direct: bool = False    # the candidate feature is its own token: W_K reads the token slot
+    query_direct: bool = False  # the host feature is a linear map of its own token: W_Q applies it
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one retrieval head selects for one node: its factors (the query's and key's coordinates)."""
+
+    node: str
+    sign: int                 # +1 for max, -1 for min: the host's features are negated for a min
+    factors: tuple[Factor, ...]
+    host_var: str | None      # the bound variable the host plays (None at the output token)
+    constant: tuple = ()      # (sign, term) read by the host alone: the same for every candidate
+
+    @property
+    def rank(self) -> int:
+        return sum(f.rank for f in self.factors) + 1  # +1: the coordinate that masks non-candidates
+
+    @property
+    def key_width(self) -> int:
+        """The winner's candidate features, which the value copies: the host recomputes the node's value
+        from them (a tie between candidates of equal score then averages equal values)."""
+        return sum(f.rank for f in self.factors)
+
+
+@dataclass(frozen=True)
+class HeadPlan:
+    layer: int
+    head: int
+    kind: str                                     # "retrieve", "positions" or "average"
+    selections: tuple[Selection, ...] = ()        # retrieve: one per node the head selects anywhere
+    by_class: tuple[tuple[object, object], ...] = ()  # class -> node (retrieve) or tuple of FixedIndex
+    values: tuple[tuple, ...] = ()                # retrieve: the candidate's paths the value copies
+    blocks: tuple[tuple[ex.FixedIndex, tuple[tuple, ...]], ...] = ()  # positions: each source's paths
+    averages: tuple[tuple[str, int], ...] = ()    # average: each aggregate node and the width of its value
+    part: str = ""                                # a head doing several kinds of things: one part per kind
+    query_at: int = 0                             # where the part's query and key coordinates start
+    value_at: int = 0                             # where its value coordinates start
+
+    @property
+    def name(self) -> str:
+        return f"{self.layer}.{self.head}{self.part}"
+
+    def query_width(self) -> int:
+        if self.kind == "average":
+            return 0  # a uniform average: every score is 0
+        if self.kind == "offset":
+            return 3  # the rotated position and the sink (the output token, where p + offset is outside)
+        return sum(s.rank for s in self.selections) if self.kind == "retrieve" else len(self.blocks)
+
+    def query_slot_width(self) -> int:
+        return sum(1 + sum(f.rank for f in s.factors if not f.query_direct) for s in self.selections)
+
+    def key_slot_width(self) -> int:
+        return sum(f.rank for s in self.selections for f in s.factors if not f.key_direct)
+
+    def value_width(self, d: int) -> int:
+        if self.kind == "retrieve":
+            return sum(s.key_width for s in self.selections) + len(self.values) * d
+        if self.kind == "average":  # per node its value and its domain's share, then 1/(T+1)
+            return sum(w + 1 for _, w in self.averages) + 1
+        return sum(len(paths) for _, paths in self.blocks) * d
+
+
+@dataclass(frozen=True)
+class Plan:
+    program: Program
+    tree: object
+    width: int                                    # E, the residual stream's width
+    input_dim: int
+    heads: tuple[int, ...]
+    classes: tuple                                # "input", the fixed positions with their own actions, "output"
+    flags: tuple[ex.FixedIndex, ...]              # positions with a flag of their own (classes and sources)
+    skips: tuple[str, ...]                        # retrieved nodes, each with a non-candidate mask
+    head_plans: tuple[HeadPlan, ...]
+    locations: tuple[dict, ...]                   # per layer: class -> path -> (slot, offset, scale)
+    slots: tuple[Slot, ...]
+    answer_width: int
+    realization: object = None                    # the target's parameters (bilinear matrices in W_Q)
+
+    def slot(self, name: str) -> Slot:
+        return next(s for s in self.slots if s.name == name)
+
+    def head(self, layer: int, head: int) -> HeadPlan | None:
+        return next((h for h in self.head_plans if (h.layer, h.head) == (layer, head)), None)
+
+    def used(self) -> int:
+        return sum(s.width for s in self.slots)
+
+    def __str__(self) -> str:
+        lines = [f"residual stream: {self.used()} of E = {self.width} dimensions in {len(self.slots)} slots"]
+        return "\n".join(lines + [f"  {s}" for s in self.slots])
+
+
+def path_text(path: tuple) -> str:
+    if path and path[0] in ("avg", "count"):
+        return f"average {path[1]}" if path[0] == "avg" else "1/(T+1)"
+    if path and path[0] == "key":
+        return f"candidate features of the winner of {path[1]}"
+    if not path:
+        return "own token"
+    parts = [t if isinstance(t, str) else f"x[{t[1] if isinstance(t[1], Offset) else _fixed(t[1])}]" for t in path]
+    return "token of " + " > ".join(parts)
+
+
+def _fixed(q: ex.FixedIndex) -> str:
+    return ("T" if q.position == 0 else f"T-{q.position}") if q.from_end else str(q.position)
+
+
+def class_text(c) -> str:
+    return c if isinstance(c, str) else f"position {_fixed(c)}"
+
+
+# ---- the plan --------------------------------------------------------------------------------------
+def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[int, ...],
+              keep: dict | None = None, check: bool = True, realization=None) -> Plan:
+    """The plan of ``program`` (computing ``tree``) in a stream of ``width`` dimensions; raises
+    ``CompileRefusal`` for what cannot be written as weights. ``keep`` (head -> paths) limits the tokens each
+    head copies to those read later (``needed``); None copies every fact the source holds."""
+    _refuse_modes(program, tree)
+    fixed = sorted({a.where for a in program.actions if isinstance(a.where, ex.FixedIndex)}, key=_fixed)
+    classes = (INPUT, *fixed, OUTPUT)
+    sources = {q for a in program.actions if a.op.mode is Mode.POSITIONS for q in a.op.positions
+               if isinstance(q, ex.FixedIndex)}
+    flags = tuple(sorted(set(fixed) | sources, key=_fixed))
+    locations = [{c: ({(): ("x", 0, 1.0)} if c != OUTPUT else {}) for c in classes}]
+    plans = []
+    for layer in range(1, program.layers + 1):
+        current = {c: dict(locations[-1][c]) for c in classes}
+        for head in range(1, heads[layer - 1] + 1):
+            acts = {c: a for c in classes if (a := _action(program, layer, head, c)) and a.op.mode is not Mode.IDLE}
+            if acts:
+                kept = None if keep is None else keep.get((layer, head), set())
+                plans += _head_plans(layer, head, acts, locations[-1], current, tree, input_dim, kept)
+        locations.append(current)
+    masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
+    skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
+    answer_width = input_dim if _is_vector(tree.graph["output"], tree) else 1
+    slots = _allocate(plans, flags, skips, input_dim, answer_width)
+    plan = Plan(program, tree, width, input_dim, heads, classes, flags, skips, tuple(plans), tuple(locations),
+                slots, answer_width, realization)
+    if check:
+        _refuse_widths(plan)
+    return plan
+
+
+def _refuse_modes(program: Program, tree) -> None:
+    for a in program.actions:
+        if a.op.mode in (Mode.AGGREGATE, Mode.KTH):
+            raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled (a softmax head "
+                                 "averages; exact maps cannot decode T tokens or rank the k-th from one average)")
+        if a.op.mode is Mode.POSITIONS and any(isinstance(q, Offset) for q in a.op.positions) \
+                and len(a.op.positions) > 1:
+            raise CompileRefusal("mode", str(a), f"{a}: one head gathering an offset and other positions is "
+                                 "not compiled (its sources cannot tell which block is theirs)")
+        if a.op.mode is Mode.RETRIEVE and len(tree.nodes[a.op.node]["bound"]) > 1:
+            raise CompileRefusal("mode", str(a), f"{a}: one position plays several variables")
+
+
+def _action(program: Program, layer: int, head: int, c):
+    """What ``head`` does at class ``c`` (a fixed position does what every input position does, unless
+    the program overrides it there)."""
+    found = program.action_for(layer, head, c)
+    if found is None and isinstance(c, ex.FixedIndex):
+        found = program.action_for(layer, head, INPUT)
+    return found
+
+
+def common_paths(locations: dict) -> dict:
+    """The tokens every input position holds, at the same place (what any candidate can hand over)."""
+    inputs = [locs for c, locs in locations.items() if c != OUTPUT]
+    return {p: where for p, where in inputs[0].items()
+            if (p[0] if p else None) not in ("key", "avg", "count") and all(locs.get(p) == where for locs in inputs[1:])}
+
+
+def _kind(a) -> str:
+    if a.op.mode is Mode.POSITIONS:
+        return "offset" if any(isinstance(q, Offset) for q in a.op.positions) else "positions"
+    return {Mode.RETRIEVE: "retrieve", Mode.AVERAGE: "average"}[a.op.mode]
+
+
+def _head_plans(layer, head, acts, before, current, tree, d, kept) -> list[HeadPlan]:
+    """One part per kind of thing the head does at its position classes, side by side in its coordinates:
+    a class's query is zero outside its own part, so each class sees only what it asks for."""
+    groups: dict = {}
+    for c, a in acts.items():
+        groups.setdefault(_kind(a), {})[c] = a
+    if len(groups) > 1 and "offset" in groups:
+        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers an "
+                             "offset at some positions and does something else elsewhere")
+    parts, query_at, value_at = [], 0, 0
+    for kind in ("retrieve", "positions", "offset", "average"):
+        if kind in groups:
+            part = "" if len(groups) == 1 else kind[0]
+            build = {"retrieve": _retrieve_plan, "positions": _positions_plan, "offset": _offset_plan,
+                     "average": _average_plan}[kind]
+            hp = build(layer, head, groups[kind], before, current, tree, d, kept, f"h{layer}.{head}{part}",
+                       len(groups) == 1)
+            hp = dataclasses.replace(hp, part=part, query_at=query_at, value_at=value_at)
+            query_at, value_at = query_at + hp.query_width(), value_at + hp.value_width(d)
+            parts.append(hp)
+    return parts
+
+
+def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
+                          key=lambda p: (len(p), str(p))))
+    nodes = sorted({a.op.node for a in acts.values()})
+    selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1) for n in nodes)
+    keys, at = {}, 0
+    for sel in selections:
+        keys[sel.node], at = at, at + sel.key_width
+    for c, a in acts.items():
+        current[c][("key", a.op.node)] = (slot, keys[a.op.node], 1.0)
+        for i, p in enumerate(values):
+            current[c][(a.op.node, *p)] = (slot, at + i * d, 1.0)
+    return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()), values)
+
+
+def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    refs = sorted({q for a in acts.values() for q in a.op.positions}, key=_fixed)
+    blocks = tuple((q, tuple(sorted((p for p in before[q if q in before else INPUT]
+                                     if (p[0] if p else None) not in ("key", "avg", "count")
+                                     and (kept is None or (q, p) in kept)),
+                                    key=lambda p: (len(p), str(p))))) for q in refs)
+    offsets, at = {}, 0
+    for q, paths in blocks:
+        offsets[q] = at
+        at += len(paths) * d
+    for c, a in acts.items():
+        for q in a.op.positions:
+            paths = dict(blocks)[q]
+            for i, p in enumerate(paths):
+                current[c][(("at", q), *p)] = (slot, offsets[q] + i * d, float(len(a.op.positions)))
+    return HeadPlan(layer, head, "positions", (), tuple((c, a.op.positions) for c, a in acts.items()), (),
+                    blocks)
+
+
+def _ref_key(q) -> tuple:
+    return (1, q.offset, "") if isinstance(q, Offset) else (0, 0, _fixed(q))
+
+
+def _offset_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    """A head that copies the facts of position ``p + offset``: a score peaked on that relative position
+    (rotated positional features), its value the source's facts read where every input position keeps them."""
+    offsets = {q for a in acts.values() for q in a.op.positions}
+    if len(offsets) > 1:
+        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers "
+                             "different offsets at different positions")
+    offset = next(iter(offsets))
+    paths = tuple(sorted((p for p in common_paths(before) if kept is None or (offset, p) in kept),
+                         key=lambda p: (len(p), str(p))))
+    for c in acts:
+        for i, p in enumerate(paths):
+            current[c][(("at", offset), *p)] = (slot, i * d, 1.0)
+    return HeadPlan(layer, head, "offset", (), tuple((c, a.op.positions) for c, a in acts.items()),
+                    blocks=((offset, paths),))
+
+
+def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    """Global averaging: one uniform head over every position (the output token too, whose flag then
+    arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
+    share; the reader divides them into a sum or a mean."""
+    nodes = sorted(n for n, data in tree.nodes(data=True) if data["kind"] == "aggregate" and not data["bound"])
+    averages = tuple((n, d if _is_vector(tree.nodes[n]["score"], tree) else 1) for n in nodes)
+    at = 0
+    for n, w in averages:
+        for c in acts:
+            current[c][("avg", n)] = (slot, at, 1.0)
+        at += w + 1
+    for c in acts:
+        current[c][("count",)] = (slot, at, 1.0)
+    return HeadPlan(layer, head, "average", (), tuple((c, None) for c in acts), averages=averages)
+
+
+def _selection(node, tree, d: int, alone: bool) -> Selection:
+    """``alone``: the head selects no other node, so its query may read the host's token directly."""
+    data = tree.nodes[node]
+    host_var = next(iter(data["bound"]), None)
+    sign = -1 if data["sense"] in ("min", "argmin") else 1
+    split = _Splitter(tree, data["var"], d)
+    factors = tuple(_direct(f, data["var"], host_var, d, alone)
+                    for sign_, term in data["terms"] for f in split.factors(term, float(sign_)))
+    constant = tuple((sign_, t) for sign_, t in data["terms"] if data["var"] not in reads(t, tree))
+    return Selection(node, sign, factors, host_var, constant)
+
+
+def _direct(f: Factor, var: str, host_var: str | None, d: int, alone: bool) -> Factor:
+    own = lambda e, v: isinstance(e, ex.Content) and e.index == ex.VarIndex(v)
+    return Factor(f.host, f.candidate, f.rank, f.coefficient, f.matrix, f.host_first,
+                  key_direct=f.rank == d and own(f.candidate, var),
+                  query_direct=alone and host_var is not None and f.rank == d and own(f.host, host_var))
+
+
+def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
+    wanted = [("one", 1, "the constant 1"), ("output", 1, "1 at the output token"), ("x", d, "the token")]
+    wanted += [(f"at {_fixed(q)}", 1, f"1 at position {_fixed(q)}") for q in flags]
+    if any(h.kind == "offset" for h in plans):
+        wanted.append(("pos", 2, "cos and sin of (position * 2 pi / 4096)"))
+    wanted += [(f"skip {n}", 1, f"1 where a position is no candidate of {n}") for n in skips]
+    for h in plans:
+        if h.kind == "retrieve":
+            nodes = ", ".join(s.node for s in h.selections)
+            wanted.append((f"q{h.name}", h.query_slot_width(), (f"layer {h.layer} head {h.head} query: host "
+                                                                f"features of {nodes} (and -1 to mask)")))
+            if h.key_slot_width():
+                wanted.append((f"k{h.name}", h.key_slot_width(), (f"layer {h.layer} head {h.head} key: candidate "
+                                                                 f"features of {nodes}")))
+        elif h.kind == "offset":
+            pass  # W_Q and W_K read the positional features, W_V the source's facts: no slot of its own
+        elif h.kind == "average":
+            nodes = ", ".join(n for n, _ in h.averages)
+            wanted.append((f"o{h.name}", h.value_width(d) - 1, (f"layer {h.layer} head {h.head} outbox: per-token "
+                                                               f"values of {nodes}")))
+        else:
+            where = ", ".join(_fixed(q) for q, _ in h.blocks)
+            wanted.append((f"q{h.name}", h.query_width(), f"layer {h.layer} head {h.head} query: which of {where}"))
+            wanted.append((f"o{h.name}", h.value_width(d), (f"layer {h.layer} head {h.head} outbox: the facts "
+                                                         f"positions {where} send")))
+        wanted.append((f"h{h.name}", h.value_width(d), f"layer {h.layer} head {h.head} output: what it copied"))
+    wanted.append(("answer", answer_width, "the output token's answer"))
+    slots, start = [], 0
+    for name, width, what in wanted:
+        slots.append(Slot(name, start, width, what))
+        start += width
+    return tuple(slots)
+
+
+def roomy_width(plan: Plan) -> int:
+    """A width with room for every slot and every head's query, key and value (the first, unpruned pass)."""
+    widest = [plan.heads[h.layer - 1] * max(h.query_width(), h.value_width(plan.input_dim)) for h in plan.head_plans]
+    return max([plan.width, plan.used(), *widest])
+
+
+def _refuse_widths(plan: Plan) -> None:
+    for h in plan.head_plans:
+        head_dim = plan.width // plan.heads[h.layer - 1]
+        query, value = h.query_at + h.query_width(), h.value_at + h.value_width(plan.input_dim)
+        need = max(query, value)  # the last part of a head ends where the whole head does
+        if need > head_dim:
+            what = "its query and key" if query > head_dim else "the facts its value copies"
+            raise CompileRefusal("head_width", f"layer {h.layer}, head {h.head}",
+                                 f"layer {h.layer}, head {h.head} needs {need} dimensions for {what}, and a head "
+                                 f"has E / h = {plan.width} / {plan.heads[h.layer - 1]} = {head_dim}")
+    if plan.used() > plan.width:
+        raise CompileRefusal("residual_width", "residual stream",
+                             f"the residual stream needs {plan.used()} dimensions for its slots, E = {plan.width}\n"
+                             + str(plan))
+
+
+# ---- splitting a score into host x candidate products ------------------------------------------------
+def _is_vector(e, tree) -> bool:
+    if isinstance(e, (ex.Content, ex.Param)):
+        return True
+    if isinstance(e, ex.BinOp):
+        return _is_vector(e.left, tree) or _is_vector(e.right, tree)
+    if isinstance(e, ex.Neg):
+        return _is_vector(e.operand, tree)
+    if isinstance(e, (GroupRef, NodeRef)):
+        group = tree.graph["groups"][e.group if isinstance(e, GroupRef) else tree.nodes[e.node]["group"]]
+        return not group.kind.is_selection and _is_vector(group.body, tree)
+    return False
+
+
+def reads(e, tree) -> frozenset[str]:
+    """The variables ``e`` depends on, through selections too (a selection depends on its bound ones)."""
+    if isinstance(e, ex.Content):
+        index = e.index
+        if isinstance(index, (ex.VarIndex, ex.OffsetIndex)):
+            return frozenset({index.name})
+        return reads(index, tree) if isinstance(index, GroupRef) else frozenset()
+    if isinstance(e, GroupRef):
+        return frozenset(tree.nodes[outermost(tree, e.group)]["bound"])
+    if isinstance(e, NodeRef):
+        return frozenset(tree.nodes[e.node]["bound"])
+    if isinstance(e, ex.BinOp):
+        return reads(e.left, tree) | reads(e.right, tree)
+    if isinstance(e, ex.Neg):
+        return reads(e.operand, tree)
+    if isinstance(e, ex.Call):
+        return frozenset().union(*(reads(a, tree) for a in e.args))
+    return frozenset()
+
+
+def term_text(e) -> str:
+    try:
+        return to_text(e)
+    except (TypeError, ValueError, AttributeError, KeyError):  # a tree's placeholders (GroupRef, NodeRef) have no text of their own
+        return repr(e)
+
+
+class _Splitter:
+    """Splits one score term into products of a host feature and a candidate feature, one method per
+    construct (``split_Call``, ``split_BinOp``, ...); anything else is refused, naming the term."""
+
+    def __init__(self, tree, var: str, d: int):
+        self.tree, self.var, self.d = tree, var, d
+
+    def factors(self, term, coefficient: float) -> list[Factor]:
+        if self.var not in reads(term, self.tree):
+            return []  # the same for every candidate: it cannot change which one wins
+        if not reads(term, self.tree) - {self.var}:
+            return [Factor(ex.Num(1.0), term, 1, coefficient)]
+        method = getattr(self, f"split_{type(term).__name__}", None)
+        found = method(term, coefficient) if method else None
+        if found is None:
+            raise CompileRefusal("score_form", term_text(term),
+                                 f"the score term {term_text(term)} is not a sum of products of a host feature "
+                                 f"and a candidate feature (of {self.var})")
+        return found
+
+    def _sides(self, a, b):
+        """(host, candidate, host_first) when one of ``a``, ``b`` reads the candidate and the other does not."""
+        ra, rb = self.var in reads(a, self.tree), self.var in reads(b, self.tree)
+        only = {self.var}
+        if rb and not ra and reads(b, self.tree) <= only:
+            return a, b, True
+        if ra and not rb and reads(a, self.tree) <= only:
+            return b, a, False
+        return None
+
+    def split_Neg(self, term, coefficient):
+        return self.factors(term.operand, -coefficient)
+
+    def split_BinOp(self, term, coefficient):
+        if term.op in "+-":
+            right = -coefficient if term.op == "-" else coefficient
+            return self.factors(term.left, coefficient) + self.factors(term.right, right)
+        if term.op == "*" and isinstance(term.left, ex.Num):
+            return self.factors(term.right, coefficient * term.left.value)
+        if term.op == "*" and isinstance(term.right, ex.Num):
+            return self.factors(term.left, coefficient * term.right.value)
+        sides = self._sides(term.left, term.right) if term.op == "*" else None
+        if sides and not _is_vector(term.left, self.tree) and not _is_vector(term.right, self.tree):
+            return [Factor(sides[0], sides[1], 1, coefficient)]
+        return None
+
+    def split_Call(self, term, coefficient):
+        if term.name == "dot":
+            sides = self._sides(*term.args)
+            return [Factor(sides[0], sides[1], self.d, coefficient)] if sides else None
+        if term.name == "bilinear":
+            sides = self._sides(*term.args[1:])
+            if sides:
+                return [Factor(sides[0], sides[1], self.d, coefficient, term.args[0].name, sides[2])]
+        return None

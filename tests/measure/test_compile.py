@@ -1,0 +1,129 @@
+"""The compiled witness (experiments.compile) against the target's own evaluation, and the CLI around it."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import experiments
+import infoflow_smt as ifs
+from experiments import compile_cli
+from experiments.compiler import CompiledTransformer
+from infoflow_smt.errors import CompileRefusal
+from infoflow_smt.model.program import Program
+
+FAST = {"betas": (4, 16, 64, 256), "seq_lens": (8, 32), "samples": 24}
+
+
+def _verdict(spec: str, heads: tuple[int, ...], positional: bool = False):
+    return ifs.decide(spec, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=positional))
+
+
+@pytest.mark.parametrize("spec, heads", [("max_retrieval", (1,)), ("min_pairwise_dot", (1, 1)),
+                                         ("intrinsic_dimension:D=2", (2, 2)), ("linear_max_sum", (4,))])
+def test_a_compiled_witness_meets_the_criterion(spec, heads):
+    result = experiments.check_compiled(_verdict(spec, heads), **FAST)
+    assert result.holds, str(result)
+    assert result.nmse[-1][0] <= 1e-3 and result.nmse[0][0] > result.nmse[-1][0]
+
+
+def test_specific_positions_are_gathered_exactly():
+    result = experiments.check_compiled(_verdict("specific_positions", (1,), True), betas=(4,), seq_lens=(8,),
+                                        samples=8)
+    assert result.nmse[0][0] < 1e-20
+
+
+@pytest.mark.parametrize("text", ["mean(f1(x[s]) for s in T)", "sum(f1(x[s]) for s in S1)"])
+def test_global_averaging_is_exact_at_every_beta(text):
+    target = ifs.parse_target(text)
+    verdict = _verdict(text, (1,), bool(target.needs_positional))
+    result = experiments.check_compiled(verdict, betas=(1,), seq_lens=(8, 32), samples=8)
+    assert max(result.nmse[0]) < 1e-20
+
+
+def test_an_offset_is_gathered_exactly():
+    verdict = _verdict("max(f1(x[t-1]) for t in range(2, T+1))", (1, 1), True)
+    result = experiments.check_compiled(verdict, betas=(4096,), seq_lens=(8, 64), samples=8)
+    assert max(result.nmse[0]) < 1e-12
+
+
+def test_the_allocation_names_every_slot():
+    model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
+    text = str(model.plan)
+    assert "residual stream" in text and "q1.1" in text and "answer" in text
+    assert model.plan.used() <= 32
+
+
+def _without_head(verdict):
+    kept = tuple(a for a in verdict.witness.actions if a.layer != 1)
+    return dataclasses.replace(verdict, witness=Program(kept, verdict.witness.order, verdict.witness.layers))
+
+
+def test_the_check_fails_for_a_witness_with_a_head_removed():
+    with pytest.raises(CompileRefusal, match="unheld"):
+        experiments.compile(_without_head(_verdict("min_pairwise_dot", (1, 1))), beta=16)
+
+
+def test_the_check_fails_for_a_flipped_score_sign():
+    verdict = _verdict("max_retrieval", (1,))
+
+    def flipped(beta):
+        model = experiments.compile(verdict, beta=beta)
+        for layer in model.layers:
+            layer.W_Q.data[:, :, 0] *= -1  # the score term's sign: a min where the witness asks a max
+        return model
+
+    result = experiments.check_compiled(verdict, **FAST, model_for=flipped)
+    assert not result.holds
+    assert result.nmse[-1][0] > 1e-1
+
+
+def test_an_infeasible_verdict_names_its_cheapest_program():
+    verdict = _verdict("kth_largest", (1,))
+    with pytest.raises(CompileRefusal, match="cheapest program") as info:
+        experiments.compile(verdict)
+    assert info.value.reason == "infeasible"
+
+
+def test_a_score_that_is_no_sum_of_products_is_refused_naming_the_term():
+    verdict = _verdict("max(f1(x[s] + x[t]) for s in T for t in T)", (2, 2))
+    if not verdict.feasible:
+        pytest.skip("not feasible here")
+    with pytest.raises(CompileRefusal, match=r"f1\(x\[s\] \+ x\[t\]\)") as info:
+        experiments.compile(verdict)
+    assert info.value.reason == "score_form"
+
+
+def test_a_narrow_stream_is_refused():
+    verdict = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads=(2, 2), embed_dim=8, input_dim=2))
+    with pytest.raises(CompileRefusal) as info:
+        experiments.compile(verdict)
+    assert info.value.reason in ("head_width", "residual_width")
+
+
+def test_the_model_is_a_torch_module_with_attention_weights():
+    model = experiments.compile(_verdict("max_retrieval", (1,)), beta=16)
+    assert isinstance(model, CompiledTransformer) and isinstance(model, torch.nn.Module)
+    assert model.layers[0].W_Q.shape == (1, 32, 32)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "infoflow_smt", "compile", *args], check=False,
+                          capture_output=True, text=True)
+
+
+def test_cli_exit_codes_and_json_schema():
+    ok = _cli("max_retrieval", "--heads", "1", "--beta", "16,256", "--seq-len", "8,16", "--samples", "8", "--json")
+    assert ok.returncode == 0, ok.stderr
+    jsonschema.validate(json.loads(ok.stdout), compile_cli.SCHEMA)
+    refused = _cli("kth_largest", "--heads", "1", "--seq-len", "8", "--json")
+    assert refused.returncode == 1
+    jsonschema.validate(json.loads(refused.stdout), compile_cli.SCHEMA)
+    bad = _cli("max_retrieval", "--heads", "1", "--beta", "banana")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "banana" in bad.stderr
