@@ -44,6 +44,10 @@ class CompiledCheck:
     seconds: float
     variances: tuple[float, ...] = ()            # per T, Var(target): what NMSE divides by
 
+    def at(self, beta: float, seq_len: int) -> float:
+        """The NMSE at one (beta, T) of the table."""
+        return self.nmse[self.betas.index(float(beta))][self.seq_lens.index(int(seq_len))]
+
     @property
     def failures(self) -> tuple[str, ...]:
         found = []

@@ -209,7 +209,7 @@ def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup
 
 
 def compiled_checker() -> Callable[..., Any] | None:
-    """``experiments.check_compiled`` (issue 19: a witness compiled into a transformer) when importable."""
+    """``experiments.check_compiled`` (a witness compiled into a transformer, docs/compile.md) when importable."""
     import experiments
 
     try:
@@ -233,7 +233,7 @@ def _compiled(v: Any, lengths: tuple[int, ...]) -> tuple[str, dict[int, float]]:
         result = check(v, COMPILE_BETAS, lengths, COMPILE_SAMPLES)
     except ifs.InfoflowError as err:   # a refusal names the term that cannot compile
         return f"refused: {' '.join(str(err).split())}", {}
-    return f"beta {beta:g}", {T: float(result.nmse[(beta, T)]) for T in lengths}
+    return f"beta {beta:g}", {T: float(result.at(beta, T)) for T in lengths}
 
 
 def _train_within(data: Any, models: list, recipe: TrainConfig, seconds: float, device: Any, seed: int,

@@ -148,7 +148,7 @@ def test_the_compiled_witness_is_reported_beside_the_trained_rows(monkeypatch: p
 
     def check_compiled(verdict, betas, seq_lens, samples):
         calls.append((tuple(verdict.architecture.heads), tuple(betas), tuple(seq_lens), samples))
-        return SimpleNamespace(nmse={(b, T): 1e-4 / b * T for b in betas for T in seq_lens})
+        return SimpleNamespace(at=lambda b, T: 1e-4 / b * T)
 
     monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
     monkeypatch.setattr(confirmation, "compiled_checker", lambda: check_compiled)
@@ -169,6 +169,13 @@ def test_a_refused_compilation_names_its_reason(monkeypatch: pytest.MonkeyPatch)
     row = experiments.confirm(MPD, budget=60).rows[0]
     assert row.compiled.startswith("refused: ") and "f1(x[s] + x[t])" in row.compiled
     assert all(c.compiled_nmse is None for c in row.cells)
+
+
+def test_the_real_compiled_witness_fills_the_column() -> None:
+    """With the real ``experiments.check_compiled``: the decided row's compiled NMSE at every length."""
+    how, by_length = confirmation._compiled(MPD, (8, 16))
+    assert how == f"beta {max(COMPILE_BETAS):g}" and set(by_length) == {8, 16}
+    assert all(0 <= nmse < 1e-2 for nmse in by_length.values()), by_length
 
 
 def test_the_compiled_checker_is_looked_up_in_experiments() -> None:
