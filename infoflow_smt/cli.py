@@ -133,7 +133,8 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
                    help="dimension of each input token (default: 1 for targets that read tokens as numbers, "
                         "else 2)")
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
-                   help="positional encoding (default: on exactly when the target names fixed positions)")
+                   help="positional encoding (default: on exactly when the target tells positions apart: fixed "
+                        "positions, offsets, subsets or ranges)")
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
