@@ -7,6 +7,7 @@
     infoflow frontier TARGET                       every (L, h) at once: decide_all
     infoflow sweep TARGET... --layers 1..6 --heads 1..8 [--plot FILE] [--workers N] [--backend ray]
     infoflow catalogue [NAME]                      infoflow export-smtlib TARGET --heads ... --output FILE
+    infoflow check FILE [--junit-xml OUT] [--timeout S]   a file of claims (docs/claims.md)
     infoflow prove [--all | NAME] [--json] [--report FILE]
     infoflow experiment run|validate|report|confirm ...
     infoflow compile TARGET --heads 2,2 [--beta 4,16,64,256] [--seq-len 8,32,128,512] [--ffn exact|mlp] [--json]
@@ -143,7 +144,8 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
                    help="dimension of each input token (default: 1 for targets that read tokens as numbers, "
                         "else 2)")
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
-                   help="positional encoding (default: on exactly when the target names fixed positions)")
+                   help="positional encoding (default: on exactly when the target tells positions apart: fixed "
+                        "positions, offsets, subsets or ranges)")
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
@@ -216,6 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, metavar="FILE")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--any-cost", action="store_true", help="ask for any program, efficient or not")
+
+    p = sub.add_parser("check", help="check a TOML file of claims (docs/claims.md): exit 0 all hold, 1 some "
+                       "claim is false, 3 some unknown and none false")
+    p.add_argument("file", metavar="FILE", help="the claims file (TOML)")
+    p.add_argument("--junit-xml", metavar="OUT", help="also write the results as JUnit XML to OUT")
+    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS",
+                   help="the deadline of each claim that sets none (default 60); what is unfinished is unknown")
 
     sub.add_parser("prove", help="reproduce the papers' theorems (python -m proofs; see `infoflow prove --help`)",
                    add_help=False)
@@ -516,8 +525,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from infoflow_smt.claim_check import check_file
+    if args.junit_xml and (Path(args.junit_xml).is_dir() or not Path(args.junit_xml).parent.is_dir()):
+        raise BadInput(f"--junit-xml {args.junit_xml}: not a file in an existing folder")
+    report = check_file(args.file, timeout=args.timeout)
+    print(report)
+    if args.junit_xml:
+        Path(args.junit_xml).write_text(report.junit_xml(), encoding="utf-8")
+    return report.exit_code
+
+
 COMMANDS = {"decide": cmd_decide, "explain": cmd_explain, "minimize": cmd_minimize, "frontier": cmd_frontier,
-            "sweep": cmd_sweep, "catalogue": cmd_catalogue, "export-smtlib": cmd_export}
+            "sweep": cmd_sweep, "catalogue": cmd_catalogue, "export-smtlib": cmd_export,
+            "check": cmd_check}
 
 
 # ---- entry points -----------------------------------------------------------------------------------------

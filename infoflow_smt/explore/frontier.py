@@ -72,6 +72,11 @@ class Frontier:
             head = f"{where}: efficient exactly from {shapes} on"
         return "\n".join([head] + [f"  - {s}" for s in self.explanation])
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the answer, the bounded grid with the frontier outlined, and why it is general."""
+        from infoflow_smt.report.notebook import frontier_html
+        return frontier_html(self)
+
     def to_json(self) -> dict:
         return {"target": str(self.target), "width": self.width, "input_dim": self.input_dim,
                 "positional": self.positional, "frontier": [list(s) for s in self.shapes],

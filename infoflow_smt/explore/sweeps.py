@@ -126,6 +126,11 @@ class Sweep:
                          f"exponent {c.exponent or '-'}{bound} | {how}")
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the counts, a phase diagram per target inline, and the cells."""
+        from infoflow_smt.report.notebook import sweep_html
+        return sweep_html(self)
+
     def plot(self, path, target: str | None = None) -> Path:
         """The phase diagram (layers by heads, coloured by verdict, the exponent in each cell) as PNG or SVG."""
         from infoflow_smt.report.plots import phase_diagram

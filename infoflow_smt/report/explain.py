@@ -140,10 +140,10 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
             f"After layer {arch.layers} the output token must know what the target's value depends on: "
             f"{'; '.join(needed) or 'every position'}.")))
     if excluded_costs:
-        costs = ", ".join(f"{what} costs exponent {e}" for what, e in sorted(excluded_costs.items()))
-        reasons.append(Reason("level", (
-            f"The operations that could close the gap grow with T: {costs} (paper 1, Theorems 2 and 3), so they "
-            "are not efficient.")))
+        costs = ", ".join(f"{what} costs exponent {e} (paper 1, Theorem {2 if what.startswith('k-th') else 3})"
+                          for what, e in sorted(excluded_costs.items()))
+        reasons.append(Reason("level", f"The operations that could close the gap grow with T: {costs}, so they "
+                                       "are not efficient."))
     return tuple(reasons)
 
 

@@ -73,6 +73,11 @@ class Verdict:
             lines.append(f"  note: {self.stats.extra['note']}")
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the verdict in words with its information-flow diagram inline."""
+        from infoflow_smt.report.notebook import verdict_html
+        return verdict_html(self)
+
     def to_json(self) -> dict[str, Any]:
         """One JSON-ready record (docs/cli.md, "decide")."""
         arch = self.architecture

@@ -70,6 +70,15 @@ class CheckReport:
         lines += [f"  {f}" for f in self.failures[:5]]
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the result, and each structural problem and (the first five) failing inputs."""
+        import html
+        if self.ok:
+            return f"<p><b style='color:#1b7837'>OK</b>: {html.escape(str(self)[4:])}</p>"
+        items = "".join(f"<li><code>{html.escape(str(x))}</code></li>" for x in (*self.problems, *self.failures[:5]))
+        return (f"<p><b style='color:#b2182b'>FAILED</b> on length {self.seq_len} ({self.samples} inputs tried; "
+                f"the problems and the first failing inputs, each reproducible):</p><ul>{items}</ul>")
+
 
 class Poisoned(Exception):
     """A score or value read masked content (a failed action or a failed program)."""

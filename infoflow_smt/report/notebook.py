@@ -1,0 +1,119 @@
+"""What an answer shows in Jupyter: an HTML summary with its picture inline (``_repr_html_`` of ``Verdict``,
+``Frontier`` and ``Sweep`` call these).
+
+Pictures are drawn by infoflow_smt/report/plots.py into a temporary file and inlined as base64 PNG, so a
+notebook saved with its outputs carries them; matplotlib is imported only when a picture is drawn. Every text
+that comes from the answer (targets, reasons, names) is escaped.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.report.explain import describe_program
+
+STATUS_COLOURS = {"feasible": "#1b7837", "infeasible": "#b2182b", "unknown": "#777777"}
+
+
+def picture(draw: Callable[[Path], object]) -> str:
+    """``draw(path)`` writes a PNG; the ``<img>`` that shows it inline, or "" when there is nothing to draw."""
+    with tempfile.TemporaryDirectory(prefix="infoflow_smt-") as folder:
+        path = Path(folder) / "picture.png"
+        try:
+            draw(path)
+        except InvalidSpecError:   # no program to draw, no uniform cells: the summary says what there is
+            return ""
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img style="max-width:100%" src="data:image/png;base64,{data}"/>'
+
+
+def status(value: str) -> str:
+    return f'<b style="color:{STATUS_COLOURS.get(value, "#000")}">{html.escape(value.upper())}</b>'
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """An HTML table of escaped cells (a cell already marked up is passed as ``Markup``)."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{_cell(c)}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+class Markup(str):
+    """Text that is already HTML (a status badge): ``table`` leaves it unescaped."""
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, Markup) else html.escape(str(value))
+
+
+def verdict_html(verdict) -> str:
+    """A verdict: status, target, architecture, exponent, the witness (or the reasons) and its flow diagram."""
+    from infoflow_smt.report.plots import plot_flow
+
+    arch = verdict.architecture
+    lines = [f"{status(verdict.status.value)}: <code>{html.escape(str(verdict.target))}</code>",
+             (f"architecture: {html.escape(arch.shape)}, E={html.escape(str(arch.embed_dim))}, "
+              f"d={arch.input_dim}{', positional encoding' if arch.positional else ''}")]
+    if verdict.status.value != "unknown":
+        lines.append(f"best cost exponent: <code>{html.escape(str(verdict.exponent))}</code>")
+    parts = ["<br/>".join(lines)]
+    program = verdict.witness if verdict.witness is not None else verdict.best_program
+    if program is not None:
+        title = "witness, replayed" if verdict.witness is not None else "cheapest program (not efficient), replayed"
+        parts.append(f"<p>{title}:</p>" + _items(describe_program(program, verdict.target)))
+    if verdict.explanation:
+        parts.append(f"<p>{'why' if verdict.status.value != 'feasible' else 'note'}:</p>"
+                     + _items(str(r) for r in verdict.explanation))
+    if verdict.reason_unknown:
+        parts.append(f"<p>note: {html.escape(verdict.reason_unknown)}</p>")
+    parts.append(picture(lambda path: plot_flow(verdict, path)))
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def frontier_html(frontier) -> str:
+    """A frontier: its sentence, the bounded grid (frontier cells outlined) and the reasons it is general."""
+    head = html.escape(str(frontier).splitlines()[0])
+    layers = sorted({L for L, _ in frontier.grid})
+    heads = sorted({h for _, h in frontier.grid})
+    on_frontier = set(frontier.shapes)
+    rows = []
+    for L in layers:
+        cells = []
+        for h in heads:
+            value = frontier.grid[(L, h)]
+            border = "border:2px solid black;" if (L, h) in on_frontier else ""
+            cells.append(f"<td style='{border}background:{_light(value)}'>{'yes' if value == 'feasible' else 'no'}"
+                         "</td>")
+        rows.append(f"<tr><th>{L}</th>{''.join(cells)}</tr>")
+    grid = (f"<table><tr><th>L \\ h</th>{''.join(f'<th>{h}</th>' for h in heads)}</tr>{''.join(rows)}</table>"
+            "<p>efficient? on L layers of h heads (outlined: the frontier; beyond the grid every cell takes the "
+            "verdict of its edge)</p>")
+    return f"<div><p>{head}</p>{grid}{_items(frontier.explanation)}</div>"
+
+
+def sweep_html(sweep) -> str:
+    """A sweep: the count of cells, a phase diagram per target, and every cell."""
+    from infoflow_smt.report.plots import phase_diagram
+
+    summary = (f"{len(sweep.cells)} cells: {sweep.decided} decided, {sweep.inferred} inferred by monotonicity, "
+               f"{sweep.cached} from the cache")
+    pictures = "".join(picture(lambda path, t=t: phase_diagram(sweep, path, t))
+                       for t in dict.fromkeys(c.target for c in sweep.cells))
+    rows = [(c.target, ",".join(map(str, c.architecture.heads)), Markup(status(c.status.value)),
+             c.exponent or "-", c.bound, "inferred" if c.inferred else "cached" if c.cached else "decided")
+            for c in sweep.cells]
+    cells = table(("target", "heads", "verdict", "exponent", "exponent is", "how"), rows)
+    return f"<div><p>{html.escape(summary)}</p>{pictures}<details><summary>cells</summary>{cells}</details></div>"
+
+
+def _light(value: str) -> str:
+    return {"feasible": "#d9f0d3", "infeasible": "#f4cfc9"}.get(value, "#eeeeee")
+
+
+def _items(texts: Iterable[str]) -> str:
+    return "<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in texts) + "</ul>"
