@@ -1,4 +1,4 @@
-"""Random feasible targets compiled and checked (issue 19): ``tests/support/generators.random_target`` texts,
+"""Random feasible targets compiled and checked: ``random_target`` texts (tests/support/generators.py),
 each on the first of a fixed list of architectures (1 to 3 layers of h <= 4 heads, E = 32, d = 2) where
 ``ifs.decide`` finds it feasible; each compiles or is refused with a reason class, and every compiled one must
 reach NMSE <= 1e-3 at T = 8 and 64 at the largest beta.

@@ -35,7 +35,7 @@ def problem(text: str) -> str | None:
         return None
     except ifs.InvalidSpecError as err:
         free = sorted({m.group(1) for p in err.problems for m in [UNBOUND.search(p.message)] if m})
-        if not free or len(free) < len(err.problems):
+        if not free or not all(UNBOUND.search(p.message) for p in err.problems):  # more than unbound indices
             return str(err)
     wrapped = f"max({text} {' '.join(f'for {v} in T' for v in free)})"
     try:
