@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import jsonschema
 import pytest
@@ -113,17 +111,21 @@ def test_the_model_is_a_torch_module_with_attention_weights():
     assert model.layers[0].W_Q.shape == (1, 32, 32)
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "infoflow_smt", "compile", *args], check=False,
-                          capture_output=True, text=True)
+def _cli(capsys, *args):
+    """``infoflow compile ARGS`` in this process (torch is imported once): exit code, stdout, stderr.
+    The README's tour runs the same command as a process (tests/docs/test_readme.py)."""
+    code = compile_cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_cli_exit_codes_and_json_schema():
-    ok = _cli("max_retrieval", "--heads", "1", "--beta", "16,256", "--seq-len", "8,16", "--samples", "8", "--json")
-    assert ok.returncode == 0, ok.stderr
-    jsonschema.validate(json.loads(ok.stdout), compile_cli.SCHEMA)
-    refused = _cli("kth_largest", "--heads", "1", "--seq-len", "8", "--json")
-    assert refused.returncode == 1
-    jsonschema.validate(json.loads(refused.stdout), compile_cli.SCHEMA)
-    bad = _cli("max_retrieval", "--heads", "1", "--beta", "banana")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "banana" in bad.stderr
+def test_cli_exit_codes_and_json_schema(capsys):
+    code, out, err = _cli(capsys, "max_retrieval", "--heads", "1", "--beta", "16,256", "--seq-len", "8,16",
+                          "--samples", "8", "--json")
+    assert code == 0, err
+    jsonschema.validate(json.loads(out), compile_cli.SCHEMA)
+    code, out, _ = _cli(capsys, "kth_largest", "--heads", "1", "--seq-len", "8", "--json")
+    assert code == 1
+    jsonschema.validate(json.loads(out), compile_cli.SCHEMA)
+    code, _, err = _cli(capsys, "max_retrieval", "--heads", "1", "--beta", "banana")
+    assert code == 2 and err.count("\n") == 1 and "banana" in err
