@@ -274,7 +274,9 @@ SCALE_TIMEOUT = 60.0   # each scaling question's deadline (the default one): a m
 def chain(n: int) -> str:
     """``n`` dependent selections: the selection over ``v{i}`` ranks by its distance to ``v{i-1}`` plus the
     next one's value, so each is made only once the one inside it is known."""
-    opens = "".join("min(f1(x[v0]) + " if i == 0 else f"min(dot(x[v{i-1}], x[v{i}]) + " for i in range(n))
+    kinds = ["min", "max"]  # alternating: nested reductions of one kind are one joint reduction
+    opens = "".join(f"{kinds[i % 2]}(f1(x[v0]) + " if i == 0 else f"{kinds[i % 2]}(dot(x[v{i-1}], x[v{i}]) + "
+                    for i in range(n))
     return opens + f"f1(x[v{n - 1}])" + "".join(f" for v{i} in T)" for i in reversed(range(n)))
 
 
