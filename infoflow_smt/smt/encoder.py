@@ -700,6 +700,8 @@ class _Builder:
             # an anchor keeps the inputs' op unless it overrides
             keep = enc.kept[(l, c, name)] = self.declare_bool(f"keep:{l}:{c}:{name.text}")
             self.add(implies(quoted(keep), quoted(enc.ops[(l, IN, name)])))
+            if info is not None:  # the kept head ranks from the anchor's own holdings: what its side reads
+                self.add(implies(quoted(keep), self.ready(info, c, l)))
             acts = smt_or(quoted(var), quoted(keep))
         self.effective[(l, c, name)] = acts
         return var
