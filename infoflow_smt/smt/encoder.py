@@ -252,9 +252,15 @@ class Encoding:
             if not others:
                 return held
             self.solver.set("timeout", deadline.milliseconds())
-            if self.solver.check(*base, *(self.var(n) for n in held), z3.Or(others)) != z3.sat:
+            if self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others)) != z3.sat:
                 return held
             held = {n for n, v in self.values(self.solver.model(), names).items() if v}
+
+    def any_of(self, literals: list[z3.BoolRef]) -> z3.BoolRef:
+        """The disjunction of ``literals``, built through z3's C API (``z3.Or`` checks and converts each
+        argument in Python: most of the time of ``maximal_facts`` on a large encoding)."""
+        array = (z3.Ast * len(literals))(*(x.as_ast() for x in literals))
+        return z3.BoolRef(z3.Z3_mk_or(self.ctx.ref(), len(literals), array), self.ctx)
 
     def assumptions(self, heads: tuple[int, ...], names: list[str] | None = None) -> list[z3.ExprRef]:
         """The literals of a question about ``heads`` (one entry per layer): the tracked constraints, the
