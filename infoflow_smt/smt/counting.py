@@ -170,7 +170,8 @@ def _jobs(enc: Encoding, needed: set[str], release: dict, deadline: dict, anchor
             info = enc.nodes.get(read) if read is not None else None
             if info is None or read not in needed or info.kind not in SELECTIONS or len(info.bound) != 1:
                 continue
-            due[read] = min(due.get(read, deadline[read]), deadline[key] - 1)
+            # only these readers force the class ``in``: a reader on another side may be an anchor's
+            due[read] = min(due.get(read, deadline[key] - 1), deadline[key] - 1)
     return [Job(k, release[k], d) for k, d in due.items()]
 
 
