@@ -1,4 +1,4 @@
-"""Solver benchmarks: four figures, each beside a baseline measured in the same run, with a PASS/MISS line.
+"""Solver benchmarks: eight figures, each beside a baseline measured in the same run, with a PASS/MISS line.
 
     python benchmarks/solver_bench.py [--json] [--workers 2] [--repeat 3] [--enumerator]
 
@@ -18,6 +18,17 @@
 ``t_independence``         decide time for the catalogue at seq_len 8, 10**6 and symbolic T, every decision from
                            scratch: the largest total over the smallest (target <= 1.5: the encoding does not
                            grow with T).
+
+``decide_all_s``           ``decide_all(intrinsic_dimension:D=16)`` and D=12 (every architecture of h heads in L
+                           layers): seconds. Targets < 10 s and < 2 s. Baseline: D=8, in the same run.
+``infeasible_diagonal_s``  intrinsic_dimension:D on L layers of 1 head, every D <= 16 and L <= D (each
+                           INFEASIBLE): the slowest decision, in seconds, D=16 at 16 layers named. Target < 1 s each.
+                           Baseline: the same questions at D <= 6, where the proofs of "no" were always small.
+``chain_s``                a chain of 24 dependent selections on 24 and 25 layers of 1 head: the slower decision,
+                           in seconds. Target < 1 s each. Baseline: a chain of 4 on 4 layers.
+``random_p99_s``           300 random targets (seeded; nesting to depth 3, fixed positions and offsets) on up to 4
+                           layers of up to 3 heads, with positional encoding, at the default deadline: the 99th
+                           percentile of the decision times. Target < 0.5 s, none UNKNOWN. Baseline: the median.
 
 ``--enumerator`` adds ``speedup_vs_enumerator`` (every catalogue target at 3 layers of 4 heads: the solver
 against the exhaustive enumerator; minutes). Figures only: no test asserts a time. Every run records the
@@ -256,6 +267,143 @@ def hard_worst_ms(repeat: int) -> Figure:
     return Figure("hard_worst_ms", 1000 * worst, "< 50 ms, each INFEASIBLE", ok, " ms", rows)
 
 
+# ---- questions one size up (issue 20) -----------------------------------------------------------------
+SCALE_TIMEOUT = 60.0   # each scaling question's deadline (the default one): a miss shows as UNKNOWN, not a hang
+
+
+def chain(n: int) -> str:
+    """``n`` dependent selections: the selection over ``v{i}`` ranks by its distance to ``v{i-1}`` plus the
+    next one's value, so each is made only once the one inside it is known."""
+    kinds = ["min", "max"]  # alternating: nested reductions of one kind are one joint reduction
+    opens = "".join(f"{kinds[i % 2]}(f1(x[v0]) + " if i == 0 else f"{kinds[i % 2]}(dot(x[v{i-1}], x[v{i}]) + "
+                    for i in range(n))
+    return opens + f"f1(x[v{n - 1}])" + "".join(f" for v{i} in T)" for i in reversed(range(n)))
+
+
+def one_head(spec: str, layers: int) -> ifs.Architecture:
+    return ifs.Architecture(heads=(1,) * layers, embed_dim=32, input_dim=2)
+
+
+def decide_all_s(repeat: int) -> Figure:
+    """``decide_all`` at D=12 and D=16 (from scratch: ``forget_recent`` before each), baseline D=8."""
+    def run(D: int):
+        forget_recent()
+        return timed(partial(ifs.decide_all, f"intrinsic_dimension:D={D}", timeout=SCALE_TIMEOUT * 5))
+
+    run(2)  # warm the imports
+    rows, ok = [], True
+    for D, bound in ((8, None), (12, 2.0), (16, 10.0)):
+        try:
+            best, frontier = min((run(D) for _ in range(repeat)), key=lambda r: r[0])
+            shapes = [list(s) for s in frontier.shapes]
+        except ifs.SolverUnknownError as err:
+            best, shapes = float("inf"), f"unknown: {err}"
+        ok &= bound is None or best < bound
+        rows.append({"D": D, "seconds": round(best, 3), "frontier": shapes} | (
+            {"target": f"< {bound:g} s"} if bound else {"baseline": "D=8, the same run"}))
+    return Figure("decide_all_s", rows[-1]["seconds"], "D=16 < 10 s, D=12 < 2 s", ok, " s", rows)
+
+
+def infeasible_diagonal_s(repeat: int) -> Figure:
+    """intrinsic_dimension:D on L layers of 1 head for every D <= 16, L <= D: the slowest decision."""
+    def worst(dims) -> tuple[float, list[dict], bool]:
+        slowest, rows, every = 0.0, [], True
+        for D in dims:
+            times = []
+            for L in range(1, D + 1):
+                spec = f"intrinsic_dimension:D={D}"
+                t, verdict = min((timed(partial(from_scratch_timeout, spec, one_head(spec, L)))
+                                  for _ in range(repeat)), key=lambda r: r[0])
+                every &= verdict.status is ifs.Status.INFEASIBLE
+                times.append(t)
+            slowest = max(slowest, max(times))
+            rows.append({"D": D, "layers": f"1..{D}", "slowest_s": round(max(times), 4),
+                         "at_L=D_s": round(times[-1], 4)})
+        return slowest, rows, every
+
+    from_scratch_timeout("max_retrieval", one_head("max_retrieval", 1))  # warm
+    base, _, _ = worst(range(1, 7))
+    value, rows, every = worst(range(1, 17))
+    rows.append({"baseline": "the same questions at D <= 6", "slowest_s": round(base, 4)})
+    return Figure("infeasible_diagonal_s", value, "< 1 s each, each INFEASIBLE", value < 1 and every, " s", rows)
+
+
+def from_scratch_timeout(spec, arch):
+    forget_recent()
+    return ifs.decide(spec, arch, timeout=SCALE_TIMEOUT)
+
+
+def chain_s(repeat: int) -> Figure:
+    """A chain of 24 dependent selections on 24 and 25 layers of 1 head; baseline a chain of 4 on 4."""
+    rows, worst = [], 0.0
+    for n, L in ((4, 4), (24, 24), (24, 25)):
+        text = chain(n)
+        t, verdict = min((timed(partial(from_scratch_timeout, text, one_head(text, L))) for _ in range(repeat)),
+                         key=lambda r: r[0])
+        if n == 24:
+            worst = max(worst, t)
+        rows.append({"chain": n, "layers": L, "status": verdict.status.value, "seconds": round(t, 4)}
+                    | ({"baseline": "a chain of 4"} if n == 4 else {}))
+    known = all(r["status"] != "unknown" for r in rows)
+    return Figure("chain_s", worst, "< 1 s each", worst < 1 and known, " s", rows)
+
+
+def random_question(rng: np.random.Generator) -> tuple[str, ifs.Architecture]:
+    """A random target (1-3 groups, each a reduction nesting up to 3 deep, whose scores read their own
+    variable, the enclosing one, fixed positions x[1], x[2], x[T] and offsets x[v-1]) on up to 4 layers of up
+    to 3 heads, with positional encoding."""
+    def group(depth: int, outer: str | None, used: int) -> str:
+        v = f"v{used}"
+        terms = [f"f1(x[{v}])"]
+        if outer is not None:
+            terms.append(f"dot(x[{outer}], x[{v}])")
+        extra = rng.choice(["", "x[1]", "x[2]", "x[T]", "offset", "pair"])
+        if extra == "offset":
+            terms.append(f"f2(x[{v}], x[{v}-1])")
+        elif extra == "pair":
+            terms.append(f"bilinear(A1, x[{v}], x[{outer or v}])")
+        elif extra:
+            terms.append(f"dot(x[{v}], {extra})")
+        if depth > 1 and rng.random() < 0.7:
+            terms.append(group(depth - 1, v, used + 1))
+        kind = rng.choice(["min", "max", "max", "kth"])
+        domain = "range(2, T+1)" if extra == "offset" else "T"
+        body = " + ".join(terms)
+        if kind == "kth":
+            return f"kth_largest(2, {body} for {v} in {domain})"
+        return f"{kind}({body} for {v} in {domain})"
+
+    groups = [group(int(rng.integers(1, 4)), None, 10 * g) for g in range(int(rng.integers(1, 4)))]
+    text = groups[0] if len(groups) == 1 else f"F0({', '.join(groups)})"
+    heads = tuple(int(h) for h in rng.integers(1, 4, size=int(rng.integers(1, 5))))
+    return text, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=True)
+
+
+def random_p99_s(count: int = 300) -> Figure:
+    """The 99th percentile of ``count`` random questions' decision times (each from scratch, at the default
+    deadline); baseline their median."""
+    rng = np.random.default_rng(20)
+    questions = [random_question(rng) for _ in range(count)]
+    from_scratch(*questions[0])  # warm
+    times, statuses, slowest = [], {}, []
+    for text, arch in questions:
+        try:
+            t, verdict = timed(partial(from_scratch, text, arch))
+            status = verdict.status.value
+        except ifs.WitnessCheckError:  # a bug, counted and named (the figure then misses)
+            t, status = float("inf"), "witness check failed"
+        times.append(t)
+        statuses[status] = statuses.get(status, 0) + 1
+        slowest.append((t, text, arch.heads))
+    p99, median = float(np.percentile(times, 99)), float(np.median(times))
+    rows = [{"questions": count, "p99_s": round(p99, 4), "max_s": round(max(times), 4), "statuses": statuses},
+            {"baseline": "the median", "median_s": round(median, 4), "ratio": round(p99 / median, 1)}]
+    rows += [{"slow_s": round(t, 3), "heads": list(h), "target": text} for t, text, h in
+             sorted(slowest, key=lambda r: r[0])[-3:]]
+    ok = p99 < 0.5 and set(statuses) <= {"feasible", "infeasible"}
+    return Figure("random_p99_s", p99, "< 0.5 s, none unknown", ok, " s", rows)
+
+
 def reference_loop_ms() -> float:
     """A fixed pure-Python loop, best of 5, in ms: how fast this machine runs Python right now. Shared
     machines drift between states about 1.4x apart for minutes at a time; printed before and after the
@@ -269,17 +417,24 @@ def reference_loop_ms() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the four figures; print them (or ``--json``); exit 0 (figures are not assertions)."""
+    """Run the figures; print them (or ``--json``); exit 0 (figures are not assertions)."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--workers", type=int, default=2, help="processes for decisions_per_second")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes per figure (the best is kept)")
     parser.add_argument("--enumerator", action="store_true", help="also the speedup against the enumerator")
+    parser.add_argument("--only", choices=("existing", "scale"), help="only the first four figures, or only the "
+                        "four of questions one size up")
     args = parser.parse_args(argv)
     loop_before = reference_loop_ms()
-    figures = [decisions_per_second(args.workers, args.repeat), phase_diagram_cells(args.repeat),
-               hard_worst_ms(args.repeat), t_independence(args.repeat)]
+    figures = []
+    if args.only != "scale":
+        figures += [decisions_per_second(args.workers, args.repeat), phase_diagram_cells(args.repeat),
+                    hard_worst_ms(args.repeat), t_independence(args.repeat)]
+    if args.only != "existing":
+        figures += [decide_all_s(args.repeat), infeasible_diagonal_s(args.repeat), chain_s(args.repeat),
+                    random_p99_s()]
     if args.enumerator:
         figures.append(speedup_vs_enumerator(args.repeat))
     machine = {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": sys.version.split()[0],

@@ -14,7 +14,7 @@ MAX_POSITION = 256        # fixed positions x[k], x[T-k] and range bounds: a rep
 MAX_RANK = 64             # k of kth_largest
 MAX_OFFSET = 64           # |k| of an offset x[t-k]
 MAX_DEPTH = 200           # levels of the syntax tree (a sum of n terms has n): each later step recurses through it
-MAX_NESTING = 12          # reductions nested inside one another (dependent selections in a chain)
+MAX_NESTING = 32          # reductions nested inside one another (dependent selections in a chain)
 MAX_JOINT = 8             # variables of one joint reduction (its variable orders are searched)
 MAX_EVALUATION = 10**8    # index tuples one evaluation of a target may visit per input (Target.evaluate)
 MAX_REPLAY_WORK = 8**6     # the same, for the replay of a solver's answer (many per decision, at T >= 8)

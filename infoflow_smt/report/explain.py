@@ -57,7 +57,9 @@ def _text(tree, e) -> str:
     text = to_text(expand(e))
     for n in tree.nodes:
         if f"\x00{n}\x01" in text:  # delimited: node g1.t is not a prefix of node g1.t2
-            text = text.replace(f"x[\x00{n}\x01]", f"x[{_arg(tree, n)}]").replace(f"\x00{n}\x01", node_text(tree, n))
+            if f"x[\x00{n}\x01]" in text:  # spelt only where used: each spelling spells every node inside it,
+                text = text.replace(f"x[\x00{n}\x01]", f"x[{_arg(tree, n)}]")  # so both at every level of a
+            text = text.replace(f"\x00{n}\x01", node_text(tree, n))            # chain cost 2**depth
     return text
 
 

@@ -53,6 +53,7 @@ from infoflow_smt.lang.trees import (
 from infoflow_smt.lang.trees import free_variables as tree_free_variables
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
+from infoflow_smt.smt import symmetry
 from infoflow_smt.symbols import T
 
 IN, OUT = "in", "out"
@@ -251,9 +252,15 @@ class Encoding:
             if not others:
                 return held
             self.solver.set("timeout", deadline.milliseconds())
-            if self.solver.check(*base, *(self.var(n) for n in held), z3.Or(others)) != z3.sat:
+            if self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others)) != z3.sat:
                 return held
             held = {n for n, v in self.values(self.solver.model(), names).items() if v}
+
+    def any_of(self, literals: list[z3.BoolRef]) -> z3.BoolRef:
+        """The disjunction of ``literals``, built through z3's C API (``z3.Or`` checks and converts each
+        argument in Python: most of the time of ``maximal_facts`` on a large encoding)."""
+        array = (z3.Ast * len(literals))(*(x.as_ast() for x in literals))
+        return z3.BoolRef(z3.Z3_mk_or(self.ctx.ref(), len(literals), array), self.ctx)
 
     def assumptions(self, heads: tuple[int, ...], names: list[str] | None = None) -> list[z3.ExprRef]:
         """The literals of a question about ``heads`` (one entry per layer): the tracked constraints, the
@@ -291,6 +298,13 @@ def _reads(tree, terms, players: dict[str, Reader], key_of) -> Reads:
                  bool(found[Reader.BOTH]))
 
 
+def goal_needs(target) -> tuple[Need, ...]:
+    """What the output token must hold after the last layer to compute ``target`` (the output plays no
+    variable: every read is the selector's or every candidate's alike)."""
+    tree = comparison_tree(target)
+    return _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n).either
+
+
 def _key(group: str, order: tuple[str, ...], var: str) -> str:
     return f"{group}.{'-'.join(order) if len(order) > 1 else ''}.{var}"
 
@@ -300,10 +314,14 @@ def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, 
     reads and bindings up to the names of the variables), one is kept: they are the same question."""
     infos: dict[str, NodeInfo] = {}
     outer: dict[str, dict[tuple[str, ...], str]] = {}
-    for gid, orders in useful_orders(target).items():
+    useful = useful_orders(target)
+    # a group's nodes depend on its own order alone: one tree serves the r-th order of every group at once
+    # (one tree per group and order made the encoding of D groups cost D trees of D groups each)
+    trees = [comparison_tree(target, {gid: orders[r] for gid, orders in useful.items() if len(orders) > r})
+             for r in range(max((len(o) for o in useful.values()), default=0))]
+    for gid, orders in useful.items():
         outer[gid], seen = {}, set()
-        for order in orders:
-            tree = comparison_tree(target, {gid: order})
+        for order, tree in zip(orders, trees):
             here: dict[str, NodeInfo] = {}
             for var in order:
                 data = tree.nodes[f"{gid}.{var}"]
@@ -414,15 +432,18 @@ def _ref_name(q) -> str:
 
 # ---- the encoding -----------------------------------------------------------------------------------
 def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int | None = None,
-           anchors: bool = True, portable: bool = False, ctx: z3.Context | None = None) -> Encoding:
+           anchors: bool = True, portable: bool = False, ctx: z3.Context | None = None,
+           ordered: bool = True) -> Encoding:
     """Build the constraints for ``target`` on every architecture up to ``arch`` (as many layers, at most
     as many heads in each; the width, input dimension and positional encoding of ``arch``). Ask with
     ``Encoding.assumptions(heads)`` and the level literals.
 
     ``anchors=False`` leaves out the fixed positions that may override heads: a smaller encoding whose
     programs are programs of the full one (the solver tries it first and falls back when it says no).
-    ``ctx``: the z3 context to build in (a new one by default; one caller at a time may use a context)."""
-    return _Builder(target, arch, law, seq_len, anchors, portable, ctx).build()
+    ``ctx``: the z3 context to build in (a new one by default; one caller at a time may use a context).
+    ``ordered=False`` leaves interchangeable groups unordered (``symmetry.py``): the same answers, slower; for
+    the tests that show it."""
+    return _Builder(target, arch, law, seq_len, anchors, portable, ctx, ordered).build()
 
 
 def grow(enc: Encoding, arch) -> bool:
@@ -437,11 +458,11 @@ class _Builder:
     Its tables hold SMT terms (quoted names, or ``TRUE``/``FALSE``/numerals), the encoding's tables bare
     names: ``Encoding.var`` reads them back."""
 
-    def __init__(self, target, arch, law, seq_len, anchors, portable, ctx):
+    def __init__(self, target, arch, law, seq_len, anchors, portable, ctx, ordered=True):
         infos, outer = _node_infos(target)
         self.ctx = ctx or z3.Context()
         self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer)
-        self.law, self.seq_len, self.portable = law, seq_len, portable
+        self.law, self.seq_len, self.portable, self.ordered = law, seq_len, portable, ordered
         self.use_anchors = anchors
         self.pe = arch.positional
         # bounded gathers cost by their size unless the width grows with T (the width is every layer's)
@@ -458,6 +479,9 @@ class _Builder:
         self.size: dict[tuple[str, int], str] = {(c, 0): "0" if c == OUT else "1" for c in self.enc.classes}
         self.whole: dict[tuple[str, int], str] = {(c, 0): FALSE for c in self.enc.classes}
         self.effective: dict[tuple[int, str, OperationName], str] = {}  # (layer, class, op) -> it acts there
+        self.pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []   # neighbouring interchangeable groups
+        self.ties: dict[str, str] = {}   # a pair's second group -> "still tied" after the last layer written
+        self.candidates_know: dict[tuple, str] = {}  # (domain, layer, node) -> every candidate knows it
 
     # ---- names and assertions ---------------------------------------------------------------------------
     def declare(self, name: str, sort: str) -> str:
@@ -483,6 +507,8 @@ class _Builder:
 
     # ---- the families, in order -------------------------------------------------------------------------
     def build(self) -> Encoding:
+        if self.ordered:
+            self.pairs = symmetry.adjacent_pairs(self.enc, goal_needs(self.enc.target))
         self.orders()
         self.state_variables(range(self.enc.arch.layers + 1))
         self.initial_state()
@@ -523,6 +549,7 @@ class _Builder:
         for layer in layers:
             self.operations(layer)
             self.update_rules(layer)
+            self.ordered_groups(layer)
         if self.enc.sources:
             self.sizes(layers)
         self.goal(layers)
@@ -621,6 +648,15 @@ class _Builder:
         gate = self.positional_ok if info.restricted else TRUE
         return smt_and(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
 
+    def known_by_candidates(self, info: NodeInfo, l: int, key: str) -> str:
+        """Every candidate of ``info`` knows node ``key`` after layer ``l`` (``common``, kept per layer: every
+        class and every winner of a layer asks it again)."""
+        found = self.candidates_know.get((info.domain, l, key))
+        if found is None:
+            found = self.candidates_know[(info.domain, l, key)] = self.common(
+                info, l, lambda k, ll: self.know[(k, ll, key)])
+        return found
+
     def common(self, info: NodeInfo, l: int, fact) -> str:
         """A fact every candidate has: what a retrieval gains whoever wins."""
         return conj([fact(k, l) for k in self.candidates(info)])
@@ -670,6 +706,8 @@ class _Builder:
             # an anchor keeps the inputs' op unless it overrides
             keep = enc.kept[(l, c, name)] = self.declare_bool(f"keep:{l}:{c}:{name.text}")
             self.add(implies(quoted(keep), quoted(enc.ops[(l, IN, name)])))
+            if info is not None:  # the kept head ranks from the anchor's own holdings: what its side reads
+                self.add(implies(quoted(keep), self.ready(info, c, l)))
             acts = smt_or(quoted(var), quoted(keep))
         self.effective[(l, c, name)] = acts
         return var
@@ -743,7 +781,7 @@ class _Builder:
         else:
             gains.append(acting.get(OperationName.selection(info), FALSE))
         if not info.bound:  # binding-free knowledge travels with any copy of a position's holdings
-            gains += [smt_and(v, self.common(i, l - 1, lambda k, ll: know[(k, ll, key)])) for v, i in winners]
+            gains += [smt_and(v, self.known_by_candidates(i, l - 1, key)) for v, i in winners]
             gains += [smt_and(v, know[(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
                       if not isinstance(q, Offset)]
             gains += [smt_and(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
@@ -760,6 +798,23 @@ class _Builder:
             for k in self.enc.offsets:
                 gains = [self.xoff[(c, l - 1, k)], self.all[(c, l)], chosen[Offset(k)]]
                 self.add(f"(= {self.xoff[(c, l, k)]} {disj(gains)})")
+
+    def ordered_groups(self, l: int) -> None:
+        """Interchangeable groups in order (``symmetry.py``, which proves the encoding stays exact): of two
+        neighbours, the first's ``know`` facts are lexicographically at least the second's, position by
+        position (layer, class, node); ``tie`` says the two are equal so far."""
+        for a, b in self.pairs:
+            tie = self.ties.get(b[0], TRUE)
+            for c in self.enc.classes:
+                for ka, kb in zip(a, b):
+                    if not self.admissible(self.enc.nodes[ka], c):
+                        continue  # false at both
+                    x, y = self.know[(c, l, ka)], self.know[(c, l, kb)]
+                    self.add(implies(tie, implies(y, x)))
+                    following = quoted(self.declare_bool(f"tie:{l}:{c}:{kb}"))
+                    self.add(f"(= {following} {conj([tie, f'(= {x} {y})'])})")
+                    tie = following
+            self.ties[b[0]] = tie
 
     # ---- sizes, the goal, the costs -------------------------------------------------------------------
     def sizes(self, layers: range) -> None:
@@ -805,11 +860,10 @@ class _Builder:
         """After the last layer the output token computes the target from what it holds; the number of
         layers is an assumption (``depth``), so the goal is written for every depth in ``layers``."""
         enc = self.enc
-        tree = comparison_tree(enc.target)
-        reads = _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n)
+        needs = goal_needs(enc.target)
         for L in layers:
             enc.depth[L] = self.declare_bool(f"layers:{L}")
-            reachable = smt_or(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in reads.either]))
+            reachable = smt_or(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in needs]))
             self.track("goal", implies(quoted(enc.depth[L]), reachable))
 
     def costs(self) -> None:

@@ -1,7 +1,8 @@
 """decide, minimize and export: the pipeline from a target and an architecture to a checked verdict.
 
-    encode (encoder.py) -> ask z3 for an efficient program -> minimize its exponent -> replay the witness
-    (interpreter.py) -> or explain the unsat core (explain.py) and find the cheapest inefficient program.
+    encode (encoder.py) -> count (counting.py: "no" without z3, where a count proves it) -> ask z3 for an
+    efficient program -> minimize its exponent -> replay the witness (interpreter.py) -> or explain the unsat
+    core (explain.py) and find the cheapest inefficient program.
 
 A ``Questions`` object holds the encodings of one target at one width and answers many architectures
 from them (the number of layers and each layer's heads are assumptions of one encoding); ``decide``
@@ -37,7 +38,7 @@ from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
 from infoflow_smt.report import explain
 from infoflow_smt.report.verdict import Stats, Status, Verdict
-from infoflow_smt.smt import encoder
+from infoflow_smt.smt import counting, encoder
 from infoflow_smt.verify import replay
 from infoflow_smt.verify.interpreter import check
 from infoflow_smt.words import plural
@@ -364,11 +365,19 @@ class Questions:
         if reused is not None:
             return reused
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
+        anchored = arch.positional and arch.layers >= 2
         session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
-        level, model, unknown = session.cheapest(session.bounded)
-        if model is None and unknown is None and arch.positional and arch.layers >= 2:
-            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest)
+        counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored)
+        if counted is None:  # z3 decides what the counts leave open
             level, model, unknown = session.cheapest(session.bounded)
+        else:
+            level, model, unknown = None, None, None
+        if model is None and unknown is None and anchored:
+            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest)
+            if counted is None:
+                level, model, unknown = session.cheapest(session.bounded)
+        if counted is not None:
+            session.core = set(counted.core)
         if unknown is not None:
             return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=effort.stats(), seq_len=seq_len,
                            reason_unknown=unknown)

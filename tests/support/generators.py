@@ -99,6 +99,16 @@ def random_target(rng: random.Random, positional: bool) -> str:
     return rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
 
 
+def twinned_target(rng: random.Random, positional: bool) -> str:
+    """A random group beside copies of itself that read other functions and matrices: interchangeable
+    groups (``smt/symmetry.py``), which a target drawn at random seldom has; copies that read alike merge."""
+    gen = _TargetText(rng, positional)
+    group = gen.group([], rng.choice([0, 1, 1]))
+    twins = [group] + [group.replace("f1(", f"h{i}a(").replace("f2(", f"h{i}b(").replace("A1", f"B{i}")
+                       .replace("A2", f"C{i}") for i in range(1, rng.choice([2, 3]))]
+    return f"F0({', '.join(twins)})"
+
+
 def random_architecture(rng: random.Random, positional: bool) -> ifs.Architecture:
     layers = rng.choice([1, 2, 2])
     return ifs.Architecture(heads=tuple(rng.choice([1, 2]) for _ in range(layers)),

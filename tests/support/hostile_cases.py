@@ -11,6 +11,16 @@ A = "ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2)"
 APE = "ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2, positional=True)"
 ERR = "InvalidSpecError"
 
+
+
+def _chain(n: int, alternate: bool) -> str:
+    """The code of a chain of ``n`` nested reductions, each ranking by its distance to the enclosing one's
+    position (min and max alternating: separate selections, ``n`` deep; or all min: one joint reduction)."""
+    kind = "('min', 'max')[i % 2]" if alternate else "'min'"
+    return (f"''.join({kind} + '(' + ('f1(x[v0])' if i == 0 else f'dot(x[v{{i-1}}], x[v{{i}}])') + ' + ' "
+            f"for i in range({n})) + 'f1(x[v{n - 1}])' + ''.join(f' for v{{i}} in T)' for i in reversed(range({n})))")
+
+
 TEXTS = [
     ("empty", "''"), ("blank", "'   '"), ("open-call", "'min('"), ("open-index", "'x['"), ("dangling-op", "'1 +'"),
     ("parens-only", "'(((('"), ("close-paren", "')'"), ("unclosed-generator", "'min(x[t] for t in T'"),
@@ -24,7 +34,8 @@ TEXTS = [
     ("rank-huge", "'kth_largest(10**30, f1(x[t]) for t in T)'"), ("range-300", "'max(f1(x[t]) for t in range(1, 300))'"),
     ("joint-9", ("'min(f1(x[a],x[b],x[c],x[d],x[e],x[f],x[g],x[h],x[i]) for a in T for b in T for c in T for d in T "
                 "for e in T for f in T for g in T for h in T for i in T)'")),
-    ("nesting-13", "'min(' * 13 + 'f1(x[v0])' + ''.join(f' for v{i} in T)' for i in range(13))"),
+    ("nesting-33", "'min(' * 33 + 'f1(x[v0])' + ''.join(f' for v{i} in T)' for i in range(33))"),
+    ("nesting-33-chain", _chain(33, alternate=True)),
     ("nesting-20-dependent", ("''.join(f'min(dot(x[v{i}], x[v{i+1}]) + ' for i in range(20)) + 'f1(x[v20])' + "
                              "''.join(f' for v{20-i} in T)' for i in range(21))")),
     ("number-1e999", "'1e999'"), ("import", "\"__import__('os').system('true')\""),
@@ -94,6 +105,10 @@ BOUNDED = [  # each returns within its deadline (UNKNOWN is fine, a wrong or unb
     ("sum-of-8-independent-selections", ("ifs.decide('min(' + ' + '.join(f'f{i}(x[{v}])' for i, v in enumerate('abcdefgh', 1)) + "
                                          "' ' + ' '.join(f'for {v} in T' for v in 'abcdefgh') + ')', "
                                          "ifs.Architecture(heads=(8,), input_dim=2), timeout=20)")),
+    ("nesting-32-chain-on-2-layers", f"ifs.decide({_chain(32, alternate=True)}, {A}, timeout=20)"),
+    ("nesting-32-one-kind", f"ifs.decide({_chain(32, alternate=False)}, {A}, timeout=20)"),  # one joint reduction
+    ("nesting-32-chain-32-layers", (f"ifs.decide({_chain(32, alternate=True)}, ifs.Architecture(heads=(1,) * 32, "
+                                    "input_dim=2), timeout=20)")),
     ("minimize-bounded", "ifs.minimize('intrinsic_dimension:D=6', max_layers=6, max_heads=8, input_dim=2, timeout=20)"),
     ("sweep-bounded", f"ifs.sweep(['triangle_center'], [{A}], cache=False, workers=1, timeout=20)"),
 ]

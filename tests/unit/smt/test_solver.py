@@ -111,3 +111,13 @@ def test_front_is_the_first_name_of_pareto_front():
     """docs/api.md named minimize's answer ``Front`` first: the name keeps working."""
     assert ifs.Front is ifs.ParetoFront
     assert isinstance(ifs.minimize("max_retrieval", max_layers=1, max_heads=1), ifs.ParetoFront)
+
+
+def test_an_anchor_keeps_an_input_retrieval_only_when_it_holds_what_its_side_reads():
+    # found by solver_bench's random questions: anchor 1 kept the inputs' retrieval of a selection that
+    # reads x[T] on the selector's side, without holding x[T]; the witness failed its replay
+    target = ("F0(max(f1(x[v0]) + dot(x[v0], x[1]) for v0 in T), max(f1(x[v10]) + dot(x[v10], x[2]) for v10 in T), "
+              "min(f1(x[v20]) + dot(x[v20], x[1]) + max(f1(x[v21]) + dot(x[v20], x[v21]) + dot(x[v21], x[T]) "
+              "for v21 in T) for v20 in T))")
+    verdict = ifs.decide(target, ifs.Architecture(heads=(2, 1, 1), embed_dim=32, input_dim=2, positional=True))
+    assert verdict.status is ifs.Status.FEASIBLE and verdict.exponent == 1

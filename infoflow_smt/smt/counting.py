@@ -1,0 +1,189 @@
+"""Necessary conditions counted before the solver: "no efficient program" in microseconds, where it is sound.
+
+A proof of "no" from z3 grows with the permutations of a question (interchangeable selections assigned to
+layers and heads in every way); two counts settle the common cases from the encoding's structure alone. Both
+hold only when no position can hold every position (``all``): a global aggregation, the one source of
+``all`` (``encoder._Builder.update_all``: every other gain copies an ``all`` that is already there), costs an
+excluded level. Both read the nodes the goal needs, closed under what each needed node reads, when every
+group among them has one variable order (with several the needs depend on the solver's choice; z3 decides).
+
+Depth (``"initial"``). A non-constant node is first known after the layer of an operation that makes it
+(``update_know``: before, only copies of it, and layer 0 knows only constant nodes), and that operation needs
+what the node's score reads held after the layer before (``ready``, ``averaged``). So a node whose reads nest
+``k`` deep is known no earlier than after layer ``k + 1`` (its *release*), and a node the goal needs after
+layer ``L`` through a chain of ``u`` readers must be made by layer ``L - u`` (its *deadline*).
+
+Heads at the input positions (``"budget:<l>:in"``). A node that binds a variable is known at an input
+position only by that position's own retrieval (its knowledge travels with no copy, ``update_know``), and a
+reader that reads it on the candidates' side needs every candidate, the class ``in`` among them
+(``every_candidate``), to know it; without anchors a selector-side read is the class ``in``'s own too. Each
+such node is a unit job at ``in`` between its release and its reader's deadline minus one, and ``in`` runs at
+most ``h_l`` operations in layer ``l`` (the head budget). Unit jobs with integer windows fit the layers'
+capacities if and only if every window ``[a, b]`` of layers holds no more jobs that must run inside it than it
+has heads (Hall's condition for interval neighbourhoods); a window that holds more is the shortfall.
+
+Each condition returns the tracked constraints its count used, named as an unsat core names them, so that
+``report.explain`` says why in the same sentences as for z3's answer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infoflow_smt.model.program import Mode
+from infoflow_smt.smt.encoder import IN, Encoding, NodeInfo, goal_needs
+
+SELECTIONS = ("top1", "kth")
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Why no efficient program exists: the tracked constraints the count used (``core``, as an unsat core
+    names them), and the count in words for a reader of the code (the explanation comes from ``core``)."""
+
+    core: frozenset[str]
+    count: str
+
+
+@dataclass(frozen=True)
+class Job:
+    """A selection that the class ``in`` must make with a head of its own between two layers."""
+
+    node: str
+    release: int
+    deadline: int
+
+
+def shortfall(enc: Encoding, heads: tuple[int, ...], allowed: list[int], anchored: bool | None = None
+              ) -> Shortfall | None:
+    """A count that proves no program on ``heads`` (heads per layer) uses only the cost levels ``allowed``
+    (indices into ``enc.levels``), with or without anchors when ``anchored`` (default: whether ``enc`` has
+    anchors); None when neither count applies or both fit.
+
+    >>> import infoflow_smt as ifs
+    >>> from infoflow_smt.smt import encoder
+    >>> arch = ifs.Architecture(heads=(1, 1, 1), embed_dim=32, input_dim=2)
+    >>> enc = encoder.encode(ifs.catalogue.get("intrinsic_dimension", D=3), arch)
+    >>> from infoflow_smt.model import cost
+    >>> bounded = [i for i, level in enumerate(enc.levels) if cost.is_bounded(level)]
+    >>> shortfall(enc, (1, 1, 1), bounded).count
+    'layers 1..2 give the input positions 2 heads for 3 selections'
+    """
+    if _aggregates(enc, allowed):
+        return None
+    needed = _needed(enc)
+    if needed is None:
+        return None
+    release = _releases(enc, needed)
+    deadline = _deadlines(enc, needed, len(heads))
+    late = [n for n in needed if release[n] > deadline[n]]
+    if late:
+        return Shortfall(frozenset({"initial", "goal", "level"}),
+                         f"{late[0]} is known after layer {release[late[0]]} at the earliest, "
+                         f"needed by layer {deadline[late[0]]}")
+    anchored = bool(enc.anchors) if anchored is None else anchored
+    return _crowded_window(_jobs(enc, needed, release, deadline, anchored), heads)
+
+
+def _aggregates(enc: Encoding, allowed: list[int]) -> bool:
+    """Whether a global aggregation (the source of ``all``) is within the ``allowed`` levels."""
+    levels = {enc.levels[i] for i in allowed}
+    return any(e in levels for (_, _, name), by_heads in enc.op_cost.items() if name.mode is Mode.AGGREGATE
+               for e in by_heads.values())
+
+
+def _needed(enc: Encoding) -> set[str] | None:
+    """The non-constant nodes the goal needs, closed under reads; None when a group among them has several
+    orders (or the goal reads a node the encoding does not hold)."""
+    found: set[str] = set()
+    todo = list(goal_needs(enc.target))
+    while todo:
+        need = todo.pop()
+        key = _node_of(enc, need)
+        if key is None:
+            if need.kind in ("node", "group"):
+                return None
+            continue
+        if key in found:
+            continue
+        found.add(key)
+        reads = enc.nodes[key].reads
+        todo += [*reads.selector, *reads.candidate, *reads.either]
+    return {k for k in found if not enc.nodes[k].constant}
+
+
+def _node_of(enc: Encoding, need) -> str | None:
+    """The node key a need names: a node, or a group's outermost node under its only order."""
+    if need.kind == "node":
+        return need.what if need.what in enc.nodes else None
+    if need.kind == "group":
+        per_order = enc.outer.get(need.what, {})
+        return next(iter(per_order.values())) if len(per_order) == 1 else None
+    return None
+
+
+def _node_reads(enc: Encoding, info: NodeInfo) -> list[str]:
+    r = info.reads
+    return [k for k in (_node_of(enc, n) for n in (*r.selector, *r.candidate, *r.either)) if k is not None]
+
+
+def _releases(enc: Encoding, needed: set[str]) -> dict[str, int]:
+    """The first layer after which each needed node can be known (1 + the deepest of its reads)."""
+    release: dict[str, int] = {}
+
+    def visit(key: str) -> int:
+        if key not in needed:
+            return 0  # constant: known from the start
+        if key not in release:
+            release[key] = 1 + max((visit(k) for k in _node_reads(enc, enc.nodes[key])), default=0)
+        return release[key]
+
+    for key in needed:
+        visit(key)
+    return release
+
+
+def _deadlines(enc: Encoding, needed: set[str], layers: int) -> dict[str, int]:
+    """The last layer by which each needed node must be made: the goal's after layer ``layers``, a read one
+    layer before the earliest deadline of its readers."""
+    goal = {_node_of(enc, n) for n in goal_needs(enc.target)}
+    deadline = {k: layers if k in goal else layers + 1 for k in needed}
+    for _ in range(len(needed)):  # longest paths in an acyclic graph: at most one pass per node
+        changed = False
+        for key in needed:
+            for read in _node_reads(enc, enc.nodes[key]):
+                if read in needed and deadline[key] - 1 < deadline[read]:
+                    deadline[read], changed = deadline[key] - 1, True
+        if not changed:
+            break
+    return deadline
+
+
+def _jobs(enc: Encoding, needed: set[str], release: dict, deadline: dict, anchored: bool) -> list[Job]:
+    """The selections the class ``in`` must make itself: bound ones its readers read on the candidates'
+    side (or, without anchors, on either side that a position of ``in`` plays)."""
+    due: dict[str, int] = {}
+    for key in needed:
+        r = enc.nodes[key].reads
+        sides = [*r.candidate] + ([] if anchored else [*r.selector])
+        for need in sides:
+            read = _node_of(enc, need)
+            info = enc.nodes.get(read) if read is not None else None
+            if info is None or read not in needed or info.kind not in SELECTIONS or len(info.bound) != 1:
+                continue
+            # only these readers force the class ``in``: a reader on another side may be an anchor's
+            due[read] = min(due.get(read, deadline[key] - 1), deadline[key] - 1)
+    return [Job(k, release[k], d) for k, d in due.items()]
+
+
+def _crowded_window(jobs: list[Job], heads: tuple[int, ...]) -> Shortfall | None:
+    """A window of layers that must hold more of ``jobs`` than ``in`` has heads in it (Hall's condition)."""
+    layers = len(heads)
+    for a in range(1, layers + 1):
+        for b in range(a, layers + 1):
+            inside = [j for j in jobs if j.release >= a and j.deadline <= b]
+            capacity = sum(heads[a - 1:b])
+            if len(inside) > capacity:
+                core = frozenset({f"budget:{l}:{IN}" for l in range(a, b + 1)} | {"goal", "level"})
+                return Shortfall(core, f"layers {a}..{b} give the input positions {capacity} heads for "
+                                       f"{len(inside)} selections")
+    return None
