@@ -67,6 +67,7 @@ from infoflow_smt.lang.language import to_text
 
 MAX_LABELLED = 6        # joint variables labelled by trying every labelling (6! = 720)
 MAX_EXPANSION = 512     # terms an expansion may produce; a larger product stays unexpanded
+MAX_COPY_SEARCH = 8     # variables of a joint reduction searched for copies (rule 9): as many as a text may join
 _FLIP = {ex.ReduceKind.MIN: ex.ReduceKind.MAX, ex.ReduceKind.MAX: ex.ReduceKind.MIN,
          ex.ReduceKind.ARGMIN: ex.ReduceKind.ARGMAX, ex.ReduceKind.ARGMAX: ex.ReduceKind.ARGMIN}
 _SPLITS = (ex.ReduceKind.MIN, ex.ReduceKind.MAX, ex.ReduceKind.SUM, ex.ReduceKind.MEAN)
@@ -253,6 +254,8 @@ class _Normalizer:
         two components equal up to renaming their variables and a positive factor, ``b = c * a``, are one
         selection, ``min_C1 a + min_C2 c a = (1 + c) min_C1 a``, so ``C2`` goes and ``a`` takes the factor.
         Separators are tried smallest first (the empty one is rule 4); None when no two components match."""
+        if len(variables) > MAX_COPY_SEARCH:  # 2^n separators: a longer joint reduction keeps its copies
+            return None
         reads = [self.variables(t) & set(variables) for t in terms]
         keys: dict[tuple[str, ...], tuple[tuple, sympy.Expr]] = {}  # a component's terms do not depend on S
         for size in range(1, len(variables) - 1):
