@@ -88,7 +88,8 @@ class Sweep:
 
     @property
     def decided(self) -> int:
-        return sum(not c.inferred and not c.cached for c in self.cells)
+        """Cells the solver answered in this run; an unknown cell (deadline passed) is not decided."""
+        return sum(not c.inferred and not c.cached and c.status is not Status.UNKNOWN for c in self.cells)
 
     @property
     def inferred(self) -> int:
