@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="TARGET", help="catalogue name (intrinsic_dimension:D=3) or target text")
     _architecture_options(p)
     _question_options(p)
-    p.add_argument("--plot", metavar="FILE", help="draw the information flow (.png or .svg)")
+    p.add_argument("--plot", metavar="FILE", help="draw the information flow (.png, or .svg or .pdf for a paper)")
     p.add_argument("--train", action="store_true",
                    help="also train the architecture and its neighbours (needs the experiments extra)")
     p.add_argument("--budget", default="60", metavar="SECONDS", help="training budget for --train (default 60)")
@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="heads in every layer, e.g. 1..8")
     _architecture_options(p, heads=False)
     _question_options(p)
-    p.add_argument("--plot", metavar="FILE", help="draw the phase diagram (.png or .svg; one per target: "
+    p.add_argument("--plot", metavar="FILE", help="draw the phase diagram (.png, .svg or .pdf; one per target: "
                    "FILE, FILE-2, ... when there are several)")
     p.add_argument("--cache", metavar="FILE", help="the results cache (default ~/.cache/infoflow_smt/sweeps.jsonl)")
     p.add_argument("--no-cache", action="store_true", help="decide every cell again and keep nothing")
@@ -268,8 +268,8 @@ def _architecture(args, target, heads=None):
 def _writable(path: str, option: str) -> Path:
     """Checked before any solving, so a typo costs nothing."""
     out = Path(path)
-    if out.suffix.lower() not in (".png", ".svg"):
-        raise BadInput(f"{option} {path}: give a .png or .svg file name")
+    if out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise BadInput(f"{option} {path}: give a .png, .svg or .pdf file name")
     if out.is_dir() or not out.parent.is_dir():
         raise BadInput(f"{option} {path}: not a file in an existing folder")
     return out

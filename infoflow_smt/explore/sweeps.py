@@ -133,7 +133,7 @@ class Sweep:
         return sweep_html(self)
 
     def plot(self, path, target: str | None = None) -> Path:
-        """The phase diagram (layers by heads, coloured by verdict, the exponent in each cell) as PNG or SVG."""
+        """The phase diagram (layers by heads, coloured by verdict, the exponent in each cell) as PNG, SVG or PDF (by the suffix)."""
         from infoflow_smt.report.plots import phase_diagram
         return phase_diagram(self, path, target)
 
