@@ -250,9 +250,7 @@ def _target(spec: str):
 
 
 def _input_dim(args, target) -> int:
-    if args.input_dim is not None:
-        return args.input_dim
-    return 1 if target.reads_tokens_as_numbers else 2
+    return target.token_dim if args.input_dim is None else args.input_dim
 
 
 def _positional(args, target) -> bool:

@@ -1,23 +1,13 @@
 """What a decision returns: a status, the best exponent, a witness or an explanation, and statistics."""
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
 
+from infoflow_smt.model.status import Status  # re-exported: ifs.Status, report.verdict.Status
 from infoflow_smt.report.explain import Reason, describe_program
-
-
-class Status(enum.Enum):
-    FEASIBLE = "feasible"      # a witness program with a cost exponent bounded in T exists (and was replayed)
-    INFEASIBLE = "infeasible"  # no such program: the explanation says why
-    UNKNOWN = "unknown"        # the solver could not tell (timeout, resource limit); never read as infeasible
-
-    @property
-    def exit_code(self) -> int:
-        return {Status.FEASIBLE: 0, Status.INFEASIBLE: 1, Status.UNKNOWN: 3}[self]
 
 
 @dataclass(frozen=True)
