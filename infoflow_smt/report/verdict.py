@@ -6,6 +6,7 @@ from typing import Any
 
 import sympy
 
+from infoflow_smt.model.program import Program
 from infoflow_smt.model.status import Status  # re-exported: ifs.Status, report.verdict.Status
 from infoflow_smt.report.explain import Reason, describe_program
 
@@ -36,6 +37,13 @@ class Verdict:
     best_program: Any = None
     seq_len: int | None = None
     reason_unknown: str | None = None
+
+    def __post_init__(self) -> None:
+        # str(verdict.witness) says what each head selects, not the tree's internal node names (g0.t)
+        for name in ("witness", "best_program"):
+            program = getattr(self, name)
+            if isinstance(program, Program) and not program.names and self.target is not None:
+                object.__setattr__(self, name, program.named(self.target))
 
     @property
     def feasible(self) -> bool:

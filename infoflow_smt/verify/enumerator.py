@@ -473,6 +473,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
         exponent = sympy.oo
         if program is not None:
             exponent, _ = program_cost(program, comparison_tree(target, program.order_map), arch, decode_law)
+        program = program.named(target) if program is not None else None   # prints what each head selects
         return BruteForceAnswer(feasible, exponent, program, programs, time.perf_counter() - started, status_s)
 
     efficient = search(True)
