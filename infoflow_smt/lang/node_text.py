@@ -1,6 +1,6 @@
 """A comparison tree's nodes in the target's own notation: ``min(dot(x[s], x[t]) for t in T)`` for node
 ``g0.t``. Data-layer words (lang imports nothing above it), so a program can name what its heads select
-without the report layer (``Program.named``); report/explain.py builds its sentences on these."""
+without the report layer (``Program.named``); infoflow_smt/report/explain.py builds its sentences on these."""
 from __future__ import annotations
 
 from infoflow_smt.lang import expr as ex

@@ -32,7 +32,7 @@ class Reason:
         return self.sentence
 
 
-# ---- naming what the tree computes (node_text and expression_text: lang/node_text.py) ------------------
+# ---- naming what the tree computes (node_text and expression_text: infoflow_smt/lang/node_text.py)
 def describe_node(tree, node: str) -> str:
     """What a node computes and who can make it: ``the min over t of dot(x[s], x[t]), for each s``."""
     d = tree.nodes[node]
