@@ -25,7 +25,6 @@ import ast
 import contextlib
 import json
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -156,6 +155,12 @@ def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JS
     p.add_argument("--json", action="store_true", help=json_help)
 
 
+def _format_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--format", choices=("text", "csv", "markdown", "latex"), default="text",
+                   help=f"write {what} as text (default), csv, markdown or latex (a tabular); never cut to "
+                        "the terminal in a file or a pipe")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Decide, with an SMT solver, which transformer architectures "
                      "compute a target efficiently (InfoFlow). Exit codes: 0 feasible/proved, 1 infeasible/"
@@ -167,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="TARGET", help="catalogue name (intrinsic_dimension:D=3) or target text")
     _architecture_options(p)
     _question_options(p)
-    p.add_argument("--plot", metavar="FILE", help="draw the information flow (.png or .svg)")
+    p.add_argument("--plot", metavar="FILE", help="draw the information flow (.png, or .svg or .pdf for a paper)")
     p.add_argument("--train", action="store_true",
                    help="also train the architecture and its neighbours (needs the experiments extra)")
     p.add_argument("--budget", default="60", metavar="SECONDS", help="training budget for --train (default 60)")
@@ -183,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-heads", type=_positive("int"), default=8, metavar="H")
     _architecture_options(p, heads=False)
     _question_options(p)
+    _format_option(p, "the table")
 
     p = sub.add_parser("frontier", help="every (L, h) at once: the minimal efficient architectures, or none")
     p.add_argument("target", metavar="TARGET")
@@ -191,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     _architecture_options(p, heads=False)
     p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS")
     p.add_argument("--json", action="store_true", help="print one JSON document (docs/cli.md)")
+    _format_option(p, "the minimal architectures as a table instead of the sentences")
 
     p = sub.add_parser("sweep", help="a grid of targets by architectures: cached, resumable, with a phase diagram")
     p.add_argument("targets", nargs="+", metavar="TARGET")
@@ -199,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="heads in every layer, e.g. 1..8")
     _architecture_options(p, heads=False)
     _question_options(p)
-    p.add_argument("--plot", metavar="FILE", help="draw the phase diagram (.png or .svg; one per target: "
+    p.add_argument("--plot", metavar="FILE", help="draw the phase diagram (.png, .svg or .pdf; one per target: "
                    "FILE, FILE-2, ... when there are several)")
     p.add_argument("--cache", metavar="FILE", help="the results cache (default ~/.cache/infoflow_smt/sweeps.jsonl)")
     p.add_argument("--no-cache", action="store_true", help="decide every cell again and keep nothing")
@@ -207,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=_positive("int"), default=None, metavar="N", help="processes (default: cores)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--address", default=None, metavar="ADDR", help="the Ray cluster (default: a local one)")
+    _format_option(p, "the phase tables")
 
     p = sub.add_parser("catalogue", help="the named targets and their parameters")
     p.add_argument("name", nargs="?", metavar="NAME")
@@ -242,9 +250,7 @@ def _target(spec: str):
 
 
 def _input_dim(args, target) -> int:
-    if args.input_dim is not None:
-        return args.input_dim
-    return 1 if target.reads_tokens_as_numbers else 2
+    return target.token_dim if args.input_dim is None else args.input_dim
 
 
 def _positional(args, target) -> bool:
@@ -260,38 +266,22 @@ def _architecture(args, target, heads=None):
 def _writable(path: str, option: str) -> Path:
     """Checked before any solving, so a typo costs nothing."""
     out = Path(path)
-    if out.suffix.lower() not in (".png", ".svg"):
-        raise BadInput(f"{option} {path}: give a .png or .svg file name")
+    if out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise BadInput(f"{option} {path}: give a .png, .svg or .pdf file name")
     if out.is_dir() or not out.parent.is_dir():
         raise BadInput(f"{option} {path}: not a file in an existing folder")
     return out
 
 
-def _console():
-    from rich.console import Console
-    columns = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
-    return Console(file=sys.stdout, width=columns, highlight=False, markup=False, emoji=False)
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str = "", prose: bool = False):
+    from infoflow_smt.report.tables import Table
+    return Table.of(headers, rows, title, prose)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None):
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-    table = Table(box=box.SIMPLE_HEAD, title=Text(title) if title else None, title_justify="left",
-                  pad_edge=False, show_edge=False, collapse_padding=True)
-    for i, header in enumerate(headers):   # the last column wraps; the others keep their cells whole
-        table.add_column(header, no_wrap=i < len(headers) - 1)
-    for row in rows:
-        table.add_row(*(Text(str(cell)) for cell in row))   # Text: brackets in x[t] are not rich markup
-    return table
-
-
-def _print_table(table) -> None:
-    """A rich table as plain lines without trailing blanks (stable in files, pipes and golden tests)."""
-    console = _console()
-    with console.capture() as captured:
-        console.print(table)
-    print("\n".join(line.rstrip() for line in captured.get().splitlines()))
+def _print_table(table, form: str = "text") -> None:
+    """A table in the asked format; as text, whole lines in a file or a pipe (nothing cut to "...")."""
+    from infoflow_smt.report.tables import terminal_width
+    sys.stdout.write(table.render(form, terminal_width(sys.stdout)))
 
 
 def _print_json(document) -> None:
@@ -363,6 +353,7 @@ def cmd_explain(args) -> int:
 
 def cmd_minimize(args) -> int:
     from infoflow_smt.smt.solver import minimize
+    _one_output(args)
     target = _target(args.target)
     front = minimize(target, args.max_layers, args.max_heads, embed_dim=args.embed_dim,
                      input_dim=_input_dim(args, target), positional=_positional(args, target),
@@ -372,29 +363,48 @@ def cmd_minimize(args) -> int:
     if args.json:
         _print_json(front.to_json() | {"target": target.text})
         return code
-    print(f"target: {target.text}")
-    if not front:
+    # in csv, markdown or latex stdout holds the table alone (a file a program reads); the sentences go to stderr
+    say = print if args.format == "text" else _note
+    say(f"target: {target.text}")
+    if not front and args.format == "text":
         print(front)
         return code
     rows = [(v.architecture.layers, v.architecture.heads[0], v.exponent,
              v.witness.operations if v.witness else "-") for v in front]
     what = "Pareto-minimal architectures" if front.complete else "Pareto-minimal among the decided architectures"
     _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
-                            title=f"{what} ({front.tried} tried)"))
+                        title=f"{what} ({front.tried} tried)"), args.format)
+    if not front:
+        say(str(front))
     if front.undecided:
-        print(front.gap())
+        say(front.gap())
     return code
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _one_output(args) -> None:
+    if args.json and args.format != "text":
+        raise BadInput(f"give --json or --format {args.format}, not both")
 
 
 def cmd_frontier(args) -> int:
     from infoflow_smt.explore.frontier import decide_all
+    _one_output(args)
     target = _target(args.target)
     frontier = decide_all(target, embed_dim=args.embed_dim, head_dim=args.head_dim,
                           input_dim=_input_dim(args, target), positional=args.positional, timeout=args.timeout)
     if args.json:
         _print_json(frontier.to_json())
-    else:
+    elif args.format == "text":
         print(frontier)
+    else:
+        rows = [(v.architecture.layers, v.architecture.heads[0], v.exponent,
+                 v.witness.operations if v.witness else "-") for v in frontier.points]
+        _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
+                            title=str(frontier).splitlines()[0]), args.format)
     return 1 if frontier.none else 0
 
 
@@ -403,6 +413,7 @@ def cmd_sweep(args) -> int:
     from infoflow_smt.model.architecture import Architecture
     if args.no_cache and args.cache:
         raise BadInput("give --cache FILE or --no-cache, not both")
+    _one_output(args)
     targets = [_target(spec) for spec in args.targets]
     plots = [_writable(_numbered(args.plot, i), "--plot") for i in range(len(targets))] if args.plot else []
     cache = False if args.no_cache else args.cache
@@ -429,15 +440,29 @@ def cmd_sweep(args) -> int:
     if args.json:
         _print_json(result.to_json() | {"plots": [str(p) for p in plots]})
         return 3 if unknown else 0
-    for spec in dict.fromkeys(args.targets):
-        _print_table(_phase_table(spec, [c for c in cells if c.target == spec], args.layers, args.heads))
-    print(f"{len(cells)} cells: {result.decided} decided, {result.inferred} inferred by monotonicity (marked *), "
-          f"{result.cached} from the cache" + (f" ({cache_path})" if cache_path else ""))
+    say = print if args.format == "text" else _note   # csv, markdown, latex: the tables alone on stdout
+    if args.format == "csv":   # one tidy table (a row per cell) a spreadsheet or pandas reads at once
+        _print_table(_cell_table(cells), "csv")
+    else:
+        for i, spec in enumerate(dict.fromkeys(args.targets)):
+            if i:
+                print()   # a blank line between two targets' tables (two markdown tables would merge)
+            _print_table(_phase_table(spec, [c for c in cells if c.target == spec], args.layers, args.heads),
+                         args.format)
+    say(f"{len(cells)} cells: {result.decided} decided, {result.inferred} inferred by monotonicity (marked *), "
+        f"{result.cached} from the cache" + (f" ({cache_path})" if cache_path else "")
+        + (f", {result.undecided} unknown (marked ?)" if result.undecided else ""))
     if result.undecided:
-        print(result.gap())
+        say(result.gap())
     for path in plots:
-        print(f"phase diagram: {path}")
+        say(f"phase diagram: {path}")
     return 3 if unknown else 0
+
+
+def _cell_table(cells):
+    rows = [(c.target, c.architecture.layers, c.architecture.heads[0], c.status.value, c.exponent or "-",
+             c.bound, "inferred" if c.inferred else "cached" if c.cached else "decided") for c in cells]
+    return _table(("target", "layers", "heads per layer", "verdict", "exponent", "bound", "how"), rows)
 
 
 def _numbered(path: str, i: int) -> str:
@@ -508,7 +533,7 @@ def cmd_catalogue(args) -> int:
         _print_json({"targets": [e.to_json() for e in entries]})
         return 0
     rows = [(e.name, e.signature or "-", e.summary) for e in entries]
-    _print_table(_table(("name", "parameters (defaults)", "what it computes"), rows))
+    _print_table(_table(("name", "parameters (defaults)", "what it computes"), rows, prose=True))
     print("Use a name with parameters as TARGET, e.g. intrinsic_dimension:D=3; `infoflow catalogue NAME` for "
           "its text and source.")
     return 0

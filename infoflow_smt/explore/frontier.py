@@ -86,7 +86,7 @@ class Frontier:
                 "grid": {f"{L},{h}": s for (L, h), s in sorted(self.grid.items())}, "seconds": round(self.seconds, 3)}
 
 
-def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: int = 2,
+def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: int | None = None,
                positional: bool | None = None, timeout: float | None = None,
                decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Frontier:
     """Decide ``target`` on every architecture of ``h`` heads in each of ``L`` layers, for every ``L, h``.
@@ -94,7 +94,8 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     The width is ``embed_dim`` (a constant), or, with ``head_dim=n``, ``E = n*h``. Returns the frontier of
     minimal efficient architectures, or the proof that there is none, with the saturation bounds. A cell the
     solver cannot decide by the deadline (``timeout``, one for the whole search) raises ``SolverUnknownError``:
-    a frontier with a hole in it is no frontier.
+    a frontier with a hole in it is no frontier. ``input_dim=None`` is the target's own token dimension
+    (``Target.token_dim``: 1 when it compares tokens as numbers, else 2), as in ``minimize`` and the CLI.
 
     >>> import infoflow_smt as ifs
     >>> ifs.decide_all("min_pairwise_dot").shapes
@@ -103,6 +104,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     started, deadline = time.perf_counter(), Deadline(timeout)
     target = as_target(target)
     positional = bool(target.needs_positional) if positional is None else positional
+    input_dim = target.token_dim if input_dim is None else input_dim
     if head_dim is not None and (whole(head_dim) is None or head_dim < 1):
         raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
     head_dim = None if head_dim is None else int(head_dim)

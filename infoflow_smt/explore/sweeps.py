@@ -88,7 +88,8 @@ class Sweep:
 
     @property
     def decided(self) -> int:
-        return sum(not c.inferred and not c.cached for c in self.cells)
+        """Cells the solver answered in this run; an unknown cell (deadline passed) is not decided."""
+        return sum(not c.inferred and not c.cached and c.status is not Status.UNKNOWN for c in self.cells)
 
     @property
     def inferred(self) -> int:
@@ -132,7 +133,7 @@ class Sweep:
         return sweep_html(self)
 
     def plot(self, path, target: str | None = None) -> Path:
-        """The phase diagram (layers by heads, coloured by verdict, the exponent in each cell) as PNG or SVG."""
+        """The phase diagram (layers by heads, coloured by verdict, the exponent in each cell) as PNG, SVG or PDF (by the suffix)."""
         from infoflow_smt.report.plots import phase_diagram
         return phase_diagram(self, path, target)
 

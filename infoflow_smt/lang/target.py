@@ -112,6 +112,13 @@ class Target:
         """Whether a selection compares tokens themselves (``max(x[t] for t in T)``): scalar tokens only."""
         return reads_tokens_as_numbers(self.expr)
 
+    @property
+    def token_dim(self) -> int:
+        """The token dimension asked when none is given (``input_dim=None``; the CLI's ``--input-dim``):
+        1 when a selection compares tokens themselves (they must be numbers), else 2, the least in which
+        tokens are vectors (dot products, bilinear forms) rather than numbers."""
+        return 1 if self.reads_tokens_as_numbers else 2
+
     # ---- measures, computed by trees (imported lazily: it needs sympy and networkx) ----------
     @property
     def comparison_order(self) -> int:

@@ -7,17 +7,22 @@ which then overrides its ``"input"`` action there.
 
 A retrieval names the comparison-tree node it makes (``"g0.t"``); the position plays the node's bound
 variable (an input position ``p`` making ``g0.t``, bound ``{s}``, selects ``argmin_t score(s=p, t)``).
+A program printed with ``str`` says what each node computes once ``named(target)`` has read it off the tree
+(every ``Verdict`` and brute-force answer holds named programs); node names stay the program's identity.
 """
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import sympy
 
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang.expr import FixedIndex
 from infoflow_smt.lang.language import fixed_to_text
+from infoflow_smt.lang.node_text import node_text
+from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
 from infoflow_smt.symbols import T
 
@@ -68,8 +73,12 @@ class Op:
     positions: tuple[PositionRef, ...] = ()  # POSITIONS: the fixed positions or offsets aggregated
 
     def __str__(self) -> str:
+        return self.text({})
+
+    def text(self, names: Mapping[str, str]) -> str:
+        """In words; a selected node by what it computes when ``names`` has it, else by its tree name."""
         if self.mode in (Mode.RETRIEVE, Mode.KTH):
-            return f"{self.mode.value} of {self.node}"
+            return f"{self.mode.value} of {names.get(self.node, self.node)}"
         if self.mode is Mode.POSITIONS:
             return f"{self.mode.value} of {{{', '.join(position_text(q) for q in self.positions)}}}"
         return self.mode.value
@@ -83,7 +92,10 @@ class Action:
     op: Op
 
     def __str__(self) -> str:
-        return f"layer {self.layer}, head {self.head}, at {where_text(self.where)}: {self.op}"
+        return self.text({})
+
+    def text(self, names: Mapping[str, str]) -> str:
+        return f"layer {self.layer}, head {self.head}, at {where_text(self.where)}: {self.op.text(names)}"
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,8 @@ class Program:
     order: tuple[tuple[str, tuple[str, ...]], ...] = ()
     layers: int = 1
     notes: tuple[str, ...] = field(default=(), compare=False)
+    # tree node -> what it computes in the target's notation (``named``): words for printing, not identity
+    names: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # tuples all the way down, whatever the caller passed: a program is shared by caches (the replays,
@@ -101,6 +115,20 @@ class Program:
         object.__setattr__(self, "actions", tuple(self.actions))
         object.__setattr__(self, "order", tuple((g, tuple(v)) for g, v in self.order))
         object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "names", tuple(self.names))
+
+    def named(self, target) -> Program:
+        """The same program, printing each selected node by what it computes (``min(dot(x[s], x[t]) for t in
+        T)``) instead of its tree name (``g0.t``); ``target`` is the one the program computes.
+
+        >>> from infoflow_smt import parse_target
+        >>> p = Program((Action(1, 1, "output", Op(Mode.RETRIEVE, "g0.t")),))
+        >>> print(p.named(parse_target("max(x[t] for t in T)")))
+        layer 1, head 1, at the output token: max-position retrieval of max(x[t] for t in T)
+        """
+        tree = comparison_tree(target, self.order_map)
+        nodes = sorted({a.op.node for a in self.actions if a.op.node in tree})
+        return replace(self, names=tuple((n, node_text(tree, n)) for n in nodes))
 
     @property
     def order_map(self) -> dict[str, tuple[str, ...]]:
@@ -142,7 +170,8 @@ class Program:
             raise InvalidSpecError(f"not a program's JSON ({type(err).__name__}: {err})", "program") from None
 
     def __str__(self) -> str:
-        lines = [str(a) for a in sorted(self.actions, key=_action_key)]
+        names = dict(self.names)
+        lines = [a.text(names) for a in sorted(self.actions, key=_action_key)]
         if self.order:
             lines.append("variable orders: " + ", ".join(f"{g}: {' > '.join(v)}" for g, v in self.order))
         return "\n".join(lines) if lines else "(no head does anything)"

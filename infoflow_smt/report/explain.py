@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import networkx as nx
 import sympy
 
-from infoflow_smt.lang import expr as ex
-from infoflow_smt.lang.language import domain_to_text, fixed_to_text, to_text
-from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, outermost, selection_nodes
+from infoflow_smt.lang.language import fixed_to_text
+from infoflow_smt.lang.node_text import expression_text as _text
+from infoflow_smt.lang.trees import comparison_tree, selection_nodes
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Mode, Offset, Program, where_text
 from infoflow_smt.words import plural
@@ -32,42 +32,7 @@ class Reason:
         return self.sentence
 
 
-# ---- naming what the tree computes -------------------------------------------------------------------
-def node_text(tree, node: str) -> str:
-    """A node's reduction in the target's notation: ``min(dot(x[s], x[t]) for t in T)``."""
-    d = tree.nodes[node]
-    score = _text(tree, d["score"])
-    domain = domain_to_text(d["domain"])
-    if d["kind"] == "kth":
-        return f"kth_largest({d['k']}, {score} for {d['var']} in {domain})"
-    return f"{d['sense']}({score} for {d['var']} in {domain})"
-
-
-def _text(tree, e) -> str:
-    """An expression of the tree as text, the references spelt out as the reductions they stand for."""
-    def expand(node):
-        if isinstance(node, NodeRef):
-            return ex.Param(f"\x00{node.node}\x01")
-        if isinstance(node, GroupRef):
-            return ex.Param(f"\x00{outermost(tree, node.group)}\x01")
-        if isinstance(node, ex.Content) and isinstance(node.index, GroupRef):
-            return ex.Content(ex.VarIndex(f"\x00{outermost(tree, node.index.group)}\x01"))
-        return ex.map_children(node, expand)
-
-    text = to_text(expand(e))
-    for n in tree.nodes:
-        if f"\x00{n}\x01" in text:  # delimited: node g1.t is not a prefix of node g1.t2
-            if f"x[\x00{n}\x01]" in text:  # spelt only where used: each spelling spells every node inside it,
-                text = text.replace(f"x[\x00{n}\x01]", f"x[{_arg(tree, n)}]")  # so both at every level of a
-            text = text.replace(f"\x00{n}\x01", node_text(tree, n))            # chain cost 2**depth
-    return text
-
-
-def _arg(tree, node: str) -> str:
-    d = tree.nodes[node]
-    return f"{d['sense']}({_text(tree, d['score'])} for {d['var']} in {domain_to_text(d['domain'])})"
-
-
+# ---- naming what the tree computes (node_text and expression_text: infoflow_smt/lang/node_text.py)
 def describe_node(tree, node: str) -> str:
     """What a node computes and who can make it: ``the min over t of dot(x[s], x[t]), for each s``."""
     d = tree.nodes[node]

@@ -1,4 +1,4 @@
-"""Pictures: a witness as an information-flow diagram, and a sweep as a phase diagram (PNG or SVG).
+"""Pictures: a witness as an information-flow diagram, and a sweep as a phase diagram (PNG, SVG or PDF).
 
 ``plot_flow(verdict, path)``: positions by layers. Each column is a layer (0: the tokens as they come in),
 each row a class of positions (every input position, each fixed position a head treats apart, the output
@@ -24,21 +24,23 @@ from infoflow_smt.files import as_path, plain_file, replacing
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
-from infoflow_smt.model.program import Mode, Offset, program_cost, where_text
+from infoflow_smt.model.program import Mode, Offset, position_text, program_cost, where_text
 from infoflow_smt.report.explain import describe_node
 from infoflow_smt.report.verdict import Verdict
-from infoflow_smt.words import plural
 
-COLOURS = {Mode.RETRIEVE: "#1f77b4", Mode.KTH: "#ff7f0e", Mode.AGGREGATE: "#d62728", Mode.POSITIONS: "#2ca02c",
-           Mode.AVERAGE: "#9467bd"}
-VERDICT_COLOURS = {"feasible": "#8fd18f", "infeasible": "#f2a7a7", "unknown": "#f5e08a"}
-FORMATS = (".png", ".svg")
+# Okabe and Ito's palette: told apart with every common colour-vision deficiency, and in greyscale print
+COLOURS = {Mode.RETRIEVE: "#0072B2", Mode.KTH: "#E69F00", Mode.AGGREGATE: "#D55E00", Mode.POSITIONS: "#009E73",
+           Mode.AVERAGE: "#CC79A7"}
+VERDICT_COLOURS = {"feasible": "#56B4E9", "infeasible": "#E69F00", "unknown": "#DDDDDD"}
+FRONTIER_COLOUR = "#000000"
+FORMATS = (".png", ".svg", ".pdf")   # the suffix chooses: PNG for screens, SVG and PDF (vector) for papers
 
 
 def _path(path) -> Path:
     path = as_path(path, "plot")
     if path.suffix.lower() not in FORMATS:
-        raise InvalidSpecError(f"a picture is written as PNG or SVG: {path} ends in {path.suffix or 'nothing'}", "plot")
+        raise InvalidSpecError(f"a picture is written as PNG, SVG or PDF: {path} ends in {path.suffix or 'nothing'}",
+                               "plot")
     return plain_file(path, "plot")
 
 
@@ -112,7 +114,7 @@ def plot_flow(verdict, path) -> Path:
                                    style="dashed" if action in growing else "solid", arrowsize=16,
                                    connectionstyle=f"arc3,rad={bend}", node_size=900)
             (x0, y0), (x1, y1) = layout[edge[0]], layout[edge[1]]
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + bend * 0.8, f"h{action.head}", fontsize=7, color=colour,
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + bend * 0.8, _arrow_label(action), fontsize=7, color=colour,
                     ha="center", va="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
         legend[action.op.mode.value] = colour
         what = describe_node(tree, action.op.node) if action.op.node else action.op.mode.value
@@ -128,64 +130,113 @@ def plot_flow(verdict, path) -> Path:
         ax.text(-0.45, rows.index(row), where_text(row), ha="right", va="center", fontsize=9)
     needed = "; ".join(describe_node(tree, n) for n in tree.successors("output"))
     ax.text(L + 0.35, rows.index("output"), "\n".join(textwrap.wrap("needs: " + needed, 38)), fontsize=7,
-            va="center", color="#7a5c00")
+            va="center", color="#6b4e00")
     for mode, colour in legend.items():
         ax.plot([], [], color=colour, linewidth=2.2, label=mode)
     ax.legend(loc="lower right", fontsize=8, frameon=False)
-    title = f"{verdict.status.value}: exponent {verdict.exponent}"
-    ax.set_title("\n".join(textwrap.wrap(f"{verdict.target}  ({title})", 90)), fontsize=9)
+    arch = verdict.architecture
+    heads = ",".join(map(str, arch.heads))
+    title = f"{verdict.status.value}: exponent {verdict.exponent}; heads {heads}, {_settings(arch)}"
+    ax.set_title("\n".join(textwrap.wrap(str(verdict.target), 90) + [title]), fontsize=9)
     fig.text(0.01, 0.01, "\n".join(textwrap.shorten(n, 150) for n in notes), fontsize=6.5, va="bottom", family="monospace")
     ax.set_xlim(-2.2, L + 1.6)
     ax.set_ylim(-0.9, len(rows) - 0.3)
     ax.axis("off")
     fig.subplots_adjust(bottom=0.06 + 0.035 * len(notes))
-    with replacing(path, "plot") as temporary:  # whole or not at all, the mode of a file it replaces kept
-        fig.savefig(temporary, dpi=130, format=path.suffix[1:].lower())
-    plt.close(fig)
+    _save(fig, path)
     return path
+
+
+def _arrow_label(action) -> str:
+    """The head, and for an aggregation which positions it gathers (a retrieval's one position is its node's)."""
+    gathered = {Mode.AGGREGATE: "all T", Mode.AVERAGE: "mean of all T"}.get(action.op.mode)
+    if action.op.mode is Mode.POSITIONS:
+        gathered = "{" + ", ".join(position_text(q) for q in action.op.positions) + "}"
+    return f"h{action.head}: {gathered}" if gathered else f"h{action.head}"
+
+
+def _save(fig, path: Path) -> None:
+    """Written whole or not at all (the mode of a file it replaces kept); tight: no label cut at an edge."""
+    plt = _pyplot()
+    with replacing(path, "plot") as temporary:
+        fig.savefig(temporary, dpi=130, format=path.suffix[1:].lower(), bbox_inches="tight", pad_inches=0.1)
+    plt.close(fig)
 
 
 def phase_diagram(sweep, path, target: str | None = None) -> Path:
     """Draw a sweep's cells as a phase diagram per target (layers by heads per layer), coloured by verdict
     with the exponent in each cell; inferred cells are hatched."""
     path = _path(path)
+    _save(phase_figure(sweep, target), path)
+    return path
+
+
+def phase_figure(sweep, target: str | None = None):
+    """The phase diagram as a matplotlib figure, unsaved (to restyle it, or to put it in a notebook)."""
     targets = [target] if target else list(dict.fromkeys(c.target for c in sweep.cells))
     cells = [c for c in sweep.cells if c.target in targets and len(set(c.architecture.heads)) == 1]
     if not cells:
         raise InvalidSpecError("a phase diagram needs cells with the same number of heads in every layer", "plot")
     plt = _pyplot()
-    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     fig, axes = plt.subplots(1, len(targets), figsize=(1.2 + 0.75 * _span(cells, "h") * len(targets),
-                                                       1.6 + 0.6 * _span(cells, "L")), squeeze=False)
+                                                       2.0 + 0.6 * _span(cells, "L")), squeeze=False)
     for ax, name in zip(axes[0], targets):
-        mine = [c for c in cells if c.target == name]
-        for c in mine:
-            L, h = c.architecture.layers, c.architecture.heads[0]
-            ax.add_patch(Rectangle((h - 0.5, L - 0.5), 1, 1, facecolor=VERDICT_COLOURS[c.status.value],
-                                   edgecolor="white", hatch="//" if c.inferred else None, linewidth=1.5))
-            text = c.exponent if c.bound == "exact" else (f"≤{c.exponent}" if c.bound == "at most" and c.exponent
-                                                         else f"≥{c.exponent}" if c.exponent else "")
-            ax.text(h, L, text.replace(" ", ""), ha="center", va="center", fontsize=7)
-        hs = sorted({c.architecture.heads[0] for c in mine})
-        Ls = sorted({c.architecture.layers for c in mine})
-        ax.set_xlim(min(hs) - 0.5, max(hs) + 0.5)
-        ax.set_ylim(min(Ls) - 0.5, max(Ls) + 0.5)
-        ax.set_xticks(hs)
-        ax.set_yticks(Ls)
-        ax.set_xlabel("heads per layer")
-        ax.set_ylabel("layers")
-        ax.set_title("\n".join(textwrap.wrap(name, 40)), fontsize=9)
-    handles = [Patch(facecolor=v, label=k) for k, v in VERDICT_COLOURS.items()]
-    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="inferred by monotonicity"))
-    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.subplots_adjust(bottom=0.22, top=0.85)
-    decided = sum(not c.inferred for c in cells)
-    fig.suptitle(f"{plural(len(cells), 'cell')}, {decided} decided, {len(cells) - decided} inferred", fontsize=9)
-    with replacing(path, "plot") as temporary:
-        fig.savefig(temporary, dpi=130, format=path.suffix[1:].lower())
-    plt.close(fig)
-    return path
+        _phase_panel(ax, name, [c for c in cells if c.target == name])
+    shown = [v for v in VERDICT_COLOURS if any(c.status.value == v for c in cells)]   # no entry for no cell
+    handles = [Patch(facecolor=VERDICT_COLOURS[v], label=v) for v in shown]
+    if any(c.inferred for c in cells):
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//",
+                             label="inferred by monotonicity (exponent a bound)"))
+    if "feasible" in shown:
+        handles.append(Line2D([], [], color=FRONTIER_COLOUR, linewidth=2.5, label="frontier (minimal efficient)"))
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False)
+    fig.subplots_adjust(bottom=0.2 + 0.02 * (len(handles) > 3), top=0.84)
+    return fig
+
+
+def _phase_panel(ax, name: str, mine) -> None:
+    """One target's grid: verdict colours, exponents, hatching for inferred cells, the frontier outlined."""
+    from matplotlib.patches import Rectangle
+    for c in mine:
+        L, h = c.architecture.layers, c.architecture.heads[0]
+        ax.add_patch(Rectangle((h - 0.5, L - 0.5), 1, 1, facecolor=VERDICT_COLOURS[c.status.value],
+                               edgecolor="white", hatch="//" if c.inferred else None, linewidth=1.5))
+        text = c.exponent if c.bound == "exact" else (f"≤{c.exponent}" if c.bound == "at most" and c.exponent
+                                                     else f"≥{c.exponent}" if c.exponent else "")
+        ax.text(h, L, text.replace(" ", ""), ha="center", va="center", fontsize=7)
+    for (x0, y0), (x1, y1) in _frontier_edges(mine):
+        ax.plot([x0, x1], [y0, y1], color=FRONTIER_COLOUR, linewidth=2.5, solid_capstyle="projecting")
+    hs = sorted({c.architecture.heads[0] for c in mine})
+    Ls = sorted({c.architecture.layers for c in mine})
+    ax.set_xlim(min(hs) - 0.5, max(hs) + 0.5)
+    ax.set_ylim(min(Ls) - 0.5, max(Ls) + 0.5)
+    ax.set_xticks(hs)
+    ax.set_yticks(Ls)
+    ax.set_xlabel("heads per layer")
+    ax.set_ylabel("layers")
+    ax.set_title("\n".join(textwrap.wrap(name, 48) + [_settings(mine[0].architecture)]), fontsize=9)
+
+
+def _settings(arch) -> str:
+    """The caption's second line: what every cell shares (the width, the token dimension, the encoding)."""
+    encoding = "with" if arch.positional else "without"
+    return f"E = {arch.width}, d = {arch.input_dim}, {encoding} positional encoding"
+
+
+def _frontier_edges(cells) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The grid lines between an efficient cell and a neighbour that is not: the frontier's staircase."""
+    feasible = {(c.architecture.layers, c.architecture.heads[0]) for c in cells if c.status.value == "feasible"}
+    present = {(c.architecture.layers, c.architecture.heads[0]) for c in cells}
+    edges = []
+    for L, h in feasible:
+        for dL, dh in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            if (L + dL, h + dh) in present and (L + dL, h + dh) not in feasible:
+                x, y = h + dh / 2, L + dL / 2   # the midpoint of the shared side
+                edges.append(((x - 0.5, y), (x + 0.5, y)) if dL else ((x, y - 0.5), (x, y + 0.5)))
+    return edges
 
 
 def _span(cells, axis: str) -> int:
@@ -193,4 +244,4 @@ def _span(cells, axis: str) -> int:
     return max(values) - min(values) + 1
 
 
-__all__ = ["phase_diagram", "plot_flow"]
+__all__ = ["phase_diagram", "phase_figure", "plot_flow"]

@@ -1,23 +1,14 @@
 """What a decision returns: a status, the best exponent, a witness or an explanation, and statistics."""
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
 
+from infoflow_smt.model.program import Program
+from infoflow_smt.model.status import Status  # re-exported: ifs.Status, report.verdict.Status
 from infoflow_smt.report.explain import Reason, describe_program
-
-
-class Status(enum.Enum):
-    FEASIBLE = "feasible"      # a witness program with a cost exponent bounded in T exists (and was replayed)
-    INFEASIBLE = "infeasible"  # no such program: the explanation says why
-    UNKNOWN = "unknown"        # the solver could not tell (timeout, resource limit); never read as infeasible
-
-    @property
-    def exit_code(self) -> int:
-        return {Status.FEASIBLE: 0, Status.INFEASIBLE: 1, Status.UNKNOWN: 3}[self]
 
 
 @dataclass(frozen=True)
@@ -46,6 +37,13 @@ class Verdict:
     best_program: Any = None
     seq_len: int | None = None
     reason_unknown: str | None = None
+
+    def __post_init__(self) -> None:
+        # str(verdict.witness) says what each head selects, not the tree's internal node names (g0.t)
+        for name in ("witness", "best_program"):
+            program = getattr(self, name)
+            if isinstance(program, Program) and not program.names and self.target is not None:
+                object.__setattr__(self, name, program.named(self.target))
 
     @property
     def feasible(self) -> bool:

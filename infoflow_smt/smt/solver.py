@@ -598,7 +598,7 @@ class ParetoFront:
 Front = ParetoFront  # the name docs/api.md gave it first: ifs.Front keeps working
 
 
-def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int = 1,
+def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int | None = None,
              positional: bool | None = None, seq_len: int | None = None,
              timeout: float | None = None) -> ParetoFront:
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
@@ -609,9 +609,11 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     positions each decode less). ``timeout`` bounds the whole search. When nothing is feasible the result
     says why: the explanation of the largest architecture tried. An architecture not decided by the deadline
     is in ``undecided`` (and ``complete`` is False): the points are then the front of the decided ones only.
+    ``input_dim=None`` is the target's own token dimension (``Target.token_dim``), as in ``decide_all``.
     """
     deadline = Deadline(timeout)
     target = as_target(target)
+    input_dim = target.token_dim if input_dim is None else input_dim
     if positional is None:
         positional = bool(target.needs_positional)
     problems = [f"{name} must be an integer >= 1, got {value!r}"

@@ -48,6 +48,7 @@ from infoflow_smt.lang.trees import all_orders, comparison_tree, needs_positiona
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program, program_cost
+from infoflow_smt.model.status import Status
 from infoflow_smt.symbols import T as T_SYMBOL
 from infoflow_smt.verify.interpreter import (
     EVERYTHING,
@@ -424,6 +425,22 @@ class BruteForceAnswer:
     status_s: float           # seconds until the status alone was known (the first efficient program that
                               # passes; else every efficient program replayed)
 
+    @property
+    def status(self) -> Status:
+        """As every answer says it (``Verdict.status``): the search is exhaustive, so never UNKNOWN (a search
+        the budget cut short returns None)."""
+        return Status.FEASIBLE if self.feasible else Status.INFEASIBLE
+
+    @property
+    def witness(self) -> Program | None:
+        """The efficient program found (None when infeasible: ``program`` is then the cheapest at any cost)."""
+        return self.program if self.feasible else None
+
+    def to_json(self) -> dict:
+        return {"status": self.status.value, "exponent": str(self.exponent),
+                "program": self.program.to_json() if self.program is not None else None,
+                "programs": self.programs, "seconds": round(self.seconds, 3)}
+
 
 def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_s: float | None = None,
                        decode_law: cost.DecodeLaw = cost.DecodeLaw.SEED) -> BruteForceAnswer | None:
@@ -434,8 +451,8 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
 
     >>> import infoflow_smt as ifs
     >>> answer = brute_force_decide("min_pairwise_dot", ifs.Architecture(heads=(2,), input_dim=2))
-    >>> answer.feasible, answer.exponent, answer.programs
-    (False, T/16 - 1, 72)
+    >>> answer.status, answer.exponent, answer.programs
+    (<Status.INFEASIBLE: 'infeasible'>, T/16 - 1, 72)
     """
     started, target = time.perf_counter(), as_target(target)
     problems = []
@@ -456,6 +473,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
         exponent = sympy.oo
         if program is not None:
             exponent, _ = program_cost(program, comparison_tree(target, program.order_map), arch, decode_law)
+        program = program.named(target) if program is not None else None   # prints what each head selects
         return BruteForceAnswer(feasible, exponent, program, programs, time.perf_counter() - started, status_s)
 
     efficient = search(True)

@@ -295,3 +295,56 @@ def test_a_bad_training_budget_is_refused_before_the_solver_runs(capsys):
     pytest.importorskip("torch")
     code, out, err = run(capsys, "decide", "min_pairwise_dot", "--heads", "1,1", "--train", "--budget", "0s")
     assert code == 2 and out == "" and "budget" in err and err.count("\n") == 1
+
+
+# ---- tables for papers: --format, and whole tables in files -------------------------------------------------
+SIXTEEN = ("sweep", "intrinsic_dimension:D=4", "--layers", "1..2", "--heads", "1..16", "--no-cache")
+
+
+def test_a_sixteen_head_sweep_written_to_a_file_is_whole(tmp_path):
+    out = tmp_path / "table.txt"
+    with out.open("w") as stream:
+        done = subprocess.run(_command(*SIXTEEN), check=False, stdout=stream, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "COLUMNS": "80"}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    rows = [line.split() for line in lines if line[:1] in ("1", "2")]
+    assert "..." not in out.read_text() and "…" not in out.read_text()
+    assert [r[0] for r in rows] == ["1", "2"] and all(len(r) >= 1 + 2 * 16 for r in rows)
+    assert lines[1].split()[-1] == "16"
+
+
+def test_sweep_csv_is_one_row_per_cell(capsys):
+    import csv
+    import io
+    code, out, err = run(capsys, *SIXTEEN[:5], "1..3", "--no-cache", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 6 and "cells:" in err
+    assert {(r["layers"], r["heads per layer"]) for r in rows} == {(str(L), str(h)) for L in (1, 2) for h in (1, 2, 3)}
+    assert {r["verdict"] for r in rows} <= {"feasible", "infeasible", "unknown"}
+
+
+def test_minimize_markdown_and_latex_hold_the_table_alone(capsys):
+    argv = ("minimize", "intrinsic_dimension:D=3", "--max-layers", "3", "--max-heads", "3")
+    code, markdown, err = run(capsys, *argv, "--format", "markdown")
+    assert code == 0 and err.startswith("target: ")
+    body = [line for line in markdown.splitlines() if line.startswith("|")]
+    assert body[0] == "| layers | heads per layer | exponent | operations |" and body[1] == "|---|---|---|---|"
+    assert [line.split(" | ")[:2] for line in body[2:]] == [["| 2", "3"], ["| 3", "2"]]
+    code, latex, _ = run(capsys, *argv, "--format", "latex")
+    assert latex.splitlines()[1] == r"\begin{tabular}{llll}" and latex.rstrip().endswith(r"\end{tabular}")
+    assert r"2 & 3 & 1 & 6 \\" in latex.splitlines()
+
+
+def test_frontier_csv_lists_its_minimal_architectures(capsys):
+    import csv
+    import io
+    code, out, _ = run(capsys, "frontier", "intrinsic_dimension:D=3", "--format", "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    assert code == 0 and rows[0] == ["layers", "heads per layer", "exponent", "operations"]
+    assert [r[:2] for r in rows[1:]] == [["2", "3"], ["3", "2"], ["4", "1"]]
+
+
+def test_format_and_json_do_not_go_together(capsys):
+    code, _, err = run(capsys, "minimize", "intrinsic_dimension:D=3", "--json", "--format", "csv")
+    assert code == 2 and "--json or --format" in err

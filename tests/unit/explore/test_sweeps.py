@@ -89,3 +89,13 @@ def test_sweep_names_bad_input():
         ifs.sweep(["max_retrieval"], GRID, backend="spark")
     with pytest.raises(ifs.InvalidSpecError, match="must be ifs.Architecture"):
         ifs.sweep(["max_retrieval"], [(1, 1)])
+
+
+def test_an_unknown_cell_is_not_counted_as_decided():
+    from infoflow_smt.explore.sweeps import Cell, Sweep
+    arch = ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2)
+    cells = [Cell("t", arch, ifs.Status.UNKNOWN, "", "unknown"), Cell("t", arch, ifs.Status.INFEASIBLE, "T", "exact"),
+             Cell("t", arch, ifs.Status.FEASIBLE, "1", "at most", inferred_from=(2,))]
+    counts = Sweep(cells)
+    assert (counts.decided, counts.inferred, counts.undecided) == (1, 1, 1)
+    assert counts.to_json()["decided"] == 1 and str(counts).startswith("3 cells: 1 decided, 1 inferred")

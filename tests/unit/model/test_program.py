@@ -85,3 +85,12 @@ def test_positions_gathered_are_decoded_at_their_count():
     program = Program((Action(1, 1, "output", Op(Mode.POSITIONS, positions=(FixedIndex(1), FixedIndex(2)))),))
     assert program_cost(program, tree, Architecture(heads=(1,), embed_dim=8, input_dim=2, positional=True))[0] == 0
     assert program_cost(program, tree, Architecture(heads=(1,), embed_dim=2, input_dim=2, positional=True))[0] == 1
+
+
+def test_a_printed_witness_says_what_each_head_selects_not_the_node_names():
+    import infoflow_smt as ifs
+    verdict = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1, 1), input_dim=2))
+    text = str(verdict.witness)
+    assert "g0." not in text and "max-position retrieval of min(dot(x[s], x[t]) for t in T)" in text
+    plain = Program.from_json(verdict.witness.to_json())   # the names are words, not identity
+    assert plain == verdict.witness and "g0.t" in str(plain) and str(plain.named(verdict.target)) == text

@@ -25,7 +25,7 @@ def test_flow_is_written_as_png_and_svg(feasible, tmp_path: Path):
 
 
 @pytest.mark.parametrize("name, message", [
-    ("flow.txt", "a picture is written as PNG or SVG: .*flow.txt ends in .txt"),
+    ("flow.txt", "a picture is written as PNG, SVG or PDF: .*flow.txt ends in .txt"),
     ("flow", "ends in nothing"),
     ("missing/flow.png", "the folder .*missing does not exist"),
 ])
@@ -47,3 +47,58 @@ def test_a_phase_diagram_needs_uniform_layers(tmp_path: Path):
     with pytest.raises(ifs.InvalidSpecError, match="same number of heads in every layer"):
         phase_diagram(sweep, tmp_path / "phase.png")
     assert not (tmp_path / "phase.png").exists()
+
+
+def _cell(L: int, h: int, status: str, inferred: bool = False):
+    from infoflow_smt.explore.sweeps import Cell
+    arch = ifs.Architecture(heads=(h,) * L, embed_dim=16, input_dim=3)
+    return Cell("min_pairwise_dot", arch, ifs.Status(status), "1" if status == "feasible" else "T/16",
+                "at most" if inferred else "exact", inferred_from=(h,) if inferred else None)
+
+
+def _texts(fig) -> list[str]:
+    texts = [t.get_text() for t in fig.texts]
+    texts += [t.get_text() for ax in fig.axes for t in (ax.title, *ax.texts)]
+    return texts + [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
+def test_the_phase_caption_states_target_width_dimension_and_encoding():
+    from infoflow_smt.explore.sweeps import Sweep
+    from infoflow_smt.report.plots import phase_figure
+    fig = phase_figure(Sweep([_cell(1, 1, "infeasible"), _cell(2, 1, "feasible"), _cell(2, 2, "feasible", True)]))
+    texts = _texts(fig)
+    assert "min_pairwise_dot\nE = 16, d = 3, without positional encoding" in texts
+    assert not any("cells" in t and "decided" in t for t in texts)   # no bookkeeping title
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "unknown" not in legend and {"feasible", "infeasible", "frontier (minimal efficient)"} <= set(legend)
+
+
+def test_the_frontier_is_the_staircase_between_efficient_cells_and_the_others():
+    from infoflow_smt.report.plots import _frontier_edges
+    cells = [_cell(1, 1, "infeasible"), _cell(1, 2, "infeasible"), _cell(2, 1, "infeasible"),
+             _cell(2, 2, "feasible")]
+    edges = sorted(_frontier_edges(cells))
+    # (L=2, h=2) is efficient: its lower side (against L=1) and its left side (against h=1) are outlined
+    assert edges == [((1.5, 1.5), (1.5, 2.5)), ((1.5, 1.5), (2.5, 1.5))]
+    assert _frontier_edges([_cell(1, 1, "feasible")]) == []
+
+
+def test_an_unknown_cell_has_its_legend_entry(tmp_path: Path):
+    from infoflow_smt.explore.sweeps import Cell, Sweep
+    from infoflow_smt.report.plots import phase_figure
+    unknown = Cell("t", ifs.Architecture(heads=(1,), input_dim=2), ifs.Status.UNKNOWN, "", "unknown")
+    legend = [t.get_text() for t in phase_figure(Sweep([unknown])).legends[0].get_texts()]
+    assert legend == ["unknown"]
+
+
+def test_pictures_for_papers_are_vector_pdf_too(feasible, tmp_path: Path):
+    pdf = plot_flow(feasible, tmp_path / "flow.pdf")
+    assert pdf.read_bytes().startswith(b"%PDF")
+
+
+def test_aggregation_arrows_name_the_positions_they_gather():
+    from infoflow_smt.model.program import Action, Mode, Offset, Op
+    from infoflow_smt.report.plots import _arrow_label
+    assert _arrow_label(Action(1, 1, "output", Op(Mode.AGGREGATE))) == "h1: all T"
+    assert _arrow_label(Action(1, 2, "input", Op(Mode.POSITIONS, positions=(Offset(-1),)))) == "h2: {p-1}"
+    assert _arrow_label(Action(2, 1, "output", Op(Mode.RETRIEVE, "n0"))) == "h1"

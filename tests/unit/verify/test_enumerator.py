@@ -149,8 +149,8 @@ def _same_answer(target, arch) -> list[str]:
 
     verdict, brute = ifs.decide(target, arch), brute_force_decide(target, arch)
     problems = []
-    if verdict.feasible != brute.feasible:
-        problems.append(f"status: solver {verdict.status.value}, brute force feasible={brute.feasible}")
+    if verdict.status is not brute.status:
+        problems.append(f"status: solver {verdict.status.value}, brute force {brute.status.value}")
     if not (verdict.exponent == brute.exponent or sympy.simplify(verdict.exponent - brute.exponent) == 0):
         problems.append(f"exponent: solver {verdict.exponent}, brute force {brute.exponent}")
     if _operations(verdict.best_program) != _operations(brute.program):
@@ -215,3 +215,16 @@ def test_a_search_over_its_budget_answers_none() -> None:
     wide = ("kth_largest(2, sum(dot(x[t], x[s]) for t in range(2, T+1)) for s in T) + min(f1(x[t]) + "
             "max(f2(x[u], x[s]) + f1(x[t]) for u in T) for s in T for t in S2) + max(dot(x[s], x[s]) for s in T)")
     assert enumerate_programs(wide, arch((2, 1), positional=True, input_dim=1), budget_s=0.5) is None
+
+
+def test_brute_force_answers_in_the_same_terms_as_decide():
+    """status, exponent, witness and to_json, as a Verdict; .feasible kept for old callers."""
+    from infoflow_smt.verify.enumerator import brute_force_decide
+    two = brute_force_decide("min_pairwise_dot", ifs.Architecture(heads=(1, 1), input_dim=2))
+    one = brute_force_decide("min_pairwise_dot", ifs.Architecture(heads=(2,), input_dim=2))
+    assert two.status is ifs.Status.FEASIBLE and two.feasible and two.witness is two.program
+    assert one.status is ifs.Status.INFEASIBLE and not one.feasible and one.witness is None
+    assert one.program is not None   # the cheapest program at any cost, as Verdict.best_program
+    document = one.to_json()
+    assert document["status"] == "infeasible" and document["exponent"] == "T/16 - 1"
+    assert document["program"] == one.program.to_json()
