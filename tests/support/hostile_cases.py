@@ -156,7 +156,8 @@ OTHERS = [
 
 # no silent partial answer: an aggregate answer cut short by its deadline says which cells it could not decide
 PARTIAL = [
-    ("partial-minimize", ("f = ifs.minimize('intrinsic_dimension:D=3', max_layers=2, max_heads=2, input_dim=2, "
+    ("partial-minimize", ("from infoflow_smt.smt.solver import forget_recent; forget_recent(); "
+                          "f = ifs.minimize('intrinsic_dimension:D=10', max_layers=2, max_heads=2, input_dim=2, "
                           "timeout=0.01); d = f.to_json(); assert not f.complete and len(f.undecided) == 4 "
                           "and d['complete'] is False and len(d['undecided']) == 4 and 'incomplete' in str(f)")),
     ("partial-minimize-some-decided", ("f = ifs.minimize('max_retrieval', max_layers=1, max_heads=2, input_dim=2, "
