@@ -218,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, metavar="FILE")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--any-cost", action="store_true", help="ask for any program, efficient or not")
+    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS",
+                   help="a deadline for the encoding (default 60); past it nothing is written, exit 3")
 
     p = sub.add_parser("check", help="check a TOML file of claims (docs/claims.md): exit 0 all hold, 1 some "
                        "claim is false, 3 some unknown and none false")
@@ -520,7 +522,7 @@ def cmd_export(args) -> int:
     if Path(args.output).exists() and not args.overwrite:
         raise BadInput(f"--output {args.output} exists; add --overwrite to replace it")
     path = export_smtlib(target, _architecture(args, target), args.output, efficient=not args.any_cost,
-                         overwrite=args.overwrite)
+                         overwrite=args.overwrite, timeout=args.timeout)
     print(f"wrote {path}: satisfiable iff {'a' if args.any_cost else 'an efficient'} program exists")
     return 0
 

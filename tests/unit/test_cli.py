@@ -295,3 +295,12 @@ def test_a_bad_training_budget_is_refused_before_the_solver_runs(capsys):
     pytest.importorskip("torch")
     code, out, err = run(capsys, "decide", "min_pairwise_dot", "--heads", "1,1", "--train", "--budget", "0s")
     assert code == 2 and out == "" and "budget" in err and err.count("\n") == 1
+
+
+def test_export_smtlib_past_its_timeout_exits_3_and_writes_nothing(capsys, tmp_path) -> None:
+    text = " + ".join(f"max(f{i}(x[t]) for t in S{i})" for i in range(1, 9))
+    out_file = tmp_path / "q.smt2"
+    code, out, err = run(capsys, "export-smtlib", text, "--heads", "2,2,2,2,2,2", "--input-dim", "2", "--positional",
+                         "--output", str(out_file), "--timeout", "0.05")
+    assert code == 3 and out == "" and not out_file.exists()
+    assert len(err.strip().splitlines()) == 1 and "deadline passed during encoding" in err
