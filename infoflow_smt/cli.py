@@ -397,6 +397,8 @@ def cmd_frontier(args) -> int:
         _print_json(frontier.to_json())
     else:
         print(frontier)
+    if not frontier.complete:   # the answer rests on cells the solver could not decide
+        return 3
     return 1 if frontier.none else 0
 
 

@@ -196,3 +196,17 @@ def test_infoflow_prove_names_itself_in_an_error(capsys):
 
     assert infoflow_cli.main(["prove", "nonexistent"]) == 2
     assert capsys.readouterr().err.startswith("infoflow prove: error: ")
+
+
+def test_a_frontier_with_undecided_cells_leaves_the_general_claim_unknown(monkeypatch):
+    from infoflow_smt.deadline import Deadline
+    from infoflow_smt.explore import frontier
+    from infoflow_smt.smt.solver import forget_recent
+
+    forget_recent()
+    real = frontier.Questions.decide
+    monkeypatch.setattr(frontier.Questions, "decide",
+                        lambda self, arch, deadline: real(self, arch, Deadline(1e-9) if arch.layers == 1 else deadline))
+    check = harness.FrontierCheck("min_pairwise_dot", {"embed_dim": 16, "input_dim": 4}, ((2, 1),))
+    claim = harness.general_claim("A claim.", [check])
+    assert not claim.holds and claim.unknown and claim.undecided == ("min_pairwise_dot {'embed_dim': 16, 'input_dim': 4}",)
