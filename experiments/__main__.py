@@ -12,6 +12,8 @@
 Each command is a function returning an exit code:
   0  done (report: every transition check holds; confirm: every judged row agrees)
   1  a failing check (report: a transition check FAILS; confirm: a row disagrees)
+  3  confirm: the solver could not decide the architecture (UNKNOWN: nothing is trained), or a neighbour
+     (that row is not judged and the table says so)
   2  bad input, an unusable results store (corrupt, truncated, foreign) or an unwritable path:
      one line on stderr, no traceback
   130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: one line; finished runs stay in the store and a rerun
@@ -28,7 +30,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 4, 130, 143
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 3, 4, 130, 143
 # the largest values the options take: each bounds what one run allocates (a network of width E on sequences
 # of T tokens of dimension d, a thread or worker per unit) before anything is allocated
 MAX_THREADS, MAX_WORKERS, MAX_WIDTH, MAX_INPUT, MAX_LENGTH = 256, 256, 4096, 1024, 4096
@@ -178,11 +180,17 @@ def cmd_confirm(args: argparse.Namespace) -> int:
                             positional=args.positional)
     one = args.seq_len[0] if args.seq_len and len(args.seq_len) == 1 else None
     verdict = ifs.decide(args.target, arch, seq_len=one)
+    if verdict.status.value == "unknown":   # no prediction to set training against: say so, train nothing
+        print(json.dumps(verdict.to_json(), indent=1) if args.json else
+              f"{verdict}\n\nnothing to confirm: the solver could not decide this architecture (unknown)")
+        return EXIT_UNKNOWN
     result = confirm(verdict, budget=args.budget, seq_len=args.seq_len, threshold=args.threshold,
                      device=args.device, threads=args.threads, against=args.against or ())
     print(json.dumps(result.to_json(), indent=1) if args.json else f"{verdict}\n\n{result}")
     good, total = result.agreement
-    return EXIT_OK if good == total else EXIT_FAILED
+    if good != total:
+        return EXIT_FAILED
+    return EXIT_UNKNOWN if result.undecided else EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -265,8 +273,10 @@ def _check_inputs(args: argparse.Namespace) -> None:
         args.threshold = DEFAULT_THRESHOLD
     if args.command == "confirm":
         from .budget import parse_budget
+        from .confirmation import DEFAULT_SEQ_LENS, check_budget
 
         args.budget = parse_budget(args.budget)
+        check_budget(args.budget, len(args.seq_len or DEFAULT_SEQ_LENS))
     for option in ("markdown", "plots"):
         if getattr(args, option, None):
             _check_writable(getattr(args, option), f"--{option}", directory=option == "plots")

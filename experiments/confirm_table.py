@@ -72,6 +72,11 @@ class Confirmation:
         decided = [r.agree for r in self.rows if r.agree is not None]
         return sum(decided), len(decided)
 
+    @property
+    def undecided(self) -> tuple[str, ...]:
+        """The rows the solver could not decide (unknown): not judged, so the agreement leaves them out."""
+        return tuple(f"{r.role} ({','.join(map(str, r.heads))})" for r in self.rows if r.status == "unknown")
+
     def to_json(self) -> dict[str, Any]:
         """One JSON-ready record, as ``Verdict.to_json`` (``json.dumps`` it to print)."""
         doc = asdict(self)
@@ -81,7 +86,7 @@ class Confirmation:
                        unseparated=list(r.judgement.unseparated))
             for cell in row["cells"]:
                 cell["separates"] = cell["seq_len"] not in r.judgement.unseparated
-        doc.update(seq_lens=list(self.seq_lens), agreement=list(self.agreement),
+        doc.update(seq_lens=list(self.seq_lens), agreement=list(self.agreement), undecided=list(self.undecided),
                    rule_text=self.rule.describe(self.seq_lens, self.reference))
         return doc
 
@@ -100,6 +105,8 @@ class Confirmation:
             lines.extend(_row_lines(row))
         good, total = self.agreement
         lines.append(f"agreement: {good}/{total} judged rows ('?': not judged; the reason is under the row)")
+        if self.undecided:
+            lines.append(f"undecided by the solver (unknown, not judged): {'; '.join(self.undecided)}")
         return "\n".join(lines)
 
 

@@ -51,6 +51,7 @@ _LABEL_SHARE = 1 / 6      # of the budget, for the training labels of all length
 _MIN_TRAIN, _MAX_TRAIN = 2000, 100_000
 _MAX_STEPS = 10**7        # a wall-time schedule ends on time; this only bounds it
 _EVAL_RESERVE_S = 0.3     # the final evaluation after a job's time is up
+MIN_SECONDS_PER_LENGTH = 1.0   # below this a length trains a step or two and its NMSE says nothing
 COMPILE_BETAS = (16.0, 64.0, 256.0)   # the compiled witness is reported at the largest
 COMPILE_SAMPLES = 256
 
@@ -104,11 +105,11 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
     ``"60s"``/``"2m"``) and judge each row by its trend over T. ``seq_len``: one T or several (default: the
     verdict's T, else 8, 16, 32); ``against``: more architectures (heads per layer) to train beside them."""
     _import_optimizer()
-    start = time.perf_counter()
     _check_verdict(verdict)
     budget_s = parse_budget(budget)
     _check_options(seq_len, threshold, against)
     lengths = _lengths(seq_len, verdict)
+    check_budget(budget_s, len(lengths))
     dev = pick_device(device)
     if dev.type == "cpu":
         configure_threads(threads)
@@ -116,6 +117,7 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
     rows = _with_against(neighbours(verdict, lengths[-1]), verdict, against)
     exponents = [[_exponent_at(v if v.seq_len == T else _decide(verdict.target, v.architecture, T), T)
                   for T in lengths] for _, v in rows]
+    start = time.perf_counter()   # the budget is for training: deciding the neighbours is not charged to it
     model, recipe = confirm_setup(getattr(verdict.target, "name", None))
     trained, train = _train_lengths(verdict, lengths, [v for _, v in rows], (model, recipe), budget_s, start,
                                     dev, seed)
@@ -130,6 +132,22 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
                         THRESHOLD_REASON if threshold == DEFAULT_THRESHOLD else "given by the caller",
                         budget_s, time.perf_counter() - start, train, device_name(dev), out, lengths, rule,
                         reference=reference, model=_model_switches(model))
+
+
+def minimum_budget(n_lengths: int) -> float:
+    """The smallest budget that trains every length for a meaningful time (``MIN_SECONDS_PER_LENGTH``)."""
+    return MIN_SECONDS_PER_LENGTH * n_lengths / (1 - _LABEL_SHARE)
+
+
+def check_budget(budget_s: float, n_lengths: int) -> None:
+    """Refuse a budget too small to train: a step or two would be judged as if it were a training run."""
+    import infoflow_smt as ifs
+
+    least = minimum_budget(n_lengths)
+    if budget_s < least:
+        raise ifs.InvalidSpecError(f"budget {budget_s:g} s is too small to train: confirm needs at least {least:.1f} s "
+                                   f"for {n_lengths} length{'s' if n_lengths > 1 else ''} "
+                                   f"({MIN_SECONDS_PER_LENGTH:g} s of training per length)", subject="budget")
 
 
 def _import_optimizer() -> None:
@@ -190,7 +208,8 @@ def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup
         n_train = _train_size(target, T, arch.input_dim, budget_s / len(lengths))
         data[T] = make_dataset(target, T, arch.input_dim, n_train, min(2000, max(200, n_train // 5)), seed=seed,
                                target_seed=int(getattr(target, "seed", 0)))
-    share = (budget_s - (time.perf_counter() - start)) / len(lengths)
+    # labels slower than their share leave less for training, never less than the minimum per length
+    share = max(MIN_SECONDS_PER_LENGTH, (budget_s - (time.perf_counter() - start)) / len(lengths))
     begin, metrics = time.perf_counter(), {}
     for i, T in enumerate(lengths):
         d = data[T]

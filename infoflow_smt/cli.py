@@ -226,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, metavar="FILE")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--any-cost", action="store_true", help="ask for any program, efficient or not")
+    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS",
+                   help="a deadline for the encoding (default 60); past it nothing is written, exit 3")
 
     p = sub.add_parser("check", help="check a TOML file of claims (docs/claims.md): exit 0 all hold, 1 some "
                        "claim is false, 3 some unknown and none false")
@@ -405,6 +407,8 @@ def cmd_frontier(args) -> int:
                  v.witness.operations if v.witness else "-") for v in frontier.points]
         _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
                             title=str(frontier).splitlines()[0]), args.format)
+    if not frontier.complete:   # the answer rests on cells the solver could not decide
+        return 3
     return 1 if frontier.none else 0
 
 
@@ -545,7 +549,7 @@ def cmd_export(args) -> int:
     if Path(args.output).exists() and not args.overwrite:
         raise BadInput(f"--output {args.output} exists; add --overwrite to replace it")
     path = export_smtlib(target, _architecture(args, target), args.output, efficient=not args.any_cost,
-                         overwrite=args.overwrite)
+                         overwrite=args.overwrite, timeout=args.timeout)
     print(f"wrote {path}: satisfiable iff {'a' if args.any_cost else 'an efficient'} program exists")
     return 0
 
@@ -593,6 +597,8 @@ def _delegate(command: str, argv: list[str]) -> int:
     except ImportError as err:
         raise BadInput(f"`{PROG} {command}` needs the experiments extra ({err.name or err} is missing): "
                        "pip install 'infoflow_smt[experiments]'") from None
+    if command == "prove":   # its errors name the command as typed (the others print a bare "error:")
+        return module.main(argv, prog=f"{PROG} prove")
     return module.main(argv)
 
 

@@ -4,7 +4,8 @@ With no name (or ``--all``) every proof runs. The default output is one line per
 seconds) followed by its evidence; ``--json`` prints one JSON document instead (schema: ``proofs.render``);
 ``--report FILE`` also writes a Markdown report; ``--timeout S`` is one deadline for the whole run. Exit
 codes: 0 when every requested proof holds, 1 when one does not, 3 when none is disproved but one is unknown
-(a question ran out of time), 2 on bad input (an unknown proof name, a malformed option, a report path whose folder does
+(a question ran out of time: the text marks those questions UNKNOWN and the summary names the proof, the JSON
+lists them under ``undecided``), 2 on bad input (an unknown proof name, a malformed option, a report path whose folder does
 not exist), reported in one line on stderr, without a traceback.
 
 ``main`` is a plain function returning the exit code, so ``infoflow prove`` can call it.
@@ -35,8 +36,11 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(message)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m proofs",
+PROG = "python -m proofs"
+
+
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = _Parser(prog=prog,
                      description="Reproduce the known results of the InfoFlow papers with infoflow_smt. "
                                  "Exit 0 when every requested proof holds, 1 when one does not, 2 on bad input.")
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"proofs to run: {', '.join(proofs.ALL)}")
@@ -71,9 +75,9 @@ def _report_path(args: argparse.Namespace) -> Path | None:
     return path
 
 
-def run(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """Parse ``argv``, run the proofs, print them; raises ``BadInput`` for bad input."""
-    args = _parser().parse_args(argv)
+    args = _parser(prog).parse_args(argv)
     names = _requested(args)
     report = _report_path(args)
     try:
@@ -95,10 +99,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 3 if all(result.holds or result.unknown for result in results) else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command: its exit code (bad input: one line on stderr, code 2)."""
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The command: its exit code (bad input: one line on stderr, code 2). ``prog``: the command as the user
+    typed it (``infoflow prove``), so an error names what they ran."""
     try:
-        return run(argv)
+        return run(argv, prog)
     except BadInput as err:
-        print(f"python -m proofs: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return 2

@@ -177,25 +177,29 @@ class FrontierCheck:
 
 def general_claim(statement: str, checks: Iterable[FrontierCheck]) -> GeneralClaim:
     """Ask every frontier; the claim holds iff each is as expected. Nothing raised escapes."""
-    frontiers, problems, unknown = [], [], 0
+    frontiers, problems, undecided = [], [], []
     for check in checks:
         try:
             frontier = ifs.decide_all(check.spec, **check.options, timeout=timeout())
         except ifs.SolverUnknownError as err:  # the deadline: the claim is unknown, not false
             problems.append(f"{check.spec} {check.options}: unknown: {err}")
-            unknown += 1
+            undecided.append(f"{check.spec} {check.options}")
             continue
         except Exception as err:  # noqa: BLE001 -- a solver error is a failed claim, reported
             problems.append(f"{check.spec} {check.options}: {type(err).__name__}: {err}")
             continue
         record = frontier.to_json() | {"spec": check.spec, "options": {k: str(v) for k, v in check.options.items()}}
         frontiers.append(record)
+        if not frontier.complete:  # its points are only bounds: the claim is unknown, not false
+            problems.append(f"{check.spec} {check.options}: unknown: cells {list(frontier.undecided)} undecided")
+            undecided.append(f"{check.spec} {check.options}")
+            continue
         if check.shapes is not None and frontier.shapes != check.shapes:
             problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.shapes}")
         if check.test is not None and not check.test(frontier):
             problems.append(f"{check.spec} {check.options}: frontier {frontier.shapes}, expected {check.expected}")
     return GeneralClaim(statement, not problems, tuple(frontiers), "; ".join(problems),
-                        unknown=bool(problems) and unknown == len(problems))
+                        unknown=bool(problems) and len(undecided) == len(problems), undecided=tuple(undecided))
 
 
 def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim: int,

@@ -1,9 +1,10 @@
 """Proof results as text lines, one JSON document, or a Markdown report.
 
 The JSON document is a list with one object per proof: ``name``, ``statement``, ``holds``, ``unknown`` (not
-held because a question ran out of time), ``seconds``,
-``general`` (the claim over every architecture: ``statement``, ``holds``, ``detail`` and ``frontiers``, each a
-``Frontier.to_json()`` with its saturation bounds) and ``instances``, a list of objects with the keys of
+held because a question ran out of time), ``undecided`` (the questions that ran out of time, which an unknown
+proof rests on), ``seconds``,
+``general`` (the claim over every architecture: ``statement``, ``holds``, ``detail``, ``frontiers``, each a
+``Frontier.to_json()`` with its saturation bounds, and ``undecided``) and ``instances``, a list of objects with the keys of
 ``Evidence.to_dict`` (``target``, ``architecture``, ``expected_status``, ``obtained_status``,
 ``expected_exponent``, ``obtained_exponent``, ``replayed``, ``matches``, ``explanation``, ``detail``,
 ``seconds``); exponents are strings (sympy's ``str``).
@@ -30,7 +31,7 @@ from infoflow_smt.words import plural
 
 from .result import Evidence, ProofResult
 
-SCHEMA_KEYS = ("name", "statement", "holds", "unknown", "seconds", "general", "instances")
+SCHEMA_KEYS = ("name", "statement", "holds", "unknown", "undecided", "seconds", "general", "instances")
 EVIDENCE_KEYS = ("target", "architecture", "expected_status", "obtained_status", "expected_exponent",
                  "obtained_exponent", "replayed", "matches", "explanation", "detail", "seconds")
 
@@ -50,19 +51,22 @@ def _verdict(result: ProofResult) -> str:
 
 
 def _summary(results: Sequence[ProofResult]) -> str:
-    held, unknown = sum(r.holds for r in results), sum(r.unknown for r in results)
-    undecided = f", {unknown} unknown" if unknown else ""
-    return f"{held} of {len(results)} proofs hold{undecided} ({sum(r.seconds for r in results):.1f} s)."
+    held, unknown = [r for r in results if r.holds], [r for r in results if r.unknown]
+    undecided = (f", {len(unknown)} unknown: " + ", ".join(f"{r.name} ({plural(len(r.undecided), 'question')} "
+                                                            "ran out of time)" for r in unknown)) if unknown else ""
+    return f"{len(held)} of {len(results)} proofs hold{undecided} ({sum(r.seconds for r in results):.1f} s)."
 
 
 def text(results: Sequence[ProofResult], explain: bool = False) -> list[str]:
     """Per proof: a line (name, holds, seconds), its statement, its general claim, one line per instance
-    (reasons under mismatches, or under every inefficient answer when ``explain``); then one summary line."""
+    (reasons under mismatches, or under every inefficient answer when ``explain``; an instance the solver could
+not decide is marked UNKNOWN, not MISMATCH); then one summary line naming the unknown proofs."""
     lines: list[str] = []
     for result in results:
-        count = len(result.evidence)
+        count, undecided = len(result.evidence), sum(ev.obtained_status == "unknown" for ev in result.evidence)
         lines.append(f"{result.name}  {_verdict(result)}  {result.seconds:.1f} s  "
-                     f"({plural(count, 'instance')}, {len(result.mismatches)} mismatches)")
+                     f"({plural(count, 'instance')}, {len(result.mismatches) - undecided} mismatches"
+                     f"{f', {undecided} unknown' if undecided else ''})")
         lines.append(f"  {result.statement}")
         if result.general is not None:
             held = "holds" if result.general.holds else "UNKNOWN" if result.general.unknown else "DOES NOT HOLD"
@@ -71,7 +75,7 @@ def text(results: Sequence[ProofResult], explain: bool = False) -> list[str]:
             if result.general.detail:
                 lines.append(f"            why: {result.general.detail}")
         for ev in result.evidence:
-            mark = "ok" if ev.matches else "MISMATCH"
+            mark = "ok" if ev.matches else "UNKNOWN" if ev.obtained_status == "unknown" else "MISMATCH"
             lines.append(f"  {mark:<9} {ev.target} | {ev.architecture} | expected {ev.expected_status}, "
                          f"{ev.expected_exponent} | obtained {ev.obtained_status}, {ev.obtained_exponent} | "
                          f"{_check(ev)}")

@@ -69,10 +69,11 @@ class GeneralClaim:
     frontiers: tuple[dict[str, Any], ...]   # Frontier.to_json() of every question asked
     detail: str = ""                        # why it does not hold (empty when it does)
     unknown: bool = False                   # a question ran out of time: the claim is undecided, not false
+    undecided: tuple[str, ...] = ()         # the frontier questions that ran out of time (spec and options)
 
     def to_dict(self) -> dict[str, Any]:
         return {"statement": self.statement, "holds": self.holds, "detail": self.detail,
-                "frontiers": list(self.frontiers)}
+                "frontiers": list(self.frontiers), "undecided": list(self.undecided)}
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,20 @@ class ProofResult:
         return (all(undecided) and (any(undecided) or claim_failed)
                 and (not claim_failed or self.general.unknown))
 
+    @property
+    def undecided(self) -> tuple[str, ...]:
+        """Every question that ran out of time (an UNKNOWN answer): the instances as target | architecture,
+        then the general claim's frontiers; the proof's answer rests on them when it is unknown."""
+        instances = tuple(f"{e.target} | {e.architecture}" for e in self.evidence if e.obtained_status == "unknown")
+        return instances + (tuple(f"frontier {q}" for q in self.general.undecided) if self.general else ())
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "statement": self.statement,
             "holds": self.holds,
             "unknown": self.unknown,
+            "undecided": list(self.undecided),
             "seconds": round(self.seconds, 3),
             "general": self.general.to_dict() if self.general else None,
             "instances": [e.to_dict() for e in self.evidence],

@@ -54,10 +54,17 @@ class Frontier:
     grid: dict = field(default_factory=dict)   # (L, h) -> status value, over the bounded grid
     explanation: tuple[str, ...] = ()
     seconds: float = 0.0
+    undecided: tuple[tuple[int, int], ...] = ()   # (L, h) the solver could not decide by the deadline
 
     @property
     def none(self) -> bool:
         return not self.points
+
+    @property
+    def complete(self) -> bool:
+        """Every cell decided. Otherwise the points are efficient but only bounds: an undecided cell (or one
+        below it) might be efficient too, and ``none`` means none found, not none exists."""
+        return not self.undecided
 
     @property
     def shapes(self) -> tuple[tuple[int, int], ...]:
@@ -70,6 +77,12 @@ class Frontier:
         else:
             shapes = ", ".join(_shape(L, h) for L, h in self.shapes)
             head = f"{where}: efficient exactly from {shapes} on"
+        if not self.complete:
+            head = (f"incomplete: {plural(len(self.undecided), 'cell')} undecided by the deadline "
+                    f"({', '.join(_shape(L, h) for L, h in self.undecided)}); what follows is a bound, not the "
+                    f"frontier: an undecided cell, or one below it, may be efficient\n"
+                    + head.replace("inefficient for every", "none found efficient at any")
+                          .replace("efficient exactly from", "efficient from (at most)"))
         return "\n".join([head] + [f"  - {s}" for s in self.explanation])
 
     def _repr_html_(self) -> str:
@@ -83,7 +96,8 @@ class Frontier:
                 "exponents": [str(v.exponent) for v in self.points], "none": self.none,
                 "head_bound": self.head_bound, "layer_bound": self.layer_bound, "fixpoint": self.fixpoint,
                 "facts": self.facts, "decided": self.decided, "explanation": list(self.explanation),
-                "grid": {f"{L},{h}": s for (L, h), s in sorted(self.grid.items())}, "seconds": round(self.seconds, 3)}
+                "grid": {f"{L},{h}": s for (L, h), s in sorted(self.grid.items())}, "seconds": round(self.seconds, 3),
+                "complete": self.complete, "undecided": [list(c) for c in self.undecided]}
 
 
 def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: int | None = None,
@@ -93,9 +107,11 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
 
     The width is ``embed_dim`` (a constant), or, with ``head_dim=n``, ``E = n*h``. Returns the frontier of
     minimal efficient architectures, or the proof that there is none, with the saturation bounds. A cell the
-    solver cannot decide by the deadline (``timeout``, one for the whole search) raises ``SolverUnknownError``:
-    a frontier with a hole in it is no frontier. ``input_dim=None`` is the target's own token dimension
-    (``Target.token_dim``: 1 when it compares tokens as numbers, else 2), as in ``minimize`` and the CLI.
+    solver cannot decide by the deadline (``timeout``, one for the whole search) is listed in ``undecided``
+    (``complete`` is then False and the points are only bounds); a deadline that passes before the
+    saturation bounds are found raises ``SolverUnknownError``: without them there is no grid to answer on. ``input_dim=None`` is the
+    target's own token dimension (``Target.token_dim``: 1 when it compares tokens as numbers, else 2), as in
+    ``minimize`` and the CLI.
 
     >>> import infoflow_smt as ifs
     >>> ifs.decide_all("min_pairwise_dot").shapes
@@ -121,30 +137,43 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     columns = {h: Questions(target, law, reasons=False) for h in range(1, heads + 1)} if head_dim else {}
     shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
                                                     # idle layers is slow
-    grid, decided, verdicts = {}, 0, {}
+    grid, decided, verdicts, undecided = {}, 0, {}, []
     h = heads
     for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count
         while h >= 1:
             arch = Architecture(heads=(h,) * L, embed_dim=width(h), input_dim=input_dim, positional=positional)
             verdict = (columns.get(h) or shared).decide(arch, deadline)
             decided += 1
-            if verdict.status is Status.UNKNOWN:
-                raise SolverUnknownError(f"decide_all could not decide {arch.shape} ({verdict.reason_unknown})")
             grid[(L, h)] = verdict.status.value
+            if verdict.status is Status.UNKNOWN:   # not shown efficient: the walk goes on as if it were not
+                undecided.append((L, h))
+                break
             if verdict.status is not Status.FEASIBLE:
                 break
             verdicts[(L, h)] = verdict
             h -= 1
-    for L in range(1, layers + 1):  # the cells the walk did not decide follow by monotonicity
-        for k in range(1, heads + 1):
-            if (L, k) not in grid:
-                feasible = any(grid.get((l2, k2)) == "feasible" for l2 in range(1, L + 1) for k2 in range(1, k + 1))
-                grid[(L, k)] = "feasible" if feasible else "infeasible"
+    _infer(grid, layers, heads)
     points = _minimal(verdicts)
     rule = f"E={head_dim}*h" if head_dim else f"E={embed_dim}"
     why = _explanation(target, points, heads, facts, fixpoint, layers, rule, head_dim is None)
     return Frontier(target, rule, input_dim, positional, points, heads, layers, fixpoint, facts, decided, grid,
-                    why, time.perf_counter() - started)
+                    why, time.perf_counter() - started, tuple(undecided))
+
+
+def _infer(grid: dict, layers: int, heads: int) -> None:
+    """The cells the walk did not decide, by monotonicity: feasible above-right of a feasible cell,
+    infeasible below-left of an infeasible one, else unknown (only ever beside an undecided cell)."""
+    decided = dict(grid)
+    for L in range(1, layers + 1):
+        for k in range(1, heads + 1):
+            if (L, k) in grid:
+                continue
+            if any(s == "feasible" and l2 <= L and k2 <= k for (l2, k2), s in decided.items()):
+                grid[(L, k)] = "feasible"
+            elif any(s == "infeasible" and l2 >= L and k2 >= k for (l2, k2), s in decided.items()):
+                grid[(L, k)] = "infeasible"
+            else:
+                grid[(L, k)] = "unknown"
 
 
 def _minimal(verdicts: dict) -> tuple[Verdict, ...]:

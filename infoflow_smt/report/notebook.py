@@ -87,7 +87,7 @@ def frontier_html(frontier) -> str:
         for h in heads:
             value = frontier.grid[(L, h)]
             border = "border:2px solid black;" if (L, h) in on_frontier else ""
-            cells.append(f"<td style='{border}background:{_light(value)}'>{'yes' if value == 'feasible' else 'no'}"
+            cells.append(f"<td style='{border}background:{_light(value)}'>{_ANSWER.get(value, '?')}"
                          "</td>")
         rows.append(f"<tr><th>{L}</th>{''.join(cells)}</tr>")
     grid = (f"<table><tr><th>L \\ h</th>{''.join(f'<th>{h}</th>' for h in heads)}</tr>{''.join(rows)}</table>"
@@ -109,6 +109,9 @@ def sweep_html(sweep) -> str:
             for c in sweep.cells]
     cells = table(("target", "heads", "verdict", "exponent", "exponent is", "how"), rows)
     return f"<div><p>{html.escape(summary)}</p>{pictures}<details><summary>cells</summary>{cells}</details></div>"
+
+
+_ANSWER = {"feasible": "yes", "infeasible": "no"}   # else "?": a cell the solver could not decide
 
 
 def _light(value: str) -> str:

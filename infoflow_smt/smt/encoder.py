@@ -433,7 +433,7 @@ def _ref_name(q) -> str:
 # ---- the encoding -----------------------------------------------------------------------------------
 def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int | None = None,
            anchors: bool = True, portable: bool = False, ctx: z3.Context | None = None,
-           ordered: bool = True) -> Encoding:
+           ordered: bool = True, deadline=None) -> Encoding:
     """Build the constraints for ``target`` on every architecture up to ``arch`` (as many layers, at most
     as many heads in each; the width, input dimension and positional encoding of ``arch``). Ask with
     ``Encoding.assumptions(heads)`` and the level literals.
@@ -442,14 +442,15 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
     programs are programs of the full one (the solver tries it first and falls back when it says no).
     ``ctx``: the z3 context to build in (a new one by default; one caller at a time may use a context).
     ``ordered=False`` leaves interchangeable groups unordered (``symmetry.py``): the same answers, slower; for
-    the tests that show it."""
-    return _Builder(target, arch, law, seq_len, anchors, portable, ctx, ordered).build()
+    the tests that show it. ``deadline`` (a ``Deadline``): checked before each layer, raising ``OutOfTime``
+    once it has passed."""
+    return _Builder(target, arch, law, seq_len, anchors, portable, ctx, ordered).build(deadline)
 
 
-def grow(enc: Encoding, arch) -> bool:
+def grow(enc: Encoding, arch, deadline=None) -> bool:
     """Extend ``enc`` in place to the larger ``arch`` (more layers, no more heads in the layers it has);
     False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``)."""
-    return enc._builder is not None and enc._builder.grow(arch)
+    return enc._builder is not None and enc._builder.grow(arch, deadline)
 
 
 class _Builder:
@@ -482,6 +483,7 @@ class _Builder:
         self.pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []   # neighbouring interchangeable groups
         self.ties: dict[str, str] = {}   # a pair's second group -> "still tied" after the last layer written
         self.candidates_know: dict[tuple, str] = {}  # (domain, layer, node) -> every candidate knows it
+        self.deadline = None   # the question's, while building or growing: the builder outlives it
 
     # ---- names and assertions ---------------------------------------------------------------------------
     def declare(self, name: str, sort: str) -> str:
@@ -506,7 +508,8 @@ class _Builder:
         self.add(implies(quoted(lit), formula))
 
     # ---- the families, in order -------------------------------------------------------------------------
-    def build(self) -> Encoding:
+    def build(self, deadline=None) -> Encoding:
+        self.deadline = deadline
         if self.ordered:
             self.pairs = symmetry.adjacent_pairs(self.enc, goal_needs(self.enc.target))
         self.orders()
@@ -516,12 +519,14 @@ class _Builder:
         if needs_positional(self.enc.target):  # else no program at any cost
             self.track("goal", self.positional_ok)
         self.costs()
+        self.check_deadline("encoding (handing it to z3)")
         self.enc.text = "\n".join(self.lines)
         self.enc.solver.from_string(self.enc.text)
         self.enc._builder, self.lines = self, []  # kept to grow the encoding; its lines are in the text
+        self.deadline = None
         return self.enc
 
-    def grow(self, arch) -> bool:
+    def grow(self, arch, deadline=None) -> bool:
         """Add the layers of ``arch`` beyond the encoding's to its solver (what a fresh encoding of ``arch``
         asserts, the same lines: a sweep's walk adds a layer at a time, and its questions keep what z3 has
         learnt). False, with the encoding unchanged, when ``arch`` needs more: more heads in a layer the
@@ -533,10 +538,13 @@ class _Builder:
         if not self.needed_levels(arch) <= set(enc.levels):
             return False
         gathers, ops = len(enc.gathers), set(enc.ops)
-        self.lines, enc.arch = [], arch
+        self.lines, enc.arch, self.deadline = [], arch, deadline
         layers = range(old.layers + 1, arch.layers + 1)
         self.state_variables(layers)
-        self.add_layers(layers)
+        try:
+            self.add_layers(layers)
+        finally:
+            self.deadline = None
         self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
         text, self.lines = "\n".join(self.lines), []
         enc.solver.from_string(text)  # the solver's parser knows the names it declared before
@@ -547,12 +555,18 @@ class _Builder:
         """The families of each of ``layers`` (their facts declared): its operations, what each class holds
         after it, the sizes of what it holds, and the goal at that depth."""
         for layer in layers:
+            self.check_deadline(f"encoding layer {layer}")
             self.operations(layer)
             self.update_rules(layer)
             self.ordered_groups(layer)
         if self.enc.sources:
+            self.check_deadline("encoding the sizes")
             self.sizes(layers)
         self.goal(layers)
+
+    def check_deadline(self, what: str) -> None:
+        if self.deadline is not None:
+            self.deadline.check(what)
 
     def orders(self) -> None:
         """Exactly one variable order (one elimination tree) per group."""

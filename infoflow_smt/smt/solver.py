@@ -324,7 +324,7 @@ class Questions:
                               arch.heads[l] if l < arch.layers else 0) for l in range(layers))
             arch = arch.with_heads(heads)
             try:
-                if encoder.grow(found, arch):
+                if encoder.grow(found, arch, deadline):
                     return found
             except BaseException:  # interrupted half grown: its solver may lack the new layers' constraints
                 del self.encodings[key]
@@ -332,7 +332,7 @@ class Questions:
         if self.context is None:  # making a z3 context costs more than a small question: one per thread
             self.context = _thread_context()
         self.encodings[key] = encoder.encode(self.target, arch, self.law, self.seq_len, anchors=anchors,
-                                             ctx=self.context)
+                                             ctx=self.context, deadline=deadline)
         return self.encodings[key]
 
     def decide(self, arch: Architecture, deadline: Deadline) -> Verdict:
@@ -649,12 +649,16 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
 
 
 def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, overwrite: bool = False,
-                  decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Path:
+                  decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, timeout=None) -> Path:
     """Write the decision as a standard SMT-LIB 2 script: satisfiable iff an (efficient) program exists.
+
+    ``timeout`` (seconds, default 60 as for ``decide``) bounds the encoding: past it ``OutOfTime`` is raised,
+    naming the layer it reached, and nothing is written.
 
     Refuses an existing file unless ``overwrite``, never writes through a symbolic link or over anything but
     a plain file, and writes atomically (a temporary file beside the destination, then renamed; the mode of a
     file it replaces is kept)."""
+    deadline = Deadline(timeout)
     target = as_target(target)
     validate_question(target, arch)
     path = plain_file(path, "export")
@@ -662,7 +666,10 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
         raise InvalidSpecError(f"{path} is a symbolic link; export_smtlib writes only to a plain path", "export")
     if path.exists() and not overwrite:
         raise InvalidSpecError(f"{path} exists; pass overwrite=True to replace it", "export")
-    enc = encoder.encode(target, arch, cost.as_law(decode_law), None, portable=True)
+    try:
+        enc = encoder.encode(target, arch, cost.as_law(decode_law), None, portable=True, deadline=deadline)
+    except OutOfTime as late:
+        raise OutOfTime(f"{late.what} (export deadline {deadline.seconds:g} s; nothing was written)") from None
     facts = [*enc.tracked.values(), enc.depth[arch.layers], *(enc.heads[(l, h)] for l, h in enumerate(arch.heads, 1))]
     facts = [f"|{n}|" for n in facts]
     if efficient:

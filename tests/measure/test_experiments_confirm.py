@@ -190,3 +190,48 @@ def test_a_verdict_at_one_T_is_confirmed_at_that_T(monkeypatch: pytest.MonkeyPat
     assert result.seq_lens == (16,)
     assert [r.agree for r in result.rows] == [True, True]          # 20x the efficient row at T = 16
     assert "one length cannot show a trend" in result.rows[1].judgement.reason
+
+
+# ---- budgets too small to train, and verdicts the solver could not give --------------------------------
+
+def test_a_budget_too_small_to_train_is_refused_naming_the_value_and_the_minimum() -> None:
+    from experiments.confirmation import minimum_budget
+
+    with pytest.raises(ifs.InvalidSpecError, match=r"budget 1e-09 s is too small to train: .* at least 3\.6 s"):
+        experiments.confirm(MPD, budget=1e-9)
+    assert minimum_budget(3) == pytest.approx(3.6) and minimum_budget(1) < 3   # the "3s" command line above
+
+
+def test_the_command_line_refuses_a_tiny_budget_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.__main__ import main
+
+    code = main(["confirm", "min_pairwise_dot", "--heads", "1", "--budget", "1e-9"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "1e-09" in err and "at least" in err
+
+
+def test_an_unknown_verdict_is_said_and_exits_3_without_training(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.__main__ import main
+
+    hard = ifs.decide("triangle_center", ifs.Architecture((8, 8, 8), 64, 4), timeout=0.001)
+    assert hard.status.value == "unknown"
+    monkeypatch.setattr(ifs, "decide", lambda *args, **kwargs: hard)
+    monkeypatch.setattr(confirmation, "_train_lengths", lambda *args: pytest.fail("an unknown verdict trained"))
+    code = main(["confirm", "triangle_center", "--heads", "8,8,8", "--embed-dim", "64", "--budget", "5s"])
+    out = capsys.readouterr().out
+    assert code == 3 and "nothing to confirm" in out and "agreement" not in out
+
+
+def test_an_undecided_neighbour_is_named_and_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confirmation, "_train_lengths", fake_training({**FIGURES, (8, 8, 8): (1, 1, 1)}))
+    monkeypatch.setattr(confirmation, "compiled_checker", lambda: None)
+    unknown = ifs.decide("triangle_center", ifs.Architecture((8, 8, 8), 64, 4), timeout=0.001)
+    real = confirmation._decide
+    monkeypatch.setattr(confirmation, "_decide", lambda target, arch, seq_len: unknown
+                        if tuple(arch.heads) == (1,) else real(target, arch, seq_len))
+    result = experiments.confirm(MPD, budget=60)
+    named = "one layer fewer (8,8,8)"      # the unknown verdict stands for the one-layer neighbour
+    assert result.undecided == (named,) and result.to_json()["undecided"] == [named]
+    assert f"undecided by the solver (unknown, not judged): {named}" in str(result)
+    assert result.wall_s >= 0 and result.rows[1].agree is None

@@ -160,3 +160,53 @@ def test_a_run_out_of_time_is_unknown_not_disproved(capsys):
     out = capsys.readouterr().out
     assert "UNKNOWN" in out and "1 unknown" in out and "DOES NOT HOLD" not in out
     assert cli.main(["depth_separation", "--timeout", "-1"]) == 2
+
+
+def _undecided_proof() -> ProofResult:
+    ev = Evidence("triangle_center", "heads=(8, 8, 8), E=64, d=4", "infeasible", "unknown", "linear in T",
+                  sympy.nan, None, matches=False, detail="status unknown, expected infeasible")
+    ok = Evidence("max_retrieval", "heads=(1,), E=8, d=2", "feasible", "feasible", "1", sympy.Integer(1), True,
+                  matches=True)
+    return ProofResult("undecided", "A statement the solver ran out of time on.", False, (ok, ev), 0.1)
+
+
+def test_an_unknown_answer_exits_3_and_names_the_questions_it_rests_on(monkeypatch, capsys):
+    monkeypatch.setattr(proofs, "ALL", {"undecided": _undecided_proof, "failing": _failing_proof})
+    assert cli.main(["undecided"]) == 3
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("(2 instances, 0 mismatches, 1 unknown)")
+    assert any(line.startswith("  UNKNOWN   triangle_center | heads=(8, 8, 8)") for line in lines)
+    assert lines[-1] == "0 of 1 proofs hold, 1 unknown: undecided (1 question ran out of time) (0.1 s)."
+    assert cli.main(["undecided", "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)[0]["undecided"] == ["triangle_center | heads=(8, 8, 8), E=64, d=4"]
+    assert cli.main(["undecided", "failing"]) == 1   # a disproof stands whatever else is undecided
+
+
+def test_an_unknown_frontier_of_the_general_claim_is_named():
+    check = harness.FrontierCheck("min_pairwise_dot", {"embed_dim": 16, "input_dim": 4}, ((2, 1),))
+    with harness.within(0.001):
+        claim = harness.general_claim("A claim.", [check])
+    assert claim.unknown and not claim.holds
+    assert claim.undecided == ("min_pairwise_dot {'embed_dim': 16, 'input_dim': 4}",)
+    assert claim.to_dict()["undecided"] == list(claim.undecided)
+
+
+def test_infoflow_prove_names_itself_in_an_error(capsys):
+    from infoflow_smt import cli as infoflow_cli
+
+    assert infoflow_cli.main(["prove", "nonexistent"]) == 2
+    assert capsys.readouterr().err.startswith("infoflow prove: error: ")
+
+
+def test_a_frontier_with_undecided_cells_leaves_the_general_claim_unknown(monkeypatch):
+    from infoflow_smt.deadline import Deadline
+    from infoflow_smt.explore import frontier
+    from infoflow_smt.smt.solver import forget_recent
+
+    forget_recent()
+    real = frontier.Questions.decide
+    monkeypatch.setattr(frontier.Questions, "decide",
+                        lambda self, arch, deadline: real(self, arch, Deadline(1e-9) if arch.layers == 1 else deadline))
+    check = harness.FrontierCheck("min_pairwise_dot", {"embed_dim": 16, "input_dim": 4}, ((2, 1),))
+    claim = harness.general_claim("A claim.", [check])
+    assert not claim.holds and claim.unknown and claim.undecided == ("min_pairwise_dot {'embed_dim': 16, 'input_dim': 4}",)

@@ -265,6 +265,18 @@ SHARED_FROZEN = [
     ("shared-action-frozen", _TWICE + "v.witness.actions[0].op.positions = (1,)"),
 ]
 
+# one deadline over every phase: the encoding (eight subset selections on six layers take seconds) stops at it
+_SUBSETS = "' + '.join(f'max(f{i}(x[t]) for t in S{i})' for i in range(1, 9))"
+_DEEP = "ifs.Architecture(heads=(2,) * 6, input_dim=2, positional=True)"
+ENCODING_DEADLINE = [  # each raises OutOfTime, writing nothing
+    ("deadline-export", f"ifs.export_smtlib({_SUBSETS}, {_DEEP}, tmp + '/e.smt2', timeout=0.05)"),
+    ("deadline-export-any-cost", f"ifs.export_smtlib({_SUBSETS}, {_DEEP}, tmp + '/a.smt2', efficient=False, timeout=0.05)"),
+]
+ENCODING_BOUNDED = [  # each returns soon after its deadline (UNKNOWN unless an earlier answer is reused)
+    ("deadline-decide-encoding", (f"import time; s = time.monotonic(); ifs.decide({_SUBSETS}, {_DEEP}, timeout=0.1); "
+                                  "assert time.monotonic() - s < 0.1 + 1.5")),
+]
+
 CASES: list[tuple[str, str, str]] = (
     [(f"text-{i}", f"ifs.parse_target({code})", ERR) for i, code in TEXTS]
     + [(f"decide-text-{i}", f"ifs.decide({code}, {A})", ERR) for i, code in TEXTS[:20]]
@@ -276,4 +288,5 @@ CASES: list[tuple[str, str, str]] = (
     + [(i, code, ERR) for i, code in BOUNDS + DISK] + [(i, code, "ok") for i, code in NUMPY_INTS + DISK_OK]
     + [(i, code, "ok") for i, code in SHARED] + [(i, code, "FrozenInstanceError") for i, code in SHARED_FROZEN]
     + [(i, code, "ok") for i, code in PARTIAL[:-1]] + [(PARTIAL[-1][0], PARTIAL[-1][1], "SolverUnknownError")]
+    + [(i, code, "OutOfTime") for i, code in ENCODING_DEADLINE] + [(i, code, "ok") for i, code in ENCODING_BOUNDED]
 )

@@ -348,3 +348,12 @@ def test_frontier_csv_lists_its_minimal_architectures(capsys):
 def test_format_and_json_do_not_go_together(capsys):
     code, _, err = run(capsys, "minimize", "intrinsic_dimension:D=3", "--json", "--format", "csv")
     assert code == 2 and "--json or --format" in err
+
+
+def test_export_smtlib_past_its_timeout_exits_3_and_writes_nothing(capsys, tmp_path) -> None:
+    text = " + ".join(f"max(f{i}(x[t]) for t in S{i})" for i in range(1, 9))
+    out_file = tmp_path / "q.smt2"
+    code, out, err = run(capsys, "export-smtlib", text, "--heads", "2,2,2,2,2,2", "--input-dim", "2", "--positional",
+                         "--output", str(out_file), "--timeout", "0.05")
+    assert code == 3 and out == "" and not out_file.exists()
+    assert len(err.strip().splitlines()) == 1 and "deadline passed during encoding" in err

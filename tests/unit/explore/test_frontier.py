@@ -48,3 +48,48 @@ def test_the_frontier_as_text_and_json():
     assert record["grid"]["2,1"] == "feasible" and record["grid"]["1,1"] == "infeasible"
     none = ifs.decide_all("kth_largest:k=2")
     assert none.none and none.to_json()["frontier"] == [] and "inefficient for every number" in str(none)
+
+
+# ---- cells the solver could not decide: carried, said, and never read as infeasible ---------------------
+def _undecided_in_layer_1(monkeypatch) -> None:
+    """Questions.decide answers UNKNOWN (its deadline already passed) on every one-layer architecture."""
+    from infoflow_smt.deadline import Deadline
+    from infoflow_smt.explore import frontier
+    from infoflow_smt.smt.solver import forget_recent
+
+    forget_recent()   # a recent answer would be reused whatever the deadline
+    real = frontier.Questions.decide
+
+    def decide(self, arch, deadline):
+        return real(self, arch, Deadline(1e-9) if arch.layers == 1 else deadline)
+
+    monkeypatch.setattr(frontier.Questions, "decide", decide)
+
+
+def test_an_undecided_cell_is_carried_and_the_frontier_is_then_a_bound(monkeypatch) -> None:
+    full = ifs.decide_all("min_pairwise_dot")
+    assert full.complete and full.shapes == ((2, 1),) and full.to_json()["undecided"] == []
+    _undecided_in_layer_1(monkeypatch)
+    part = ifs.decide_all("min_pairwise_dot")
+    H = full.head_bound
+    assert not part.complete and part.undecided == ((1, H),) and part.shapes == ((2, 1),)
+    assert all(part.grid[(1, h)] == "unknown" for h in range(1, H + 1))   # never read as infeasible
+    assert all(part.grid[cell] == full.grid[cell] for cell in full.grid if cell[0] > 1)
+    doc = part.to_json()
+    assert doc["complete"] is False and doc["undecided"] == [[1, H]]
+    assert str(part).startswith(f"incomplete: 1 cell undecided by the deadline (1 layer of {H} heads)")
+
+
+def test_the_frontier_command_exits_3_on_an_undecided_cell(monkeypatch, capsys) -> None:
+    from infoflow_smt import cli
+
+    _undecided_in_layer_1(monkeypatch)
+    assert cli.main(["frontier", "min_pairwise_dot", "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["complete"] is False and len(doc["undecided"]) == 1
+
+
+def test_the_notebook_view_shows_an_undecided_cell_as_unknown(monkeypatch) -> None:
+    _undecided_in_layer_1(monkeypatch)
+    view = ifs.decide_all("min_pairwise_dot")._repr_html_()
+    assert "incomplete:" in view and "?</td>" in view

@@ -121,3 +121,36 @@ def test_an_anchor_keeps_an_input_retrieval_only_when_it_holds_what_its_side_rea
               "for v21 in T) for v20 in T))")
     verdict = ifs.decide(target, ifs.Architecture(heads=(2, 1, 1), embed_dim=32, input_dim=2, positional=True))
     assert verdict.status is ifs.Status.FEASIBLE and verdict.exponent == 1
+
+
+# ---- the encoding under the deadline ---------------------------------------------------------------
+SUBSET_SUM = " + ".join(f"max(f{i}(x[t]) for t in S{i})" for i in range(1, 9))   # about 1.5 s to encode
+DEEP = ifs.Architecture(heads=(2,) * 6, embed_dim=32, input_dim=2, positional=True)
+
+
+def test_export_stops_at_its_deadline_and_writes_nothing(tmp_path) -> None:
+    import time
+
+    from infoflow_smt.deadline import OutOfTime
+
+    ifs.export_smtlib("max_retrieval", ifs.Architecture(heads=(1,), input_dim=2), tmp_path / "warm.smt2")
+    start = time.monotonic()
+    with pytest.raises(OutOfTime, match=r"encoding layer \d .*export deadline 0.2 s; nothing was written"):
+        ifs.export_smtlib(SUBSET_SUM, DEEP, tmp_path / "e.smt2", timeout=0.2)
+    assert time.monotonic() - start < 0.2 + 1.0 and sorted(p.name for p in tmp_path.iterdir()) == ["warm.smt2"]
+
+
+def test_the_encoding_stops_at_the_deadline_and_decide_answers_in_time() -> None:
+    import time
+
+    from infoflow_smt.deadline import Deadline, OutOfTime
+    from infoflow_smt.smt import encoder
+
+    with pytest.raises(OutOfTime, match="encoding layer 1"):
+        encoder.encode(ifs.parse_target(SUBSET_SUM), DEEP, deadline=Deadline(1e-9))
+    forget_recent()
+    start = time.monotonic()
+    ifs.decide(SUBSET_SUM, DEEP, timeout=0.2)   # unknown (encoding or solving cut short), or a quick answer
+    assert time.monotonic() - start < 0.2 + 1.0
+    assert ifs.decide(SUBSET_SUM, ifs.Architecture(heads=(8,), embed_dim=32, input_dim=2, positional=True),
+                      timeout=60).status.value == "feasible"
