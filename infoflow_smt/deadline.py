@@ -6,7 +6,9 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
 import threading
 import time
 
@@ -46,6 +48,26 @@ def on_interrupt(signum, frame) -> None:
 
 def interrupt_pending() -> bool:
     return _interrupted.is_set()
+
+
+@contextlib.contextmanager
+def interrupts_remembered():
+    """Within the block, Ctrl-C is remembered as well as raised (``on_interrupt``), when the caller left
+    Python's own SIGINT handler in place and runs on the main thread: an API call then raises
+    KeyboardInterrupt even when the signal lands in a z3 destructor, which drops the exception. A caller's own
+    handler (the command's) is left alone."""
+    ours = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if not ours:
+        yield
+        return
+    forget_interrupt()
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        forget_interrupt()
 
 
 def forget_interrupt() -> None:

@@ -26,7 +26,7 @@ import numpy as np
 import sympy
 import z3
 
-from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
+from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending, interrupts_remembered
 from infoflow_smt.errors import InvalidSpecError, WitnessCheckError
 from infoflow_smt.files import plain_file, write_atomic
 from infoflow_smt.lang.catalogue import as_target
@@ -465,6 +465,16 @@ class Questions:
         return self.inputs[key]
 
 
+def _interruptible(function):
+    """``function`` with Ctrl-C remembered while it runs (``deadline.interrupts_remembered``)."""
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        with interrupts_remembered():
+            return function(*args, **kwargs)
+    return call
+
+
+@_interruptible
 def decide(target, arch: Architecture, seq_len: int | None = None, timeout: float | None = None, *,
            decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, samples: int = WITNESS_SAMPLES) -> Verdict:
     """Decide whether ``arch`` computes ``target`` efficiently (a cost exponent bounded in ``T``).
@@ -598,6 +608,7 @@ class ParetoFront:
 Front = ParetoFront  # the name docs/api.md gave it first: ifs.Front keeps working
 
 
+@_interruptible
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int | None = None,
              positional: bool | None = None, seq_len: int | None = None,
              timeout: float | None = None) -> ParetoFront:

@@ -105,7 +105,7 @@ def test_ctrl_c_raises_keyboard_interrupt_from_the_api():
     timer = threading.Timer(2, lambda: os.kill(os.getpid(), signal.SIGINT))
     started = time.perf_counter()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        ifs.minimize("intrinsic_dimension:D=6", 7, 6, input_dim=2, timeout=60)
+    with pytest.raises(KeyboardInterrupt):   # 272 architectures: seconds of solving however fast each is
+        ifs.minimize("intrinsic_dimension:D=16", 17, 16, input_dim=2, timeout=120)
     timer.join()
     assert time.perf_counter() - started < 3.5
