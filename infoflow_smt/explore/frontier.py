@@ -207,9 +207,12 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[i
 def _maximal_facts(enc, L: int, heads: int, deadline: Deadline) -> set[str]:
     """The facts some efficient program with ``heads`` heads in each of ``L`` layers makes true after layer
     ``L``, named without their layer."""
-    facts = enc.maximal_facts(L, heads, deadline)
-    if interrupt_pending():   # a check cut short by Ctrl-C ends the growth early: not a fixpoint
-        raise KeyboardInterrupt
+    try:
+        facts = enc.maximal_facts(L, heads, deadline)
+    except OutOfTime:
+        if interrupt_pending():   # a check cut short by Ctrl-C
+            raise KeyboardInterrupt from None
+        raise
     return {_unlayered(n) for n in facts}
 
 

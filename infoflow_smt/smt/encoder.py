@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import sympy
 import z3
 
+from infoflow_smt.deadline import OutOfTime
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import (
@@ -252,7 +253,10 @@ class Encoding:
             if not others:
                 return held
             self.solver.set("timeout", deadline.milliseconds())
-            if self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others)) != z3.sat:
+            result = self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others))
+            if result == z3.unknown:  # not "no further fact": a set cut short is no fixpoint
+                raise OutOfTime("finding the saturation bound")
+            if result == z3.unsat:
                 return held
             held = {n for n, v in self.values(self.solver.model(), names).items() if v}
 

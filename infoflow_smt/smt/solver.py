@@ -141,13 +141,25 @@ class _Effort:
         return Stats(seconds=time.perf_counter() - self.started, solver_calls=self.solver_calls, extra=extra or {})
 
 
+def _drop_order(name: str) -> tuple:
+    """The order ``_Session.minimal_core`` tries to drop tracked constraints: the head budgets of the input
+    positions (latest layer first), then the output token's, then depth, positions and the goal last, so
+    that an explanation names the fewest budgets and prefers depth and positions when they suffice."""
+    if name.startswith("budget:"):
+        _, layer, where = name.split(":")
+        return (1 if where == "out" else 0, -int(layer), where)
+    return (2, ("initial", "positional", "goal").index(name) if name in ("initial", "positional", "goal") else -1,
+            name)
+
+
 class _Session:
     """Questions about one architecture, asked of a (possibly larger) encoding by assumptions; each call
     into the solver is counted in ``effort``."""
 
     def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline, effort: _Effort,
-                 hint: int | None = None):
+                 hint: int | None = None, explained: bool = True):
         self.enc, self.heads, self.deadline, self.effort = enc, heads, deadline, effort
+        self.explained = explained  # an unsat answer is explained: its minimal core is kept in ``core``
         self.bounded = [i for i, lvl in enumerate(enc.levels) if cost.is_bounded(lvl)]
         self.layers = len(heads)
         self.base = enc.assumptions(heads)
@@ -156,10 +168,10 @@ class _Session:
         self.core: set[str] | None = None
         self.minimal = True    # every minimization question was answered
 
-    def ask(self, allowed: list[int], extra=(), at_most: float | None = None):
+    def ask(self, allowed: list[int], extra=(), at_most: float | None = None, base=None):
         self.deadline.check("solving")
         allowed_set = set(allowed)
-        assumptions = self.base + list(extra)
+        assumptions = (self.base if base is None else base) + list(extra)
         assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
         budget = self.deadline.milliseconds()
         limit = budget if at_most is None else min(budget, int(at_most * 1000))
@@ -185,8 +197,8 @@ class _Session:
         A binary search over prefixes of ``allowed``: a program within a prefix is within every longer one.
         """
         result = self.ask(allowed)
-        if result == z3.unsat:
-            self.core = self.core_names()
+        if result == z3.unsat and self.explained:
+            self.core = self.minimal_core(allowed)
         if result != z3.sat:
             return None, None, (self.unknown() if result == z3.unknown else None)
         if not allowed:  # a target that needs no operation with a cost at all
@@ -281,9 +293,33 @@ class _Session:
         return encoder.extract(self.enc, model, self.heads)
 
     def core_names(self) -> set[str]:
+        """The tracked constraints in z3's unsat core of the last question (the others, the architecture and
+        the excluded levels, are named "level")."""
         names = {v: name for name, v in self.enc.tracked.items()}
         # a literal's name, without z3's pretty printer (slow, and it quotes names with a colon)
         return {names.get(c.decl().name(), "level") for c in self.enc.solver.unsat_core()}
+
+    def minimal_core(self, allowed: list[int]) -> set[str]:
+        """A minimal set of tracked constraints that still leaves no program within ``allowed`` (just asked:
+        unsat), the same in every process. z3's own core depends on the history of its context (the order
+        its terms were made), and an explanation built from it would too: so each constraint is dropped, in
+        ``_drop_order``, when the question stays unsat without it. z3's core only skips the questions whose
+        answer it already shows (a core without the constraint is unsat without it). A question left unknown
+        keeps its constraint, and the deadline keeps all that are left: a larger core, still a true one."""
+        core = self.core_names()
+        kept = sorted(self.enc.tracked, key=_drop_order)
+        try:
+            for name in list(kept):
+                trial = [n for n in kept if n != name]
+                if name in core:
+                    literals = [self.enc.tracked[n] for n in trial]
+                    if self.ask(allowed, base=self.enc.assumptions(self.heads, literals)) != z3.unsat:
+                        continue
+                    core = self.core_names()
+                kept = trial
+        except OutOfTime:
+            pass
+        return set(kept) | {"level"}
 
 
 @dataclass
@@ -366,14 +402,16 @@ class Questions:
             return reused
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
         anchored = arch.positional and arch.layers >= 2
-        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
+        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest,
+                           self.reasons)
         counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored)
         if counted is None:  # z3 decides what the counts leave open
             level, model, unknown = session.cheapest(session.bounded)
         else:
             level, model, unknown = None, None, None
         if model is None and unknown is None and anchored:
-            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest)
+            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest,
+                               self.reasons)
             if counted is None:
                 level, model, unknown = session.cheapest(session.bounded)
         if counted is not None:

@@ -1,6 +1,8 @@
 """The solver against the public regression set (model.md section 5), and its contract."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 import sympy
 import z3
@@ -156,3 +158,57 @@ def test_the_encoding_stops_at_the_deadline_and_decide_answers_in_time() -> None
     assert time.monotonic() - start < 0.2 + 1.0
     assert ifs.decide(SUBSET_SUM, ifs.Architecture(heads=(8,), embed_dim=32, input_dim=2, positional=True),
                       timeout=60).status.value == "feasible"
+
+
+EXPLAINED = [  # infeasible questions whose explanation comes from z3's unsat core (no count settles them)
+    (ifs.catalogue.get("d_retrieval", D=3, subsets=False), ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2,
+                                                                             positional=False)),
+    (ifs.catalogue.get("min_pairwise_dot"), ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)),
+    (ifs.catalogue.get("d_retrieval", D=5, subsets=False), ifs.Architecture(heads=(1, 1), embed_dim=32, input_dim=2,
+                                                                             positional=False)),
+]
+OTHER_QUESTIONS = [(ifs.catalogue.get(name), ifs.Architecture(heads=heads, embed_dim=16, input_dim=2))
+                   for name, heads in [("linear_max_sum", (1, 1)), ("intrinsic_dimension", (2,)),
+                                       ("min_pairwise_dot", (1, 1)), ("triangle_center", (2, 2))]]
+OTHER_QUESTIONS += [(target, arch.with_heads(heads)) for target, arch in EXPLAINED for heads in [(1, 1), (2, 2, 1)]]
+
+
+def _explanations(before) -> list[tuple[str, ...]]:
+    """The explanations of ``EXPLAINED``, asked on a new thread (its own z3 context) after ``before``."""
+    found = []
+
+    def ask():
+        forget_recent()
+        for target, arch in before:
+            ifs.decide(target, arch)
+        for target, arch in EXPLAINED:
+            verdict = ifs.decide(target, arch)
+            assert verdict.status is ifs.Status.INFEASIBLE
+            found.append(tuple(r.sentence for r in verdict.explanation))
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    thread.join()
+    assert len(found) == len(EXPLAINED)
+    return found
+
+
+def test_an_explanation_is_the_same_whatever_the_thread_asked_before():
+    """z3's unsat core depends on its context's history (the order its terms were made, the clauses earlier
+    questions of the same encoding left behind); the explanation must not."""
+    assert _explanations([]) == _explanations(OTHER_QUESTIONS + EXPLAINED[::-1])
+
+
+@pytest.mark.parametrize("target, arch", EXPLAINED[:2])
+def test_the_explained_core_is_minimal(target, arch):
+    """Each tracked constraint of the core is needed: without it a program exists within the bounded levels."""
+    questions = solver.Questions(target)
+    deadline = solver.Deadline(60)
+    session = solver._Session(questions.encoding(arch, False, deadline), arch.heads, deadline, solver._Effort())
+    assert session.cheapest(session.bounded)[1] is None
+    kept = sorted(session.core - {"level"})
+    assert kept
+    enc = session.enc
+    for name in kept:
+        others = [enc.tracked[n] for n in kept if n != name]
+        assert session.ask(session.bounded, base=enc.assumptions(arch.heads, others)) == z3.sat, name
