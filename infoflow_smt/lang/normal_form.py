@@ -400,23 +400,12 @@ class _Normalizer:
         if kind not in _SPLITS:
             return [((), [t for t, v in zip(terms, reads) if not v]),
                     (tuple(variables), [t for t, v in zip(terms, reads) if v])]
-        parent = {v: v for v in variables}
-
-        def root(v: str) -> str:
-            while parent[v] != v:
-                v = parent[v]
-            return v
-
-        for vs in reads:
-            first, *others = sorted(vs) or [None]
-            for other in others:
-                parent[root(other)] = root(first)
-        groups: dict[str, list[sympy.Expr]] = {}
+        component_of = {v: c for c in _components(variables, reads) for v in c}
+        groups: dict[tuple[str, ...], list[sympy.Expr]] = {}
         for term, vs in zip(terms, reads):
-            groups.setdefault(root(min(vs)) if vs else "", []).append(term)
-        hoisted = groups.pop("", [])
-        members = {r: tuple(v for v in variables if root(v) == r) for r in groups}
-        return [((), hoisted)] + [(members[r], groups[r]) for r in sorted(groups, key=variables.index)]
+            groups.setdefault(component_of[min(vs)] if vs else (), []).append(term)
+        hoisted = groups.pop((), [])
+        return [((), hoisted)] + sorted(groups.items(), key=lambda item: variables.index(item[0][0]))
 
     def close(self, kind: ex.ReduceKind, k: int | None, group: tuple[str, ...], domains: dict,
               terms: list[sympy.Expr]) -> tuple[sympy.Expr, ex.Reduce]:

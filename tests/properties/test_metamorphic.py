@@ -281,7 +281,9 @@ def disagreements(index: int) -> list[str]:
         if not _same_function(original, other, 1):
             problems.append(f"target {index}: {name} changed the function (a bug in the test)\n  {original}\n  {other}")
             continue
-        for arch in archs:
+        # the solver reads the normal form: a spelling with the same one is asked on one architecture (that
+        # the verdict depends on nothing else), a different one on all
+        for arch in archs if other.normal_form != original.normal_form else archs[:1]:
             first, second = answers[arch], _answer(ifs.decide(other, arch))
             if first != second:
                 problems.append(f"target {index}, {name}, {arch}:\n  {original}: {first}\n  {other}: {second}")
