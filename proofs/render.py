@@ -160,7 +160,7 @@ def markdown(results: Sequence[ProofResult]) -> str:
                        f"{_check(ev)} | {matches} |")
         explained = [(i, ev) for i, ev in enumerate(r.evidence, start=1) if ev.explanation]
         if explained:
-            out += ["", "Why each inefficient answer is inefficient (the solver's explanation):", ""]
+            out += ["", "The solver's words (why an inefficient answer is inefficient; a feasible one's notes):", ""]
             out += [f"- row {i}: " + " ".join(ev.explanation) for i, ev in explained]
         if r.notes:
             out += [""] + list(r.notes)

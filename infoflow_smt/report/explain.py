@@ -15,6 +15,7 @@ import sympy
 
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
+from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.trees import comparison_tree, selection_nodes
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Mode, Offset, Program, where_text
@@ -192,4 +193,24 @@ def clamped(program: Program, arch, law: cost.DecodeLaw, seq_len: int | None = N
             return Reason("clamp", (
                 f"Decoding {tokens} of dimension {arch.input_dim} from a width-{arch.embed_dim} state gives exponent "
                 f"{raw}{where} by Theorem 3's law, below 0; a cost never falls under a constant, so it counts as 0."))
+    return None
+
+
+def narrow_heads(program: Program, target, arch) -> Reason | None:
+    """The note that a head of the witness is narrower than the rank of the score it ranks by (docs/model.md,
+    "Head width and rank"): the papers' cost law, and so the verdict, abstract that rank away."""
+    tree = comparison_tree(target, program.order_map)
+    for action in sorted(program.actions, key=lambda a: (a.layer, a.head)):
+        if action.op.mode not in (Mode.RETRIEVE, Mode.KTH):
+            continue
+        rank = score_rank(tree, action.op.node, arch.input_dim)
+        width = arch.head_dim(action.layer)
+        if rank is not None and width.is_number and rank > width:
+            return Reason("rank", (
+                f"Note: layer {action.layer}'s heads are {width} wide (E / h = {arch.embed_dim} / "
+                f"{arch.heads[action.layer - 1]}), narrower than the rank {rank} of the score a head ranks its "
+                f"candidates by for {describe_node(tree, action.op.node)} (a bilinear form in what the two sides "
+                f"hold), so a real head of that width cannot compute it; paper 1's cost law abstracts the rank of "
+                f"the attention weights away, and this verdict keeps that abstraction (docs/model.md, \"Head width "
+                f"and rank\")."))
     return None

@@ -389,7 +389,7 @@ class Questions:
             if (bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch)
                     and not any(a.op.mode is Mode.KTH for a in program.actions)):
                 exponent = self.replayed_exponent(program, arch, deadline)
-                notes = tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
+                notes = self.notes(program, arch)
                 return Verdict(Status.FEASIBLE, self.target, arch, exponent, witness=program, best_program=program,
                                seq_len=self.seq_len, stats=Stats(extra={"reused_from": str(bigger.heads)}),
                                explanation=notes)
@@ -423,7 +423,7 @@ class Questions:
             program, exponent, note = self._cheapest_program(session, level, session.bounded, model, arch)
             if not note:  # fully minimized: the answer of every smaller architecture the witness fits
                 self.optimal.append((arch, program))
-            notes = tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
+            notes = self.notes(program, arch)
             return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=effort.stats(note),
                            best_program=program, seq_len=seq_len, explanation=notes)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
@@ -440,9 +440,15 @@ class Questions:
             return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=effort.stats(),
                            seq_len=seq_len, reason_unknown=note)
         program, exponent, note = self._cheapest_program(session, level, every, model, arch)
-        reasons += tuple(r for r in [explain.clamped(program, arch, self.law, self.seq_len)] if r)
+        reasons += self.notes(program, arch)
         return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=effort.stats(note),
                        best_program=program, seq_len=seq_len)
+
+    def notes(self, program, arch) -> tuple[explain.Reason, ...]:
+        """What a reader of the verdict must know of its witness: a cost clamped at 0, a head narrower than
+        the rank of its score."""
+        found = (explain.clamped(program, arch, self.law, self.seq_len), explain.narrow_heads(program, self.target, arch))
+        return tuple(r for r in found if r)
 
     def _cheapest_program(self, session: _Session, level: int, levels: list[int], model, arch):
         """The program at ``level`` with the smallest gathers and the fewest operations, replayed; when the

@@ -109,3 +109,23 @@ def test_selections_over_all_positions_give_no_vacuous_reason(index: int):
     verdict = ifs.decide(text, arch)
     if verdict.status is ifs.Status.INFEASIBLE:
         assert verdict.explanation and _vacuous(verdict) == [], f"{text} on {arch}\n{verdict}"
+
+
+@pytest.mark.parametrize("embed_dim, heads, noted", [(4, (1, 1), True), (8, (1, 1), False), (8, (2, 1), True),
+                                                     (32, (1, 1), False)])
+def test_a_head_narrower_than_its_score_rank_is_noted(embed_dim, heads, noted):
+    """min_pairwise_dot at d = 8 ranks by dot(x[s], x[t]), rank 8: a head of E / h < 8 dimensions is noted."""
+    arch = ifs.Architecture(heads=heads, embed_dim=embed_dim, input_dim=8)
+    verdict = ifs.decide("min_pairwise_dot", arch)
+    assert verdict.status is ifs.Status.FEASIBLE
+    notes = [r for r in verdict.explanation if r.constraint == "rank"]
+    assert bool(notes) == noted
+    if noted:
+        width = embed_dim // heads[0]
+        assert f"heads are {width} wide" in notes[0].sentence and "rank 8" in notes[0].sentence
+
+
+def test_a_score_of_unbounded_rank_gets_no_rank_note():
+    arch = ifs.Architecture(heads=(1, 1), embed_dim=2, input_dim=8)
+    verdict = ifs.decide("min(f2(x[s], x[t]) for s in T for t in T)", arch)
+    assert not [r for r in verdict.explanation if r.constraint == "rank"]
