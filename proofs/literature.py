@@ -53,7 +53,7 @@ BY_EQUALITY = "x[argmax(-norm(x[u] - x[argmax(dot(x[t-1], x[T]) for t in range(2
 
 @dataclass(frozen=True)
 class Check:
-    """One decision: ``target`` on ``heads`` layers must be ``status`` with an exponent that meets ``claim``."""
+    """One decision: ``target`` on layers of ``heads`` heads must be ``status``, its exponent meeting ``claim``."""
 
     target: str
     heads: tuple[int, ...]
