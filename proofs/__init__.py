@@ -1,8 +1,11 @@
-"""Proof scripts: the known results of the InfoFlow papers, reproduced by the solver (model.md section 5).
+"""Proof scripts: the known results of the InfoFlow papers (and of the literature beside them), decided by the
+solver inside the model (model.md section 10).
 
 One module per result, each a function ``prove_<name>() -> ProofResult`` that decides the result's targets
-on several architectures, replays every witness, and compares each answer with the paper's prediction.
-A proof holds only when every piece of evidence matches. ``python -m proofs`` prints them (``--help``).
+on several architectures, replays every witness, and compares each answer with the prediction the model's
+laws make for the theorem (where a paper's own exponent or answer differs, the module says so). A proof
+holds only when every piece of evidence matches: it shows that the decision procedure agrees with the
+theorems inside the model, not a claim about trained networks. ``python -m proofs`` prints them (``--help``).
 
 >>> import proofs
 >>> list(proofs.ALL)[:2]
@@ -23,6 +26,7 @@ from .depth_separation import prove_depth_separation
 from .head_count import prove_head_count
 from .intrinsic_dimension import prove_intrinsic_dimension
 from .kth_retrieval import prove_kth_retrieval
+from .literature import prove_literature
 from .multilayer_retrieval import prove_multilayer_retrieval
 from .result import Evidence, ProofResult
 from .triangle_center import prove_triangle_center
@@ -30,7 +34,7 @@ from .triangle_center import prove_triangle_center
 __all__ = ["ALL", "Evidence", "ProofResult", "UnknownProofError", "check_names", "prove", "prove_all"]
 
 # name -> proof, in the order of model.md section 5 (papers' theorems first, then the experiments), then
-# paper 2's multi-layer conjecture
+# paper 2's multi-layer conjecture, then the results from outside the two papers
 ALL: Mapping[str, Callable[[], ProofResult]] = MappingProxyType({
     "depth_separation": prove_depth_separation,
     "kth_retrieval": prove_kth_retrieval,
@@ -39,6 +43,7 @@ ALL: Mapping[str, Callable[[], ProofResult]] = MappingProxyType({
     "intrinsic_dimension": prove_intrinsic_dimension,
     "triangle_center": prove_triangle_center,
     "multilayer_retrieval": prove_multilayer_retrieval,
+    "literature": prove_literature,
 })
 
 

@@ -41,7 +41,8 @@ PROG = "python -m proofs"
 
 def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = _Parser(prog=prog,
-                     description="Reproduce the known results of the InfoFlow papers with infoflow_smt. "
+                     description="Decide the known results of the InfoFlow papers (and of the literature) inside the "
+                                 "model with infoflow_smt. "
                                  "Exit 0 when every requested proof holds, 1 when one does not, 2 on bad input.")
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"proofs to run: {', '.join(proofs.ALL)}")
     parser.add_argument("--all", action="store_true", help="run every proof (the default without NAME)")

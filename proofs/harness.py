@@ -1,4 +1,4 @@
-"""The machinery every proof shares: decide, replay, compare with the paper's prediction, time.
+"""The machinery every proof shares: decide, replay, compare with the prediction the proof states, time.
 
 A proof module states a result, lists the (target, architecture, prediction) triples it checks and calls
 ``run_proof``. ``observe`` turns one triple into an ``Evidence``: it asks ``ifs.decide``, replays the

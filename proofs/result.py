@@ -23,7 +23,7 @@ import sympy
 
 @dataclass(frozen=True)
 class Evidence:
-    """One decision (or minimization) and how it compares with the paper's prediction.
+    """One decision (or minimization) and how it compares with the prediction the proof states.
 
     ``expected_status`` and ``obtained_status`` are Status values (``"feasible"``, ``"infeasible"``,
     ``"unknown"``) for a decision, or a short phrase for other checks (a Pareto set). ``expected_exponent``

@@ -2,7 +2,10 @@
 
 Each entry builds target *text* and goes through ``parse_target``, the same safe parser users get.
 Sources: paper 1 is "InfoFlow" (depth/width separations for transformers), paper 2 its follow-up on
-D-retrieval; section numbers refer to docs/model.md where given.
+D-retrieval; section numbers refer to docs/model.md where given. The entries after them are results from
+outside the two papers (induction heads, k-hop induction, Match2 and Match3, disjointness, nearest
+neighbour), each citing its arXiv paper; ``proofs/literature.py`` sets each paper's claim beside the model's
+verdict.
 
 A spec is ``name`` or ``name:key=value,key=value`` (defaults omitted in canonical form), as on the CLI:
 
@@ -104,6 +107,37 @@ def _specific_positions(positions: tuple[int, ...]) -> str:
     return _joined([f"x[{p}]" for p in positions])
 
 
+def _hop(query: str, variable: str) -> str:
+    """The token after the position whose previous token best matches ``query`` (one induction-head hop)."""
+    return f"x[argmax(dot(x[{variable}-1], {query}) for {variable} in range(2, T+1))]"
+
+
+def _induction_head() -> str:
+    return _hop("x[T]", "t")
+
+
+def _k_hop_induction(k: int) -> str:
+    text = "x[T]"
+    for hop in range(1, k + 1):  # each hop starts from the token the previous one found: a fresh variable each
+        text = _hop(text, f"t{hop}")
+    return text
+
+
+def _match(order: int) -> str:
+    variables = ("r", "s", "t")[-order:]
+    tokens = ", ".join(f"x[{v}]" for v in variables)
+    return f"max(F0({tokens}) {' '.join(f'for {v} in T' for v in variables)})"
+
+
+def _disjointness() -> str:
+    # S1 and S3 are complementary halves of the positions (model.md section 1), the two sets to compare
+    return "max(dot(x[s], x[t]) for s in S1 for t in S3)"
+
+
+def _nearest_neighbor() -> str:
+    return "x[argmin(norm(x[t-1] - x[T])**2 for t in range(2, T))]"
+
+
 _D = Parameter("D", 2, "int", 1, _MAX_D)
 ENTRIES: Mapping[str, Entry] = MappingProxyType({e.name: e for e in (
     Entry("min_pairwise_dot", _min_pairwise_dot, (),
@@ -124,6 +158,26 @@ ENTRIES: Mapping[str, Entry] = MappingProxyType({e.name: e for e in (
           "min over a, b, c of ||x_a + x_b + x_c||^2 (or the norm itself): comparison order 3."),
     Entry("specific_positions", _specific_positions, (Parameter("positions", (1, 2, 3), "positions"),),
           "paper 1, Experiment 4", "x at fixed positions, summed: needs positional encoding."),
+    Entry("induction_head", _induction_head, (),
+          "Sanford, Hsu, Telgarsky 2024, arXiv 2408.14332 (one layer needs size linear in T, two layers suffice)",
+          "the token after the position whose previous token best matches the last token x[T], read at the "
+          "output token: needs positional encoding."),
+    Entry("k_hop_induction", _k_hop_induction, (Parameter("k", 2, "int", 1, 16),),
+          "Sanford, Hsu, Telgarsky 2024, arXiv 2402.09268 (depth about log2(k) by pointer doubling)",
+          "k induction-head hops, each from the token the previous hop found (k = 1 is induction_head)."),
+    Entry("match2", functools.partial(_match, 2), (),
+          "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896 (Match2, there an output at every position)",
+          "max over pairs s, t of F0(x_s, x_t): comparison order 2, one answer for the whole sequence."),
+    Entry("match3", functools.partial(_match, 3), (),
+          "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896 (Match3, there an output at every position)",
+          "max over triples r, s, t of F0(x_r, x_s, x_t): comparison order 3."),
+    Entry("disjointness", _disjointness, (),
+          "Bhattamishra, Hahn, Blunsom, Kanade 2024, arXiv 2406.09347 (two layers of log size, one layer linear)",
+          "max over s in S1, t in S3 of <x_s, x_t>: with nearly orthogonal unit codes for the elements, 1 iff "
+          "the two sets (complementary halves of the positions) meet."),
+    Entry("nearest_neighbor", _nearest_neighbor, (),
+          "Bhattamishra, Hahn, Blunsom, Kanade 2024, arXiv 2406.09347 (two layers of log size)",
+          "the label after the example nearest the query x[T] (labels follow their examples)."),
 )})
 
 _SPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::(.*))?", re.DOTALL)

@@ -19,7 +19,7 @@ from support.paths import ROOT
 
 import infoflow_smt as ifs
 import proofs
-from proofs import cli, harness, render
+from proofs import cli, harness, head_count, literature, render
 from proofs.result import Evidence, ProofResult
 
 PROOF_MODULES = [f"proofs.{name}" for name in proofs.ALL]
@@ -143,10 +143,57 @@ def test_docstring_examples(test):
     assert runner.failures == 0, f"{test.name}: {runner.failures} failing example(s)"
 
 
-def test_json_lists_seven_results_with_their_general_claims(results):
+def test_json_lists_eight_results_with_their_general_claims(results):
     document = json.loads(render.json_document(results))
-    assert len(document) == 7
+    assert len(document) == 8
     assert all({"name", "statement", "holds", "instances", "general"} <= set(p) for p in document)
+
+
+def _result(results, name: str) -> ProofResult:
+    return next(r for r in results if r.name == name)
+
+
+def test_every_literature_entry_of_the_catalogue_is_set_beside_its_paper(results):
+    """Each catalogue entry citing an arXiv paper has a row: the paper's claim, the citation, the model's
+    verdict, and where they differ the assumption named; its instances are in the proof."""
+    cited = [name for name in ifs.catalogue.names() if "arXiv" in ifs.catalogue.entry(name).source]
+    assert cited and {r.name for r in literature.RESULTS} == set(cited)
+    proof = _result(results, "literature")
+    table = "\n".join(proof.notes)
+    targets = {e.target.split(":")[0] for e in proof.evidence}
+    for row in literature.RESULTS:
+        assert "arXiv" in row.citation and row.claim and row.verdict and row.name in targets
+        assert f"| `{row.name}` | {row.citation} |" in table
+    khop = next(r for r in literature.RESULTS if r.name == "k_hop_induction")
+    assert not khop.agrees and "discrete tokens" in khop.note
+    assert all(r.note for r in literature.RESULTS if not r.agrees)  # every disagreement names its assumption
+
+
+def test_k_hop_induction_is_decided_as_k_plus_one_layers_not_log_k(results):
+    """The known disagreement, kept: four hops need five layers in the model, where pointer doubling needs four."""
+    decided = {(e.target, e.architecture): e.obtained_status for e in _result(results, "literature").evidence}
+    four = ifs.Architecture(heads=(1,) * 4, embed_dim=16, input_dim=2, positional=True)
+    five = ifs.Architecture(heads=(1,) * 5, embed_dim=16, input_dim=2, positional=True)
+    assert decided[("k_hop_induction:k=4", str(four))] == "infeasible"
+    assert decided[("k_hop_induction:k=4", str(five))] == "feasible"
+
+
+@pytest.mark.parametrize("length, D, heads, width, k", [
+    (128, 2, 1, 2, 6.5),              # paper 2's own examples of its lower bound (papers.md, Theorem 2(2))
+    (1024, 4, 3, 24, 250 / 28 - 1),   # about 7.9
+    (128, 4, 3, 24, 26 / 28 - 1),     # about -0.07: vacuous at this T
+])
+def test_paper_2s_lower_bound_is_the_papers_k(length, D, heads, width, k):
+    assert float(head_count.paper2_exponent(D, heads, width).subs(harness.T, length)) == pytest.approx(k)
+
+
+def test_paper_2s_exponents_are_stated_beside_the_models(results):
+    """gamma stays a symbol, as in the paper; the model's exponents are credited to paper 1's laws."""
+    assert head_count.paper2_exponent(3, 3, 12) == head_count.GAMMA and head_count.GAMMA.is_Symbol
+    heads = _result(results, "head_count")
+    assert "paper 2 has gamma" in heads.statement and "\\gamma" in "\n".join(heads.notes)
+    assert "1 + \\gamma" in "\n".join(_result(results, "decoding_cost").notes)
+    assert "What a proof here shows" in render.markdown(results)
 
 
 def test_the_committed_report_is_current(results):

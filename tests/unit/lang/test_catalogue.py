@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from infoflow_smt.errors import InvalidSpecError
@@ -11,7 +12,10 @@ from infoflow_smt.lang.language import parse_target_expr, to_text
 from infoflow_smt.lang.target import Target
 
 EXPECTED_NAMES = ("min_pairwise_dot", "max_retrieval", "kth_largest", "d_retrieval", "linear_max_sum",
-                  "intrinsic_dimension", "triangle_center", "specific_positions")
+                  "intrinsic_dimension", "triangle_center", "specific_positions", "induction_head", "k_hop_induction",
+                  "match2", "match3", "disjointness", "nearest_neighbor")
+# the entries from outside the two papers: each cites its arXiv paper (proofs/literature.py holds the claims)
+LITERATURE = EXPECTED_NAMES[8:]
 
 
 def test_names_and_entries():
@@ -48,6 +52,14 @@ def test_every_entry_builds_a_canonical_target(name):
     ("triangle_center", {"squared": False}, "min(norm(x[a] + x[b] + x[c]) for a in T for b in T for c in T)"),
     ("specific_positions", {}, "x[1] + x[2] + x[3]"),
     ("specific_positions", {"positions": (4, 1)}, "x[4] + x[1]"),
+    ("induction_head", {}, "x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]"),
+    ("k_hop_induction", {"k": 1}, "x[argmax(dot(x[t1-1], x[T]) for t1 in range(2, T+1))]"),
+    ("k_hop_induction", {}, ("x[argmax(dot(x[t2-1], x[argmax(dot(x[t1-1], x[T]) for t1 in range(2, T+1))]) "
+                            "for t2 in range(2, T+1))]")),
+    ("match2", {}, "max(F0(x[s], x[t]) for s in T for t in T)"),
+    ("match3", {}, "max(F0(x[r], x[s], x[t]) for r in T for s in T for t in T)"),
+    ("disjointness", {}, "max(dot(x[s], x[t]) for s in S1 for t in S3)"),
+    ("nearest_neighbor", {}, "x[argmin(norm(x[t-1] - x[T])**2 for t in range(2, T))]"),
 ])
 def test_texts(name, params, text):
     assert catalogue.get(name, **params).text == text
@@ -70,6 +82,38 @@ def test_parse_spec(spec, name, text_start):
     assert target.text.startswith(text_start)
     assert target.seed == 4
     assert catalogue.parse_spec(name, seed=4) == target  # the canonical spec reproduces the target
+
+
+@pytest.mark.parametrize("name", LITERATURE)
+def test_literature_entries_cite_their_paper(name):
+    assert "arXiv " in catalogue.entry(name).source
+
+
+def test_k_hop_induction_nests_one_hop_per_k():
+    for k in (1, 3, 16):
+        target = catalogue.get("k_hop_induction", k=k)
+        assert target.text.count("argmax(") == k and f"t{k}" in target.text
+    with pytest.raises(InvalidSpecError, match="k must be >= 1 and <= 16"):
+        catalogue.get("k_hop_induction", k=17)
+
+
+def test_k_hop_induction_hops_from_the_token_each_hop_found():
+    """Evaluated on a sequence whose hops are known: the first hop from x[T] lands after the earlier copy of
+    x[T], the second after the earlier copy of what the first found."""
+    a, b, c, d = np.eye(4)
+    seq = np.array([[c, a, b, d, a]])  # x[T] = a; x[t-1] = a at t = 3 (x[3] = b); x[t-1] = b at t = 4 (x[4] = d)
+    assert np.allclose(catalogue.get("induction_head").evaluate(seq)[0], b)
+    assert np.allclose(catalogue.get("k_hop_induction", k=2).evaluate(seq)[0], d)
+
+
+def test_disjointness_compares_two_complementary_halves():
+    """S1 and S3 partition the positions, so the largest inner product is 1 exactly when an element of one
+    set (a one-hot code) is also in the other."""
+    codes = np.eye(8)
+    meet = np.array([[codes[0], codes[1], codes[2], codes[0]]])       # S1 = {1, 2}, S3 = {3, 4}: 0 is in both
+    apart = np.array([[codes[0], codes[1], codes[2], codes[3]]])
+    target = catalogue.get("disjointness")
+    assert target.evaluate(meet)[0] == pytest.approx(1.0) and target.evaluate(apart)[0] == pytest.approx(0.0)
 
 
 def test_get_names_in_canonical_form():
