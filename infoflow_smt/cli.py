@@ -329,13 +329,13 @@ def _experiments_confirm():
 
 
 def cmd_explain(args) -> int:
-    from infoflow_smt.report.explain import describe_node
+    from infoflow_smt.report.explain import describe_node, innermost_first
     from infoflow_smt.smt.solver import decide
     target = _target(args.target)
     arch = _architecture(args, target)
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
     tree = target.tree()
-    selections = [describe_node(tree, n) for n in tree.nodes if tree.nodes[n]["kind"] not in ("output", "fixed")]
+    selections = [describe_node(tree, n) for n in innermost_first(tree)]
     if args.json:
         _print_json({"target": target.text, "comparison_order": target.comparison_order,
                      "comparison_dimension": target.comparison_dimension,

@@ -45,6 +45,16 @@ def describe_node(tree, node: str) -> str:
     return what
 
 
+def innermost_first(tree) -> list[str]:
+    """The nodes that select or aggregate, each after every node it reads, however deep the nesting.
+
+    A depth-first walk from the output token lists a node when everything it reads has been listed (its
+    post-order): the nodes of one selection stay together, inner hop first, in the same order on every run.
+    """
+    walk = nx.dfs_postorder_nodes(tree)   # roots in the tree's order, the output token first
+    return [n for n in walk if tree.nodes[n]["kind"] not in ("output", "fixed")]
+
+
 def where_made(tree, node: str) -> str:
     bound = tree.nodes[node]["bound"]
     if not bound:

@@ -12,7 +12,7 @@ from support.generators import random_case
 import infoflow_smt as ifs
 from infoflow_smt.lang import catalogue
 from infoflow_smt.model.program import Action, Mode, Op, Program
-from infoflow_smt.report.explain import Reason, describe_program
+from infoflow_smt.report.explain import Reason, describe_program, innermost_first
 
 
 def test_explanations_read_as_sentences():
@@ -109,3 +109,30 @@ def test_selections_over_all_positions_give_no_vacuous_reason(index: int):
     verdict = ifs.decide(text, arch)
     if verdict.status is ifs.Status.INFEASIBLE:
         assert verdict.explanation and _vacuous(verdict) == [], f"{text} on {arch}\n{verdict}"
+
+
+# ---- selections, innermost first (issue 23) -------------------------------------------------------------
+INDUCTION = "f1(x[argmax(dot(x[t], x[argmax(dot(x[u], x[T]) for u in T)]) for t in T)])"
+
+
+def _reads_before_readers(tree, order: list[str]) -> list[tuple[str, str]]:
+    """The pairs (reader, read) where the reader is listed first: none in an innermost-first listing."""
+    place = {n: i for i, n in enumerate(order)}
+    return [(a, b) for a, b in tree.edges if a in place and b in place and place[a] < place[b]]
+
+
+def test_the_nested_hop_is_listed_before_the_hop_that_reads_it():
+    tree = ifs.parse_target(INDUCTION).tree()
+    order = innermost_first(tree)
+    assert [tree.nodes[n]["var"] for n in order] == ["u", "t"]
+
+
+@pytest.mark.parametrize("index", range(0, 300, 50))
+def test_every_selection_comes_after_every_selection_it_reads(index: int):
+    """Random targets (a third of them nest a selection inside another's score), any nesting."""
+    for case in map(random_case, range(index, index + 50)):
+        tree = ifs.parse_target(case.text).tree()
+        order = innermost_first(tree)
+        expected = {n for n, kind in tree.nodes(data="kind") if kind not in ("output", "fixed")}
+        assert len(order) == len(set(order)) and set(order) == expected, str(case)
+        assert _reads_before_readers(tree, order) == [], str(case)
