@@ -597,9 +597,7 @@ def _delegate(command: str, argv: list[str]) -> int:
     except ImportError as err:
         raise BadInput(f"`{PROG} {command}` needs the experiments extra ({err.name or err} is missing): "
                        "pip install 'infoflow_smt[experiments]'") from None
-    if command == "prove":   # its errors name the command as typed (the others print a bare "error:")
-        return module.main(argv, prog=f"{PROG} prove")
-    return module.main(argv)
+    return module.main(argv, prog=f"{PROG} {command}")   # its usage lines and errors name the command as typed
 
 
 def run(argv: Sequence[str]) -> int:

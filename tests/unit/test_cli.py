@@ -265,6 +265,27 @@ def test_python_dash_m_is_the_same_command():
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
+DELEGATED_USAGE = {   # the command typed -> what its usage line or error must start with
+    "experiment --help": ("infoflow experiment", 0, "usage: infoflow experiment [-h] {run,validate,report,confirm}"),
+    "experiment confirm --help": ("infoflow experiment confirm", 0, "usage: infoflow experiment confirm [-h]"),
+    "compile --help": ("infoflow compile", 0, "usage: infoflow compile [-h]"),
+    "prove nonexistent": ("infoflow prove", 2, "infoflow prove: error: invalid proof name"),
+}
+
+
+@pytest.mark.parametrize("typed", DELEGATED_USAGE)
+def test_a_delegated_command_names_itself_as_typed(typed):
+    """``infoflow experiment``, ``compile`` and ``prove`` have their own parsers: what they print names the
+    command the user ran, never ``python -m experiments`` or ``python -m proofs``."""
+    if typed.split()[0] in ("experiment", "compile"):
+        pytest.importorskip("torch")
+    _, code, start = DELEGATED_USAGE[typed]
+    done = subprocess.run(_command(*typed.split()), check=False, capture_output=True, text=True, timeout=180)
+    shown = done.stdout + done.stderr
+    assert done.returncode == code and shown.startswith(start), shown
+    assert "python -m" not in shown.split("\n\n")[0], shown    # the usage block (or the one-line error)
+
+
 def test_the_console_script_is_declared():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'infoflow = "infoflow_smt.cli:entry"' in text and callable(cli.entry)
