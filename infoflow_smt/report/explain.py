@@ -154,7 +154,7 @@ def _budgets(tree, sels, arch, core) -> list[Reason]:
     at_inputs = [n for n in sels if len(tree.nodes[n]["bound"]) == 1]
     at_output = [n for n in sels if not tree.nodes[n]["bound"]]
     reasons = []
-    for name in sorted(n for n in core if n.startswith("budget:")):
+    for name in sorted((n for n in core if n.startswith("budget:")), key=_budget_order):
         _, layer, where = name.split(":")
         h = plural(arch.heads[int(layer) - 1], "head")
         if where == "out" and at_output:
@@ -172,6 +172,12 @@ def _budgets(tree, sels, arch, core) -> list[Reason]:
                 f"a later retrieval to hand on to the output token, and with the output token's own heads that is "
                 f"too few for the {plural(len(at_output), 'selection')} over all positions the target needs.")))
     return reasons
+
+
+def _budget_order(name: str) -> tuple[int, str]:
+    """``budget:<layer>:<class>`` by layer number (as text, layer 10 came before layer 2), then class."""
+    _, layer, where = name.split(":")
+    return int(layer), where
 
 
 def growing_costs(arch, law: cost.DecodeLaw, has_kth: bool) -> dict[str, sympy.Expr]:

@@ -12,7 +12,7 @@ from support.generators import random_case
 import infoflow_smt as ifs
 from infoflow_smt.lang import catalogue
 from infoflow_smt.model.program import Action, Mode, Op, Program
-from infoflow_smt.report.explain import Reason, describe_program, innermost_first
+from infoflow_smt.report.explain import Reason, _budgets, describe_program, innermost_first
 
 
 def test_explanations_read_as_sentences():
@@ -136,3 +136,17 @@ def test_every_selection_comes_after_every_selection_it_reads(index: int):
         expected = {n for n, kind in tree.nodes(data="kind") if kind not in ("output", "fixed")}
         assert len(order) == len(set(order)) and set(order) == expected, str(case)
         assert _reads_before_readers(tree, order) == [], str(case)
+
+
+# ---- budgets in layer order --------------------------------------------------------------------------------
+def test_budget_reasons_follow_the_layer_numbers_past_nine():
+    """Twelve layers, a core naming the budgets of layers 2, 10 and 11: layer 2 is said first (sorted as
+    text, "budget:10:out" came before "budget:2:out")."""
+    target = ifs.parse_target("max(f1(x[t]) for t in T) + max(f2(x[t]) for t in T)")
+    tree = target.tree()
+    sels = [n for n, kind in tree.nodes(data="kind") if kind == "top1"]
+    arch = ifs.Architecture(heads=(1,) * 12, input_dim=2)
+    core = {"budget:10:out", "budget:2:out", "budget:11:in", "budget:2:in", "goal"}
+    reasons = _budgets(tree, sels, arch, core)
+    assert [r.constraint for r in reasons] == ["budget:2:in", "budget:2:out", "budget:10:out", "budget:11:in"]
+    assert reasons[1].sentence.startswith("Layer 2 gives the output token 1 head")
