@@ -62,9 +62,10 @@ def _alive(pid: int) -> bool:
 STARTING_POOL = """
 import time
 from infoflow_smt import processes
-with processes.worker_pool(2) as pool:
-    futures = [pool.submit(time.sleep, 0.5) for _ in range(2)]
-    print([f.result(timeout=120) for f in futures], flush=True)
+if __name__ == "__main__":   # a spawned worker runs this file again, as __mp_main__
+    with processes.worker_pool(2) as pool:
+        futures = [pool.submit(time.sleep, 0.5) for _ in range(2)]
+        print([f.result(timeout=120) for f in futures], flush=True)
 """
 
 
