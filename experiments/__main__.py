@@ -193,8 +193,13 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     return EXIT_UNKNOWN if result.undecided else EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m experiments", description=__doc__.split("\n\n")[0])
+PROG = "python -m experiments"
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The parser; ``prog`` is the command as the user typed it (``infoflow experiment`` through the infoflow
+    command), which every usage line and the description name."""
+    parser = _Parser(prog=prog, description=__doc__.split("\n\n")[0].replace(PROG, prog))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     common = _Parser(add_help=False)
     common.add_argument("--profile", default="smoke", help="smoke | cpu | depth | paper")
@@ -309,7 +314,8 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The command's exit code; ``prog``: the command as the user typed it (``infoflow experiment``)."""
     import infoflow_smt
 
     from .store import StoreError
@@ -319,11 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     if argv[:1] == ["compile"]:  # its own parser: compile_cli (the infoflow CLI delegates there too)
         from . import compile_cli
-        return compile_cli.main(argv[1:])
+        return compile_cli.main(argv[1:], prog=f"{prog} compile")
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     command = None
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(prog).parse_args(argv)
         command = args.command
         _check_inputs(args)
         return args.func(args)

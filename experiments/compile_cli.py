@@ -64,8 +64,11 @@ def _numbers(kind, name: str, low: float, increasing: bool = True):
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="infoflow compile", description=__doc__.split("\n\n")[0])
+PROG = "infoflow compile"
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("target", help="catalogue spec (intrinsic_dimension:D=2) or target text")
     p.add_argument("--heads", type=_numbers(int, "--heads", 1, increasing=False), required=True, help="heads per layer, e.g. 2,2")
     p.add_argument("--embed-dim", type=int, default=32)
@@ -81,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(argv: Sequence[str]) -> int:
+def run(argv: Sequence[str], prog: str = PROG) -> int:
     import torch
 
     import infoflow_smt as ifs
@@ -90,7 +93,7 @@ def run(argv: Sequence[str]) -> int:
     from .compiled_check import check_compiled
     from .compiler import compile as compile_witness
 
-    args = build_parser().parse_args(list(argv))
+    args = build_parser(prog).parse_args(list(argv))
     if args.samples < 2 or args.embed_dim < 1 or args.input_dim < 1:
         raise BadInput(f"--samples must be >= 2, --embed-dim and --input-dim >= 1 (got {args.samples}, "
                        f"{args.embed_dim}, {args.input_dim})")
@@ -133,11 +136,12 @@ def _plot(result, path: str) -> None:
     plt.close(fig)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The command's exit code; ``prog``: the command as the user typed it, which usage lines name."""
     import infoflow_smt
 
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        return run(sys.argv[1:] if argv is None else argv, prog)
     except (BadInput, infoflow_smt.InvalidSpecError, KeyError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT

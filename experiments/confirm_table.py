@@ -65,6 +65,7 @@ class Confirmation:
     factor_reason: str = FACTOR_REASON
     reference: str | None = None        # the efficient row the gap clause compares with
     model: dict[str, Any] | None = None  # the model family's switches (token embedding, FFN, temperature)
+    decided_at: int | None = None       # the T the solver's status and exponent columns were decided at (None: all)
 
     @property
     def agreement(self) -> tuple[int, int]:
@@ -96,6 +97,7 @@ class Confirmation:
                   f"{', positional' if self.positional else ''} on {self.device}"),
                  f"threshold fixed before training: efficient = best validation NMSE < {self.threshold:g}",
                  *self.rule.describe(self.seq_lens, self.reference),
+                 _solver_columns(self.decided_at),
                  (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, training "
                   f"sequences {_per_length(r['n_train'])}; 5% warm-up and cosine to 0 on wall time, "
                   f"{r['time_budget_s']:.0f} s of training per length shared by its jobs in proportion to their "
@@ -108,6 +110,19 @@ class Confirmation:
         if self.undecided:
             lines.append(f"undecided by the solver (unknown, not judged): {'; '.join(self.undecided)}")
         return "\n".join(lines)
+
+
+def _solver_columns(decided_at: int | None) -> str:
+    """What the solver's columns say: at one T every cost is a number, and an infeasible row's exponent may
+    be small there, which reads as a contradiction unless the table says what the status compares."""
+    cells = "[exp] in a cell: the exponent decided at that T"
+    if decided_at is None:
+        return (f"solver, exponent: decided for all large T: the status says whether the cost stays bounded as T "
+                f"grows, the exponent is the cheapest program's, an expression in T; {cells}")
+    return (f"solver, exponent: decided at T = {decided_at}, where every cost is a number: the status still says "
+            f"whether some program's cost stays bounded as T grows (each operation's cost law; the status for "
+            f"all large T), the exponent is the cheapest program's cost at T = {decided_at}, so an infeasible "
+            f"row may show a small one (its cost grows with T); {cells}")
 
 
 def _per_length(n_train: Any) -> str:

@@ -131,7 +131,7 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
     return Confirmation(target_label(verdict.target), lengths[-1], arch.input_dim, bool(arch.positional), threshold,
                         THRESHOLD_REASON if threshold == DEFAULT_THRESHOLD else "given by the caller",
                         budget_s, time.perf_counter() - start, train, device_name(dev), out, lengths, rule,
-                        reference=reference, model=_model_switches(model))
+                        reference=reference, model=_model_switches(model), decided_at=verdict.seq_len)
 
 
 def minimum_budget(n_lengths: int) -> float:

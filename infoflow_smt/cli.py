@@ -329,13 +329,13 @@ def _experiments_confirm():
 
 
 def cmd_explain(args) -> int:
-    from infoflow_smt.report.explain import describe_node
+    from infoflow_smt.report.explain import describe_node, innermost_first
     from infoflow_smt.smt.solver import decide
     target = _target(args.target)
     arch = _architecture(args, target)
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
     tree = target.tree()
-    selections = [describe_node(tree, n) for n in tree.nodes if tree.nodes[n]["kind"] not in ("output", "fixed")]
+    selections = [describe_node(tree, n) for n in innermost_first(tree)]
     if args.json:
         _print_json({"target": target.text, "comparison_order": target.comparison_order,
                      "comparison_dimension": target.comparison_dimension,
@@ -597,9 +597,7 @@ def _delegate(command: str, argv: list[str]) -> int:
     except ImportError as err:
         raise BadInput(f"`{PROG} {command}` needs the experiments extra ({err.name or err} is missing): "
                        "pip install 'infoflow_smt[experiments]'") from None
-    if command == "prove":   # its errors name the command as typed (the others print a bare "error:")
-        return module.main(argv, prog=f"{PROG} prove")
-    return module.main(argv)
+    return module.main(argv, prog=f"{PROG} {command}")   # its usage lines and errors name the command as typed
 
 
 def run(argv: Sequence[str]) -> int:

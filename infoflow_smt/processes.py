@@ -6,13 +6,19 @@ is missing. So a sweep killed with SIGKILL or SIGTERM leaves no worker behind, a
 multiprocessing's resource tracker sees its pipe close and exits too. Workers ignore Ctrl-C (the terminal
 sends it to the whole process group): the parent alone decides, and a pool left by an exception, an
 interrupt included, kills its workers instead of waiting for their jobs.
+
+A worker is deaf to Ctrl-C from its first instruction, not only from its initializer on: the parent starts it
+with SIGINT blocked (a blocked signal stays blocked across fork and exec), so a Ctrl-C during the second or
+more a spawned worker spends importing (the parent's main module, torch under ``experiments``) stays pending
+instead of printing a KeyboardInterrupt traceback; the initializer then ignores SIGINT, which discards a
+pending one, and unblocks it. multiprocessing's resource tracker starts the same way.
 """
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import ctypes.util
-import multiprocessing
+import multiprocessing.context
 import os
 import signal
 import threading
@@ -24,7 +30,8 @@ _PR_SET_PDEATHSIG = 1
 
 def die_with_parent(parent: int) -> None:
     """Called first in every worker: end this process when ``parent`` ends; leave Ctrl-C to the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # a Ctrl-C pending since the start is discarded here ...
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # ... and the processes it starts inherit SIG_IGN
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0 and os.getppid() == parent:
@@ -42,6 +49,23 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+class _DeafProcess(multiprocessing.context.SpawnProcess):
+    """A spawned process that starts with SIGINT blocked: it is deaf to Ctrl-C before any of its code runs."""
+
+    def start(self) -> None:
+        # blocked in this thread only, for the moment of the spawn: a Ctrl-C meant for the parent goes to
+        # another of its threads or waits until the mask is restored; it is never lost
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            super().start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+class _DeafSpawnContext(multiprocessing.context.SpawnContext):
+    Process = _DeafProcess
+
+
 _POOLS: dict[int, ProcessPoolExecutor] = {}   # kept between calls: a spawned worker takes a second to start
 
 
@@ -52,7 +76,7 @@ def worker_pool(workers: int):
     interrupt included, is killed and forgotten."""
     pool = _POOLS.get(workers)
     if pool is None or getattr(pool, "_broken", False):
-        pool = _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+        pool = _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=_DeafSpawnContext(),
                                                      initializer=die_with_parent, initargs=(os.getpid(),))
     try:
         yield pool

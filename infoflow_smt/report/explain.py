@@ -46,6 +46,16 @@ def describe_node(tree, node: str) -> str:
     return what
 
 
+def innermost_first(tree) -> list[str]:
+    """The nodes that select or aggregate, each after every node it reads, however deep the nesting.
+
+    A depth-first walk from the output token lists a node when everything it reads has been listed (its
+    post-order): the nodes of one selection stay together, inner hop first, in the same order on every run.
+    """
+    walk = nx.dfs_postorder_nodes(tree)   # roots in the tree's order, the output token first
+    return [n for n in walk if tree.nodes[n]["kind"] not in ("output", "fixed")]
+
+
 def where_made(tree, node: str) -> str:
     bound = tree.nodes[node]["bound"]
     if not bound:
@@ -145,7 +155,7 @@ def _budgets(tree, sels, arch, core) -> list[Reason]:
     at_inputs = [n for n in sels if len(tree.nodes[n]["bound"]) == 1]
     at_output = [n for n in sels if not tree.nodes[n]["bound"]]
     reasons = []
-    for name in sorted(n for n in core if n.startswith("budget:")):
+    for name in sorted((n for n in core if n.startswith("budget:")), key=_budget_order):
         _, layer, where = name.split(":")
         h = plural(arch.heads[int(layer) - 1], "head")
         if where == "out" and at_output:
@@ -163,6 +173,12 @@ def _budgets(tree, sels, arch, core) -> list[Reason]:
                 f"a later retrieval to hand on to the output token, and with the output token's own heads that is "
                 f"too few for the {plural(len(at_output), 'selection')} over all positions the target needs.")))
     return reasons
+
+
+def _budget_order(name: str) -> tuple[int, str]:
+    """``budget:<layer>:<class>`` by layer number (as text, layer 10 came before layer 2), then class."""
+    _, layer, where = name.split(":")
+    return int(layer), where
 
 
 def growing_costs(arch, law: cost.DecodeLaw, has_kth: bool) -> dict[str, sympy.Expr]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.report.explain import describe_program
+from infoflow_smt.report.verdict import at_one_length
 
 STATUS_COLOURS = {"feasible": "#1b7837", "infeasible": "#b2182b", "unknown": "#777777"}
 
@@ -60,7 +61,10 @@ def verdict_html(verdict) -> str:
              (f"architecture: {html.escape(arch.shape)}, E={html.escape(str(arch.embed_dim))}, "
               f"d={arch.input_dim}{', positional encoding' if arch.positional else ''}")]
     if verdict.status.value != "unknown":
-        lines.append(f"best cost exponent: <code>{html.escape(str(verdict.exponent))}</code>")
+        at = "" if verdict.seq_len is None else f" at T = {verdict.seq_len}"
+        lines.append(f"best cost exponent{at}: <code>{html.escape(str(verdict.exponent))}</code>")
+        if verdict.seq_len is not None:
+            lines.append(f"at one length: {html.escape(at_one_length(verdict.status, verdict.seq_len))}")
     parts = ["<br/>".join(lines)]
     program = verdict.witness if verdict.witness is not None else verdict.best_program
     if program is not None:

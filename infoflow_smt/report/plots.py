@@ -2,10 +2,12 @@
 
 ``plot_flow(verdict, path)``: positions by layers. Each column is a layer (0: the tokens as they come in),
 each row a class of positions (every input position, each fixed position a head treats apart, the output
-token); an arrow is one head, from where its information comes to where it lands, coloured by mode. The
-output token's last box is ringed and lists what the target's value depends on. For an inefficient
-answer the cheapest program is drawn and each operation whose cost grows with ``T`` is dashed and
-marked: that is the step that fails to be efficient.
+token); an arrow is one head, from where its information comes to where it lands, coloured by mode and
+labelled with what it selects or gathers. The output token's last box is ringed and lists what the target's
+value depends on. For an inefficient answer the cheapest program is drawn and each operation whose cost
+grows with ``T`` is dashed: that is the step that fails to be efficient. The caption (the title) states the
+target, the verdict and its exponent, the heads, ``E``, ``d`` and the positional encoding; the arrows are not
+listed again under the picture.
 
 ``phase_diagram(sweep, path)``: layers by heads, each cell coloured by its verdict, with its exponent;
 cells inferred by monotonicity are hatched (their exponent is a bound).
@@ -102,7 +104,7 @@ def plot_flow(verdict, path) -> Path:
     residual = [((layer - 1, row), (layer, row)) for layer in range(1, L + 1) for row in rows]
     nx.draw_networkx_edges(graph, layout, edgelist=residual, ax=ax, edge_color="#cccccc", width=1.0, arrows=False)
     nx.draw_networkx_nodes(graph, layout, ax=ax, node_size=900, node_color="#f4f4f4", edgecolors="#555555")
-    legend, notes = {}, []
+    legend = {}
     for k, action in enumerate(sorted(program.actions, key=lambda a: (a.layer, a.head, str(a.where)))):
         if action.op.mode is Mode.IDLE:
             continue
@@ -114,12 +116,11 @@ def plot_flow(verdict, path) -> Path:
                                    style="dashed" if action in growing else "solid", arrowsize=16,
                                    connectionstyle=f"arc3,rad={bend}", node_size=900)
             (x0, y0), (x1, y1) = layout[edge[0]], layout[edge[1]]
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + bend * 0.8, _arrow_label(action), fontsize=7, color=colour,
-                    ha="center", va="center", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+            lift = bend * 0.8 + (0.12 if source == action.where else 0)   # a label along a row clears its boxes
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + lift, _arrow_label(action, tree), fontsize=7,
+                    color=colour, ha="center", va="center",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
         legend[action.op.mode.value] = colour
-        what = describe_node(tree, action.op.node) if action.op.node else action.op.mode.value
-        mark = "  <- grows with T: not efficient" if action in growing else ""
-        notes.append(f"h{action.head} in layer {action.layer}, at {where_text(action.where)}: {what}{mark}")
     final = (L, "output")
     nx.draw_networkx_nodes(graph, layout, nodelist=[final], ax=ax, node_size=1300, node_color="none",
                            edgecolors="#d4a017", linewidths=3)
@@ -133,26 +134,45 @@ def plot_flow(verdict, path) -> Path:
             va="center", color="#6b4e00")
     for mode, colour in legend.items():
         ax.plot([], [], color=colour, linewidth=2.2, label=mode)
+    if growing:
+        ax.plot([], [], color="#555555", linewidth=2.2, linestyle="dashed", label="cost grows with T")
     ax.legend(loc="lower right", fontsize=8, frameon=False)
-    arch = verdict.architecture
-    heads = ",".join(map(str, arch.heads))
-    title = f"{verdict.status.value}: exponent {verdict.exponent}; heads {heads}, {_settings(arch)}"
-    ax.set_title("\n".join(textwrap.wrap(str(verdict.target), 90) + [title]), fontsize=9)
-    fig.text(0.01, 0.01, "\n".join(textwrap.shorten(n, 150) for n in notes), fontsize=6.5, va="bottom", family="monospace")
+    ax.set_title(flow_caption(verdict), fontsize=9)
     ax.set_xlim(-2.2, L + 1.6)
     ax.set_ylim(-0.9, len(rows) - 0.3)
     ax.axis("off")
-    fig.subplots_adjust(bottom=0.06 + 0.035 * len(notes))
     _save(fig, path)
     return path
 
 
-def _arrow_label(action) -> str:
-    """The head, and for an aggregation which positions it gathers (a retrieval's one position is its node's)."""
+def flow_caption(verdict) -> str:
+    """What the picture is of, which its arrows cannot say: the target, the verdict with its exponent (at
+    ``T = n`` for a verdict at one length), the heads, ``E``, ``d`` and the positional encoding."""
+    arch = verdict.architecture
+    at = "" if verdict.seq_len is None else f" at T = {verdict.seq_len}"
+    verdict_line = f"{verdict.status.value}: exponent {verdict.exponent}{at}"
+    settings = f"heads {','.join(map(str, arch.heads))}, {_settings(arch)}"
+    return "\n".join(textwrap.wrap(str(verdict.target), 90) + [f"{verdict_line}; {settings}"])
+
+
+def _arrow_label(action, tree=None) -> str:
+    """The head and what it brings: for an aggregation the positions it gathers, for a retrieval (given the
+    comparison tree) the selection it wins, as ``min over t``."""
     gathered = {Mode.AGGREGATE: "all T", Mode.AVERAGE: "mean of all T"}.get(action.op.mode)
     if action.op.mode is Mode.POSITIONS:
         gathered = "{" + ", ".join(position_text(q) for q in action.op.positions) + "}"
+    elif tree is not None and action.op.node in tree:
+        gathered = _selection(tree.nodes[action.op.node])
     return f"h{action.head}: {gathered}" if gathered else f"h{action.head}"
+
+
+def _selection(node: dict) -> str:
+    if node["kind"] == "kth":
+        return f"{_RANKS.get(node['k'], str(node['k']) + '-th')} largest over {node['var']}"  # as describe_node
+    return f"{node['sense']} over {node['var']}"
+
+
+_RANKS = {2: "second", 3: "third"}
 
 
 def _save(fig, path: Path) -> None:

@@ -55,7 +55,10 @@ class Verdict:
                  (f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
                   f"{', positional encoding' if arch.positional else ''}")]
         if self.status is not Status.UNKNOWN:
-            lines.append(f"  best cost exponent: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
+            at = "" if self.seq_len is None else f" at T = {self.seq_len}"
+            lines.append(f"  best cost exponent{at}: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
+            if self.seq_len is not None:
+                lines.append(f"  at one length: {at_one_length(self.status, self.seq_len)}")
         if self.witness is not None:
             lines.append("  witness, replayed by the reference interpreter:")
             lines += [f"    {line}" for line in describe_program(self.witness, self.target)]
@@ -96,6 +99,22 @@ class Verdict:
                           **{k: v for k, v in self.stats.extra.items() if isinstance(v, (str, int, float, bool))}}}
 
 
+def at_one_length(status: Status, seq_len: int) -> str:
+    """What a verdict decided at one length says (``decide(..., seq_len=n)``): the status is about the growth
+    in ``T`` of each operation's cost law, the exponent a number at ``T = n``; read apart, an INFEASIBLE
+    answer with exponent 0 looks like a contradiction."""
+    at = f"T = {seq_len}"
+    head = (f"at {at} every cost is a number, so the status compares no numbers: as for all large T, it says "
+            f"whether some program uses only operations whose cost law stays bounded as T grows")
+    if status is Status.FEASIBLE:
+        return (f"{head} (yes: the status is the one for all large T). The exponent is the cost at {at} of the "
+                f"cheapest such program, programs ranked by their cost at {at}.")
+    return (f"{head} (no, every program uses an operation whose cost grows with T: the status is the one for all "
+            f"large T). The exponent is the cost at {at} of the cheapest program, programs ranked by their cost at "
+            f"{at} (0 where the law gives less): it may be small at this length, even below an efficient "
+            f"program's.")
+
+
 def _meaning(exponent, seq_len) -> str:
     """What an exponent says, for a reader: parameters grow as eps to its minus."""
     if exponent is sympy.oo:
@@ -103,6 +122,7 @@ def _meaning(exponent, seq_len) -> str:
     e = sympy.sympify(exponent)
     if e.has(sympy.Symbol("T", positive=True, integer=True)) and seq_len is None:
         return "grows with T: not efficient"
+    at = "" if seq_len is None else f" at T = {seq_len}"
     if e == 0:
-        return "for precision eps the parameter count stays bounded"
-    return f"for precision eps the parameter count grows as eps^-({e})"
+        return f"for precision eps the parameter count{at} does not grow as eps shrinks"
+    return f"for precision eps the parameter count{at} grows as eps^-({e})"

@@ -136,6 +136,7 @@ def test_rows_are_judged_by_their_trend(monkeypatch: pytest.MonkeyPatch) -> None
     assert all(r.judgement.unseparated == (8,) for r in result.rows[1:])   # exponent 1 = 1 at T = 8
     text = str(result)
     assert "1.00e-02 [1]=" in text and "3.00e-02 [3] " in text and "rule fixed before training" in text
+    assert "solver, exponent: decided for all large T" in text and result.decided_at is None
     assert text.count(NOT_COMPILED) == 1 and text.count("none: infeasible") == 2
     doc = json.loads(json.dumps(result.to_json()))
     assert doc["agreement"] == [2, 3] and doc["rows"][1]["unseparated"] == [8]
@@ -190,6 +191,10 @@ def test_a_verdict_at_one_T_is_confirmed_at_that_T(monkeypatch: pytest.MonkeyPat
     assert result.seq_lens == (16,)
     assert [r.agree for r in result.rows] == [True, True]          # 20x the efficient row at T = 16
     assert "one length cannot show a trend" in result.rows[1].judgement.reason
+    # the solver's row at one T: its exponent is a number there, and the table says what the status compares
+    assert result.decided_at == 16 and result.to_json()["decided_at"] == 16
+    assert ("solver, exponent: decided at T = 16, where every cost is a number: the status still says whether "
+            "some program's cost stays bounded as T grows") in str(result)
 
 
 # ---- budgets too small to train, and verdicts the solver could not give --------------------------------

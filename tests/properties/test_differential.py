@@ -214,6 +214,21 @@ def test_raising_t_never_lowers_the_exponent(index: int) -> None:
     assert float(long.exponent) >= float(short.exponent) - 1e-12, f"{short}\n--- at T=40 ---\n{long}"
 
 
+@LAWS
+@given(st.integers(0, 10**6))
+def test_a_fixed_length_decides_the_status_of_all_large_t(index: int) -> None:
+    """docs/model.md, "One length": efficient is read off the cost laws at any T, so the status at T = n is
+    the status for all large T; the exponent at n is the cheapest at n, never above the asymptotic best's."""
+    from infoflow_smt.model import cost
+
+    case = random_case(index)
+    target = ifs.parse_target(case.text)
+    every, one = ifs.decide(target, case.arch), ifs.decide(target, case.arch, seq_len=12)
+    assert one.status is every.status, f"{every}\n--- at T=12 ---\n{one}"
+    if every.exponent is not sympy.oo:
+        assert float(one.exponent) <= float(cost.clamp(cost.at(every.exponent, 12))) + 1e-12, f"{every}\n{one}"
+
+
 # ---- permutation invariance: relabelled, reordered, swapped texts decide alike ------------------------
 def _rename(e, names: dict[str, str]):
     if isinstance(e, ex.VarIndex):

@@ -10,7 +10,7 @@ import sys
 import threading
 
 import pytest
-from support.hostile_cases import CASES
+from support.hostile_cases import CASES, TEXTS
 from support.paths import SUPPORT, TESTS
 
 import infoflow_smt as ifs
@@ -47,6 +47,43 @@ def test_hostile_input(case_id, code, expected, outcomes):
     assert record["outcome"] == expected, f"{code}\n-> {record}"
     bound = 30 if expected == "ok" else 10
     assert record["seconds"] < bound, record
+
+
+# ---- each refusal for the reason its name gives -------------------------------------------------------------
+SYNTAX = {"open-call", "open-index", "parens-only", "close-paren", "unclosed-generator"}   # named for their brackets
+
+
+def _balanced(text: str) -> bool:
+    """Every bracket closed by its own kind, in order."""
+    open_ = []
+    for char in text:
+        if char in "([":
+            open_.append(char)
+        elif char in ")]" and (not open_ or open_.pop() != "([)]"[")]".index(char)]):
+            return False
+    return not open_
+
+
+@pytest.mark.parametrize("name, code", [t for t in TEXTS if t[0] not in SYNTAX], ids=[t[0] for t in TEXTS
+                                                                                   if t[0] not in SYNTAX])
+def test_only_the_syntax_cases_have_unbalanced_brackets(name, code):
+    """A case named for a limit or a construct must not be refused for an unmatched parenthesis instead."""
+    text = eval(code, {"T": ifs.T})   # the project's own test cases
+    assert not isinstance(text, str) or _balanced(text), f"{name}: {text[:120]!r}"
+
+
+REASONS = {   # case -> what its refusal must say
+    "text-nesting-33": "nest more than 32 deep", "text-nesting-33-chain": "nest more than 32 deep",
+    "text-nesting-33-dependent": "nest more than 32 deep", "decide-too-costly-to-check": "MAX_REPLAY_WORK",
+    "decide-nesting-12-chain-too-costly": "MAX_REPLAY_WORK",
+}
+
+
+@pytest.mark.parametrize("case_id", REASONS)
+def test_a_refusal_says_the_reason_its_case_is_named_for(case_id, tmp_path):
+    code = next(c for i, c, _ in CASES if i == case_id)
+    with pytest.raises(ifs.InvalidSpecError, match=REASONS[case_id]):
+        exec(code, {"ifs": ifs, "T": ifs.T, "tmp": str(tmp_path)})  # noqa: S102 - the project's own test cases
 
 
 CONCURRENT = ["min_pairwise_dot", "intrinsic_dimension:D=3", "triangle_center", "d_retrieval:D=3",

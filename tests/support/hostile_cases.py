@@ -13,12 +13,15 @@ ERR = "InvalidSpecError"
 
 
 
-def _chain(n: int, alternate: bool) -> str:
+def _chain(n: int, alternate: bool, reads_all: bool = False) -> str:
     """The code of a chain of ``n`` nested reductions, each ranking by its distance to the enclosing one's
-    position (min and max alternating: separate selections, ``n`` deep; or all min: one joint reduction)."""
+    position (min and max alternating: separate selections, ``n`` deep; or all min: one joint reduction).
+    ``reads_all``: the innermost score reads every enclosing position (``f1(x[v0], ..., x[v{n-1}])``), so
+    evaluating it visits ``T**n`` index tuples. Its parentheses balance: each case is refused for its own reason."""
     kind = "('min', 'max')[i % 2]" if alternate else "'min'"
+    body = f"'f1(' + ', '.join(f'x[v{{i}}]' for i in range({n})) + ')'" if reads_all else f"'f1(x[v{n - 1}])'"
     return (f"''.join({kind} + '(' + ('f1(x[v0])' if i == 0 else f'dot(x[v{{i-1}}], x[v{{i}}])') + ' + ' "
-            f"for i in range({n})) + 'f1(x[v{n - 1}])' + ''.join(f' for v{{i}} in T)' for i in reversed(range({n})))")
+            f"for i in range({n})) + {body} + ''.join(f' for v{{i}} in T)' for i in reversed(range({n})))")
 
 
 TEXTS = [
@@ -36,8 +39,7 @@ TEXTS = [
                 "for e in T for f in T for g in T for h in T for i in T)'")),
     ("nesting-33", "'min(' * 33 + 'f1(x[v0])' + ''.join(f' for v{i} in T)' for i in range(33))"),
     ("nesting-33-chain", _chain(33, alternate=True)),
-    ("nesting-20-dependent", ("''.join(f'min(dot(x[v{i}], x[v{i+1}]) + ' for i in range(20)) + 'f1(x[v20])' + "
-                             "''.join(f' for v{20-i} in T)' for i in range(21))")),
+    ("nesting-33-dependent", _chain(33, alternate=False)),   # a chain of one kind, over the nesting limit
     ("number-1e999", "'1e999'"), ("import", "\"__import__('os').system('true')\""),
     ("dunder", "'().__class__'"), ("lambda", "'lambda: 1'"), ("eval-call", "\"eval('1')\""),
     ("open-call-name", "\"open('/etc/passwd')\""), ("getattr", "\"getattr(x, 'y')\""),
@@ -85,8 +87,7 @@ DECIDE = [
     ("scalar-tokens-with-vectors", f"ifs.decide('max(x[t] for t in T)', {A})"),
     ("too-costly-to-check", (f"ifs.decide('min(dot(x[a],x[b])*dot(x[c],x[d])*dot(x[e],x[f])*dot(x[g],x[h]) for a in T for b in T "
                             f"for c in T for d in T for e in T for f in T for g in T for h in T)', {A})")),
-    ("nesting-12-chain-too-costly", (f"ifs.decide(''.join(f'min(dot(x[v{{i}}], x[v{{i+1}}]) + ' for i in range(11)) + "
-                                    f"'f1(x[v11])' + ''.join(f' for v{{11-i}} in T)' for i in range(12)), {A}, timeout=20)")),
+    ("nesting-12-chain-too-costly", f"ifs.decide({_chain(12, alternate=True, reads_all=True)}, {A}, timeout=20)"),
 ]
 BOUNDED = [  # each returns within its deadline (UNKNOWN is fine, a wrong or unbounded answer is not)
     ("joint-8-chain", (f"ifs.decide('min(dot(x[a],x[b])+dot(x[b],x[c])+dot(x[c],x[d])+dot(x[d],x[e])+dot(x[e],x[f])+"

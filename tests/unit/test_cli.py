@@ -142,6 +142,17 @@ def test_json_output_validates_against_its_schema(capsys, case):
     validate(json.loads(out), name)   # exactly one document: json.loads refuses anything after it
 
 
+def test_explain_lists_the_inner_hop_of_an_induction_head_first(capsys):
+    target = "f1(x[argmax(dot(x[t], x[argmax(dot(x[u], x[T]) for u in T)]) for t in T)])"
+    code, out, _ = run(capsys, "explain", target, "--heads", "1,1", "--json")
+    selections = json.loads(out)["selections"]
+    assert code == 1 and len(selections) == 2
+    assert selections[0].startswith("the argmax over u of") and selections[1].startswith("the argmax over t of")
+    code, out, _ = run(capsys, "explain", target, "--heads", "1,1")
+    listing = out.split("selections, innermost first:\n")[1].splitlines()[:2]
+    assert [line.strip()[:22] for line in listing] == ["- the argmax over u of", "- the argmax over t of"]
+
+
 def test_the_schema_rejects_what_it_should():
     with pytest.raises(jsonschema.ValidationError):
         validate({"status": "maybe"}, "decide")
@@ -252,6 +263,27 @@ def test_python_dash_m_is_the_same_command():
     done = subprocess.run(_command("decide", "max(f1(x[t]) for t in T", "--heads", "1"), check=False,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+DELEGATED_USAGE = {   # the command typed -> what its usage line or error must start with
+    "experiment --help": ("infoflow experiment", 0, "usage: infoflow experiment [-h] {run,validate,report,confirm}"),
+    "experiment confirm --help": ("infoflow experiment confirm", 0, "usage: infoflow experiment confirm [-h]"),
+    "compile --help": ("infoflow compile", 0, "usage: infoflow compile [-h]"),
+    "prove nonexistent": ("infoflow prove", 2, "infoflow prove: error: invalid proof name"),
+}
+
+
+@pytest.mark.parametrize("typed", DELEGATED_USAGE)
+def test_a_delegated_command_names_itself_as_typed(typed):
+    """``infoflow experiment``, ``compile`` and ``prove`` have their own parsers: what they print names the
+    command the user ran, never ``python -m experiments`` or ``python -m proofs``."""
+    if typed.split()[0] in ("experiment", "compile"):
+        pytest.importorskip("torch")
+    _, code, start = DELEGATED_USAGE[typed]
+    done = subprocess.run(_command(*typed.split()), check=False, capture_output=True, text=True, timeout=180)
+    shown = done.stdout + done.stderr
+    assert done.returncode == code and shown.startswith(start), shown
+    assert "python -m" not in shown.split("\n\n")[0], shown    # the usage block (or the one-line error)
 
 
 def test_the_console_script_is_declared():

@@ -56,3 +56,67 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:   # a zombie waiting for init to reap it is dead
         return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+# ---- deaf to Ctrl-C from the first instruction -------------------------------------------------------------
+STARTING_POOL = """
+import time
+from infoflow_smt import processes
+if __name__ == "__main__":   # a spawned worker runs this file again, as __mp_main__
+    with processes.worker_pool(2) as pool:
+        futures = [pool.submit(time.sleep, 0.5) for _ in range(2)]
+        print([f.result(timeout=120) for f in futures], flush=True)
+"""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                if entry.isdigit() and int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_a_worker_hit_by_ctrl_c_while_it_starts_says_nothing(tmp_path):
+    """Ctrl-C reaches the workers too (the terminal signals the whole group), and may come while a worker is
+    still starting, before its initializer runs: it must neither print a traceback nor die."""
+    script = tmp_path / "pool.py"
+    script.write_text(STARTING_POOL)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    hits = 0
+    while parent.poll() is None:   # SIGINT to every child, from its first moments to the end of its job
+        for child in _children(parent.pid):
+            try:
+                os.kill(child, signal.SIGINT)
+                hits += 1
+            except ProcessLookupError:
+                pass
+        time.sleep(0.002)
+    out, err = parent.communicate(timeout=60)
+    assert hits > 10, "the workers were never signalled"
+    assert parent.returncode == 0 and out.strip() == "[None, None]", err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+def test_a_process_of_the_pool_starts_with_ctrl_c_blocked(tmp_path):
+    """The mask a worker starts with (read before any initializer): SIGINT blocked."""
+    script = tmp_path / "mask.py"
+    script.write_text("import signal, sys\n"
+                      "from infoflow_smt import processes\n"
+                      "def blocked(queue):\n"
+                      "    queue.put(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))\n"
+                      "if __name__ == '__main__':\n"
+                      "    context = processes._DeafSpawnContext()\n"
+                      "    queue = context.SimpleQueue()\n"
+                      "    process = context.Process(target=blocked, args=(queue,))\n"
+                      "    process.start()\n"
+                      "    print(queue.get(), signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))\n"
+                      "    process.join()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "False"], done.stderr   # the parent: unblocked

@@ -12,7 +12,7 @@ from support.generators import random_case
 import infoflow_smt as ifs
 from infoflow_smt.lang import catalogue
 from infoflow_smt.model.program import Action, Mode, Op, Program
-from infoflow_smt.report.explain import Reason, describe_program
+from infoflow_smt.report.explain import Reason, _budgets, describe_program, innermost_first
 
 
 def test_explanations_read_as_sentences():
@@ -129,3 +129,44 @@ def test_a_score_of_unbounded_rank_gets_no_rank_note():
     arch = ifs.Architecture(heads=(1, 1), embed_dim=2, input_dim=8)
     verdict = ifs.decide("min(f2(x[s], x[t]) for s in T for t in T)", arch)
     assert not [r for r in verdict.explanation if r.constraint == "rank"]
+
+
+# ---- selections, innermost first (issue 23) -------------------------------------------------------------
+INDUCTION = "f1(x[argmax(dot(x[t], x[argmax(dot(x[u], x[T]) for u in T)]) for t in T)])"
+
+
+def _reads_before_readers(tree, order: list[str]) -> list[tuple[str, str]]:
+    """The pairs (reader, read) where the reader is listed first: none in an innermost-first listing."""
+    place = {n: i for i, n in enumerate(order)}
+    return [(a, b) for a, b in tree.edges if a in place and b in place and place[a] < place[b]]
+
+
+def test_the_nested_hop_is_listed_before_the_hop_that_reads_it():
+    tree = ifs.parse_target(INDUCTION).tree()
+    order = innermost_first(tree)
+    assert [tree.nodes[n]["var"] for n in order] == ["u", "t"]
+
+
+@pytest.mark.parametrize("index", range(0, 300, 50))
+def test_every_selection_comes_after_every_selection_it_reads(index: int):
+    """Random targets (a third of them nest a selection inside another's score), any nesting."""
+    for case in map(random_case, range(index, index + 50)):
+        tree = ifs.parse_target(case.text).tree()
+        order = innermost_first(tree)
+        expected = {n for n, kind in tree.nodes(data="kind") if kind not in ("output", "fixed")}
+        assert len(order) == len(set(order)) and set(order) == expected, str(case)
+        assert _reads_before_readers(tree, order) == [], str(case)
+
+
+# ---- budgets in layer order --------------------------------------------------------------------------------
+def test_budget_reasons_follow_the_layer_numbers_past_nine():
+    """Twelve layers, a core naming the budgets of layers 2, 10 and 11: layer 2 is said first (sorted as
+    text, "budget:10:out" came before "budget:2:out")."""
+    target = ifs.parse_target("max(f1(x[t]) for t in T) + max(f2(x[t]) for t in T)")
+    tree = target.tree()
+    sels = [n for n, kind in tree.nodes(data="kind") if kind == "top1"]
+    arch = ifs.Architecture(heads=(1,) * 12, input_dim=2)
+    core = {"budget:10:out", "budget:2:out", "budget:11:in", "budget:2:in", "goal"}
+    reasons = _budgets(tree, sels, arch, core)
+    assert [r.constraint for r in reasons] == ["budget:2:in", "budget:2:out", "budget:10:out", "budget:11:in"]
+    assert reasons[1].sentence.startswith("Layer 2 gives the output token 1 head")

@@ -37,6 +37,12 @@ def test_an_infeasible_verdict_shows_why_and_its_cheapest_program():
     assert len(images(page)) == 1
 
 
+def test_a_verdict_at_one_length_says_what_its_exponent_is():
+    page = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(4,), input_dim=2), seq_len=8)._repr_html_()
+    assert "best cost exponent at T = 8: <code>0</code>" in page
+    assert "at one length: at T = 8 every cost is a number" in page
+
+
 def test_an_unknown_verdict_has_no_picture_and_says_why():
     verdict = ifs.decide("triangle_center", ifs.Architecture(heads=(8, 8, 8), embed_dim=64, input_dim=2),
                          timeout=0.001)

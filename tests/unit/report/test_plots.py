@@ -102,3 +102,41 @@ def test_aggregation_arrows_name_the_positions_they_gather():
     assert _arrow_label(Action(1, 1, "output", Op(Mode.AGGREGATE))) == "h1: all T"
     assert _arrow_label(Action(1, 2, "input", Op(Mode.POSITIONS, positions=(Offset(-1),)))) == "h2: {p-1}"
     assert _arrow_label(Action(2, 1, "output", Op(Mode.RETRIEVE, "n0"))) == "h1"
+
+
+def _drawn(verdict, monkeypatch, tmp_path: Path) -> list[str]:
+    """Every text of ``verdict``'s flow figure (the figure caught before it is written)."""
+    from infoflow_smt.report import plots
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig))
+    plot_flow(verdict, tmp_path / "flow.png")
+    legends = [t.get_text() for ax in figures[0].axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    return _texts(figures[0]) + legends
+
+
+def test_the_flow_caption_states_target_verdict_and_settings_and_lists_no_arrow(feasible, monkeypatch, tmp_path):
+    texts = _drawn(feasible, monkeypatch, tmp_path)
+    caption = ("min(dot(x[s], x[t]) for s in T for t in T)\n"
+               "feasible: exponent 1; heads 1,1, E = 32, d = 2, without positional encoding")
+    assert caption in texts
+    assert {"h1: min over t", "h1: min over s"} <= set(texts)      # the arrows say what each head selects ...
+    assert not any("in layer" in t or "h1" in t and t not in ("h1: min over t", "h1: min over s") for t in texts)
+    assert len([t for t in texts if "min over t" in t]) == 1        # ... once: no caption lists them again
+
+
+def test_the_flow_caption_of_an_answer_at_one_length_says_the_length(monkeypatch, tmp_path):
+    at_8 = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(4,), input_dim=2), seq_len=8)
+    texts = _drawn(at_8, monkeypatch, tmp_path)
+    assert any(t.endswith("infeasible: exponent 0 at T = 8; heads 4, E = 32, d = 2, without positional encoding")
+               for t in texts)
+    assert "h1: all T" in texts and "cost grows with T" in texts     # the dashed arrow, in the legend
+
+
+def test_a_retrieval_arrow_names_the_selection_it_wins():
+    from infoflow_smt.lang import catalogue
+    from infoflow_smt.lang.trees import comparison_tree
+    from infoflow_smt.model.program import Action, Mode, Op
+    from infoflow_smt.report.plots import _arrow_label
+    tree = comparison_tree(catalogue.parse_spec("kth_largest:k=3"))
+    [node] = [n for n, kind in tree.nodes(data="kind") if kind == "kth"]
+    assert _arrow_label(Action(1, 2, "output", Op(Mode.KTH, node)), tree) == "h2: third largest over t"

@@ -61,6 +61,21 @@ def test_the_text_says_what_the_exponent_means(two_verdicts):
     assert "why:" in str(infeasible) and "cheapest program (not efficient), replayed:" in str(infeasible)
 
 
+def test_a_verdict_at_one_length_says_what_its_status_and_exponent_mean():
+    """At T = 8 the inefficient one-layer program costs 0 and the efficient two-layer one 1: the text says
+    that the status is about growth in T (each operation's cost law) and the exponent a number at T = 8."""
+    one, two = (ifs.decide("min_pairwise_dot", ifs.Architecture(heads=heads, input_dim=2), seq_len=8)
+                for heads in ((4,), (1, 1)))
+    assert one.status is Status.INFEASIBLE and one.exponent == 0 and two.exponent == 1
+    text = str(one)
+    assert "best cost exponent at T = 8: 0 (for precision eps the parameter count at T = 8 does not grow" in text
+    assert "at one length: at T = 8 every cost is a number, so the status compares no numbers" in text
+    assert "(no, every program uses an operation whose cost grows with T" in text
+    assert "the cheapest program, programs ranked by their cost at T = 8" in text
+    assert "(yes: the status is the one for all large T)" in str(two) and "cheapest such program" in str(two)
+    assert "at one length" not in str(ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(4,), input_dim=2)))
+
+
 def test_a_verdict_is_frozen(two_verdicts):
     with pytest.raises(dataclasses.FrozenInstanceError):
         two_verdicts[0].status = Status.INFEASIBLE
