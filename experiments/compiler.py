@@ -262,6 +262,13 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
         start = plan.slot(slot).start + offset
         for j in range(d):
             W_V[start + j, v_at + i * d + j] = scale
+    at = v_at + len(hp.values) * d
+    for path, width in hp.shared:  # the same at every input position: any candidate hands it over
+        slot, offset, scale = plan.locations[hp.layer - 1][wp.INPUT][path]
+        start = plan.slot(slot).start + offset
+        for j in range(width):
+            W_V[start + j, at + j] = scale
+        at += width
 
 
 def _factor_matrix(plan: wp.Plan, f: wp.Factor) -> torch.Tensor:
@@ -295,7 +302,10 @@ def needed(plan: wp.Plan, reads: set) -> dict:
         if hp.kind == "average":  # it copies values the sources compute, not facts
             continue
         tag, rest = path[0], path[1:]
-        if hp.kind == "offset":
+        if tag in ("avg", "count"):  # a global value, copied from a source that holds it
+            keep.setdefault((hp.layer, hp.head), set()).add(path)
+            todo += [(hp.layer - 1, k, path) for k in plan.classes if k != wp.OUTPUT]
+        elif hp.kind == "offset":
             keep.setdefault((hp.layer, hp.head), set()).add((tag[1], rest))
             todo += [(hp.layer - 1, k, rest) for k in plan.classes if k != wp.OUTPUT]
         elif hp.kind == "retrieve":
@@ -334,6 +344,8 @@ class ExactMap(nn.Module):
             answer = values.value(plan.tree.graph["output"], {})  # a constant target gives one number
             shape = (len(R),) if plan.answer_width == 1 else (len(R), plan.answer_width)
             out[:, _span(plan, "answer")] = answer.expand(shape).reshape(len(R), plan.answer_width)
+        if plan.scratch is not None:  # the shared coordinates: the last layer's features out, the next's in
+            out[:, plan.scratch] -= R[:, plan.scratch]
         return out
 
 
@@ -391,6 +403,12 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                 if (at > 0.5).any():
                     out[:, o0 + i * plan.input_dim:o0 + (i + 1) * plan.input_dim] = at * values.token(p)
         start += len(paths) * plan.input_dim
+    if hp.shared and c != wp.OUTPUT:
+        flag = plan.slot(f"at {wp._fixed(hp.shared_from)}").start
+        at, o0 = values.R[:, flag:flag + 1], plan.slot(f"o{hp.name}").start + start
+        for path, width in hp.shared:
+            out[:, o0:o0 + width] = at * values.raw(path, width)
+            o0 += width
 
 
 def _per_token_values(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:
@@ -426,6 +444,14 @@ class Values:
         slot, offset, scale = self.where[path]
         start = self.plan.slot(slot).start + offset
         return scale * self.R[:, start:start + self.d]
+
+    def raw(self, path: tuple, width: int) -> torch.Tensor:
+        """The ``width`` coordinates of a global value (an average and its share, or 1/(T+1)), scaled."""
+        if self.reads is not None:
+            self.reads.add((self.layer, self.c, path))
+        slot, offset, scale = self.where[path]
+        start = self.plan.slot(slot).start + offset
+        return scale * self.R[:, start:start + width]
 
     def value(self, e, env: dict) -> torch.Tensor:
         method = getattr(self, f"visit_{type(e).__name__}", None)
@@ -475,14 +501,10 @@ class Values:
 
     def averaged(self, node: str) -> torch.Tensor:
         """A sum or mean from a uniform average: ``a = sum_D v / (T+1)``, ``b = |D| / (T+1)``, ``c = 1/(T+1)``."""
-        slot, offset, _ = self.where[("avg", node)]
-        start = self.plan.slot(slot).start + offset
         width = 1 if not wp._is_vector(self.tree.nodes[node]["score"], self.tree) else self.d
-        if self.reads is not None:
-            self.reads.add((self.layer, self.c, ("count",)))
-        a, b = self.R[:, start:start + width], self.R[:, start + width]
-        count_slot, count_at, _ = self.where[("count",)]
-        c = self.R[:, self.plan.slot(count_slot).start + count_at]
+        held = self.raw(("avg", node), width + 1)
+        a, b = held[:, :width], held[:, width]
+        c = self.raw(("count",), 1)[:, 0]
         total = a / (c if self.tree.nodes[node]["sense"] == "sum" else b)[:, None]
         return total if width > 1 else total[:, 0]
 

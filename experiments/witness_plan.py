@@ -85,6 +85,8 @@ class HeadPlan:
     part: str = ""                                # a head doing several kinds of things: one part per kind
     query_at: int = 0                             # where the part's query and key coordinates start
     value_at: int = 0                             # where its value coordinates start
+    shared: tuple[tuple[tuple, int], ...] = ()    # global values (an average every input holds) copied, and widths
+    shared_from: object = None                    # positions: the source whose flag gates the global values
 
     @property
     def name(self) -> str:
@@ -105,10 +107,14 @@ class HeadPlan:
 
     def value_width(self, d: int) -> int:
         if self.kind == "retrieve":
-            return sum(s.key_width for s in self.selections) + len(self.values) * d
+            return sum(s.key_width for s in self.selections) + len(self.values) * d + self.shared_width
         if self.kind == "average":  # per node its value and its domain's share, then 1/(T+1)
             return sum(w + 1 for _, w in self.averages) + 1
-        return sum(len(paths) for _, paths in self.blocks) * d
+        return sum(len(paths) for _, paths in self.blocks) * d + self.shared_width
+
+    @property
+    def shared_width(self) -> int:
+        return sum(w for _, w in self.shared)
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,7 @@ class Plan:
     slots: tuple[Slot, ...]
     answer_width: int
     realization: object = None                    # the target's parameters (bilinear matrices in W_Q)
+    scratch: slice | None = None                  # coordinates each layer's queries, keys and outboxes share
 
     def slot(self, name: str) -> Slot:
         return next(s for s in self.slots if s.name == name)
@@ -134,10 +141,15 @@ class Plan:
         return next((h for h in self.head_plans if (h.layer, h.head) == (layer, head)), None)
 
     def used(self) -> int:
+        if self.scratch is not None:
+            return self.scratch.stop
         return sum(s.width for s in self.slots)
 
     def __str__(self) -> str:
         lines = [f"residual stream: {self.used()} of E = {self.width} dimensions in {len(self.slots)} slots"]
+        if self.scratch is not None:
+            lines.append(f"  (each layer's queries, keys and outboxes share {self.scratch.start}.."
+                         f"{self.scratch.stop - 1}: the map before a layer overwrites them)")
         return "\n".join(lines + [f"  {s}" for s in self.slots])
 
 
@@ -185,9 +197,11 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
     masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
     skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
     answer_width = input_dim if _is_vector(tree.graph["output"], tree) else 1
-    slots = _allocate(plans, flags, skips, input_dim, answer_width)
+    slots, scratch = _allocate(plans, flags, skips, input_dim, answer_width), None
+    if sum(s.width for s in slots) > width:
+        slots, scratch = _allocate_reusing(plans, flags, skips, input_dim, answer_width)
     plan = Plan(program, tree, width, input_dim, heads, classes, flags, skips, tuple(plans), tuple(locations),
-                slots, answer_width, realization)
+                slots, answer_width, realization, scratch)
     if check:
         _refuse_widths(plan)
     return plan
@@ -255,7 +269,9 @@ def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alon
     values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
                           key=lambda p: (len(p), str(p))))
     nodes = sorted({a.op.node for a in acts.values()})
-    selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1) for n in nodes)
+    hosts = {n: [before[c] for c, a in acts.items() if a.op.node == n] for n in nodes}
+    selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1,
+                                  lambda g, n=n: all(holds(locs, g) for locs in hosts[n])) for n in nodes)
     keys, at = {}, 0
     for sel in selections:
         keys[sel.node], at = at, at + sel.key_width
@@ -263,7 +279,27 @@ def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alon
         current[c][("key", a.op.node)] = (slot, keys[a.op.node], 1.0)
         for i, p in enumerate(values):
             current[c][(a.op.node, *p)] = (slot, at + i * d, 1.0)
-    return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()), values)
+    shared = _shared(before, current, acts, tree, d, kept, slot, at + len(values) * d, 1.0)
+    return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()), values,
+                    shared=shared)
+
+
+def _shared(before, current, acts, tree, d, kept, slot, at, scale) -> tuple:
+    """The global values (averages over every position and the 1/(T+1) beside them) that every input
+    position holds and some acting class lacks: a head copies them from any source, since they are the same
+    at every position. Each lands at ``at`` onwards, under its own name."""
+    inputs = [locs for c, locs in before.items() if c != OUTPUT]
+    held = sorted({p for p in inputs[0] if p and p[0] in ("avg", "count") and all(p in locs for locs in inputs)},
+                  key=str)
+    wanted = [p for p in held if (kept is None or p in kept) and any(p not in current[c] for c in acts)]
+    shared = []
+    for p in wanted:
+        width = 1 if p[0] == "count" else (d if _is_vector(tree.nodes[p[1]]["score"], tree) else 1) + 1
+        for c in acts:
+            current[c].setdefault(p, (slot, at, scale))
+        shared.append((p, width))
+        at += width
+    return tuple(shared)
 
 
 def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
@@ -281,8 +317,14 @@ def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alo
             paths = dict(blocks)[q]
             for i, p in enumerate(paths):
                 current[c][(("at", q), *p)] = (slot, offsets[q] + i * d, float(len(a.op.positions)))
+    # the global values come from one source every acting class gathers (its flag gates them): the reader
+    # scales them by k, as the tokens
+    counts = {float(len(a.op.positions)) for a in acts.values()}
+    common = sorted(set.intersection(*(set(a.op.positions) for a in acts.values())), key=_fixed)
+    shared = _shared(before, current, acts, tree, d, kept, slot, at, counts.pop()) \
+        if len(counts) == 1 and common else ()
     return HeadPlan(layer, head, "positions", (), tuple((c, a.op.positions) for c, a in acts.items()), (),
-                    blocks)
+                    blocks, shared=shared, shared_from=common[0] if shared else None)
 
 
 def _ref_key(q) -> tuple:
@@ -322,12 +364,13 @@ def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone
     return HeadPlan(layer, head, "average", (), tuple((c, None) for c in acts), averages=averages)
 
 
-def _selection(node, tree, d: int, alone: bool) -> Selection:
-    """``alone``: the head selects no other node, so its query may read the host's token directly."""
+def _selection(node, tree, d: int, alone: bool, host_holds) -> Selection:
+    """``alone``: the head selects no other node, so its query may read the host's token directly;
+    ``host_holds(node)``: whether every host knows that global value."""
     data = tree.nodes[node]
     host_var = next(iter(data["bound"]), None)
     sign = -1 if data["sense"] in ("min", "argmin") else 1
-    split = _Splitter(tree, data["var"], d)
+    split = _Splitter(tree, data["var"], d, host_holds)
     factors = tuple(_direct(f, data["var"], host_var, d, alone)
                     for sign_, term in data["terms"] for f in split.factors(term, float(sign_)))
     constant = tuple((sign_, t) for sign_, t in data["terms"] if data["var"] not in reads(t, tree))
@@ -342,6 +385,39 @@ def _direct(f: Factor, var: str, host_var: str | None, d: int, alone: bool) -> F
 
 
 def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
+    return _placed(_wanted(plans, flags, skips, d, answer_width))
+
+
+def _scratch(name: str) -> bool:
+    """A head's query, key or outbox: written by the map before its layer, read by that layer alone."""
+    return name[0] in "qko" and name[1:2].isdigit()
+
+
+def _allocate_reusing(plans, flags, skips, d, answer_width) -> tuple[tuple[Slot, ...], slice]:
+    """Every fact a later map reads in a slot of its own; the queries, keys and outboxes of each layer in a
+    scratch region all layers share (a layer's are dead once its attention has read them, and the next map
+    overwrites them): as wide as the widest layer's."""
+    wanted = _wanted(plans, flags, skips, d, answer_width)
+    kept = _placed([w for w in wanted if not _scratch(w[0])])
+    start = sum(s.width for s in kept)
+    slots, widest = list(kept), 0
+    for layer in sorted({h.layer for h in plans}):
+        mine = [w for w in wanted if _scratch(w[0]) and w[0][1:].split(".")[0] == str(layer)]
+        placed = _placed(mine, start)
+        slots += placed
+        widest = max(widest, sum(s.width for s in placed))
+    return tuple(slots), slice(start, start + widest)
+
+
+def _placed(wanted, start: int = 0) -> tuple[Slot, ...]:
+    slots = []
+    for name, width, what in wanted:
+        slots.append(Slot(name, start, width, what))
+        start += width
+    return tuple(slots)
+
+
+def _wanted(plans, flags, skips, d, answer_width) -> list[tuple[str, int, str]]:
     wanted = [("one", 1, "the constant 1"), ("output", 1, "1 at the output token"), ("x", d, "the token")]
     wanted += [(f"at {_fixed(q)}", 1, f"1 at position {_fixed(q)}") for q in flags]
     if any(h.kind == "offset" for h in plans):
@@ -368,11 +444,7 @@ def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
                                                          f"positions {where} send")))
         wanted.append((f"h{h.name}", h.value_width(d), f"layer {h.layer} head {h.head} output: what it copied"))
     wanted.append(("answer", answer_width, "the output token's answer"))
-    slots, start = [], 0
-    for name, width, what in wanted:
-        slots.append(Slot(name, start, width, what))
-        start += width
-    return tuple(slots)
+    return wanted
 
 
 def roomy_width(plan: Plan) -> int:
@@ -431,6 +503,27 @@ def reads(e, tree) -> frozenset[str]:
     return frozenset()
 
 
+def _global_nodes(e, tree) -> frozenset[str]:
+    """The selections and aggregates ``e`` reads that depend on no variable (the same at every position)."""
+    if isinstance(e, (GroupRef, NodeRef)):
+        node = outermost(tree, e.group) if isinstance(e, GroupRef) else e.node
+        return frozenset() if reads(e, tree) else frozenset({node})
+    if isinstance(e, ex.Content):
+        return _global_nodes(e.index, tree) if isinstance(e.index, GroupRef) else frozenset()
+    if isinstance(e, ex.BinOp):
+        return _global_nodes(e.left, tree) | _global_nodes(e.right, tree)
+    if isinstance(e, ex.Neg):
+        return _global_nodes(e.operand, tree)
+    if isinstance(e, ex.Call):
+        return frozenset().union(*(_global_nodes(a, tree) for a in e.args))
+    return frozenset()
+
+
+def holds(locations: dict, node: str) -> bool:
+    """Whether a position with these facts knows the value of ``node``: its average, or a winner's token."""
+    return ("avg", node) in locations or any(p and p[-1] == node for p in locations)
+
+
 def term_text(e) -> str:
     try:
         return to_text(e)
@@ -442,16 +535,22 @@ class _Splitter:
     """Splits one score term into products of a host feature and a candidate feature, one method per
     construct (``split_Call``, ``split_BinOp``, ...); anything else is refused, naming the term."""
 
-    def __init__(self, tree, var: str, d: int):
-        self.tree, self.var, self.d = tree, var, d
+    def __init__(self, tree, var: str, d: int, host_holds=lambda node: False):
+        self.tree, self.var, self.d, self.host_holds = tree, var, d, host_holds
 
     def factors(self, term, coefficient: float) -> list[Factor]:
         if self.var not in reads(term, self.tree):
             return []  # the same for every candidate: it cannot change which one wins
-        if not reads(term, self.tree) - {self.var}:
-            return [Factor(ex.Num(1.0), term, 1, coefficient)]
         method = getattr(self, f"split_{type(term).__name__}", None)
+        only_candidate = not reads(term, self.tree) - {self.var}
+        globals_ = _global_nodes(term, self.tree)
+        if only_candidate and not (globals_ and all(self.host_holds(n) for n in globals_)):
+            return [Factor(ex.Num(1.0), term, 1, coefficient)]
+        # a term that reads a global value (a selection or aggregate over every position) the host holds is
+        # split, so that the host supplies it; the candidate computes the whole term if it cannot be split
         found = method(term, coefficient) if method else None
+        if found is None and only_candidate:
+            return [Factor(ex.Num(1.0), term, 1, coefficient)]
         if found is None:
             raise CompileRefusal("score_form", term_text(term),
                                  f"the score term {term_text(term)} is not a sum of products of a host feature "
