@@ -22,7 +22,7 @@ from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import catalogue
 from infoflow_smt.machine import cpu_model
 
-BETAS = (4, 16, 64, 256, 1024)
+BETAS = (4, 32, 256, 2048, 16384)  # 8x apart: d_retrieval needs beta ~ T (docs/compile.md)
 SEQ_LENS = (8, 32, 128, 512)
 TIME_GOAL_S = 10.0
 

@@ -36,7 +36,7 @@ from infoflow_smt.model.program import Offset
 
 from . import witness_plan as wp
 
-MASK = 1e6                 # the score of a position that is no candidate: exp(-MASK) is 0 in float64
+MASK = 1e9                 # the score of a position that is no candidate: far below beta * score at beta 16384
 POSITION_SHARPNESS = 60.0  # a positional head's score on its sources: the others weigh exp(-60) each
 ANGLE = 2 * np.pi / 4096   # positional features cos, sin of p * ANGLE: distinct positions up to T = 2048
 # an offset head's scale: the source beats the sink and the sink every other position by 40
@@ -206,9 +206,10 @@ def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> No
     else:
         for j, (q, _) in enumerate(hp.blocks):
             W_Q[1][q0 + j, j], W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = POSITION_SHARPNESS, 1.0
-        outbox = plan.slot(f"o{hp.name}").start
-        for j in range(hp.value_width(d)):
-            W_V[outbox + j, j] = 1.0
+        outbox = plan.slot(f"o{hp.name}")
+        for j in range(outbox.width):
+            W_V[outbox.start + j, j] = 1.0
+        _write_shared(plan, hp, W_V, outbox.width)
     for j in range(hp.value_width(d)):
         W_O[j, o0 + j] = 1.0
 
@@ -262,8 +263,12 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
         start = plan.slot(slot).start + offset
         for j in range(d):
             W_V[start + j, v_at + i * d + j] = scale
-    at = v_at + len(hp.values) * d
-    for path, width in hp.shared:  # the same at every input position: any candidate hands it over
+    _write_shared(plan, hp, W_V, v_at + len(hp.values) * d)
+
+
+def _write_shared(plan: wp.Plan, hp: wp.HeadPlan, W_V, at: int) -> None:
+    """The global values, the same at every input position: any mixture of sources hands them over."""
+    for path, width in hp.shared:
         slot, offset, scale = plan.locations[hp.layer - 1][wp.INPUT][path]
         start = plan.slot(slot).start + offset
         for j in range(width):
@@ -403,12 +408,6 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                 if (at > 0.5).any():
                     out[:, o0 + i * plan.input_dim:o0 + (i + 1) * plan.input_dim] = at * values.token(p)
         start += len(paths) * plan.input_dim
-    if hp.shared and c != wp.OUTPUT:
-        flag = plan.slot(f"at {wp._fixed(hp.shared_from)}").start
-        at, o0 = values.R[:, flag:flag + 1], plan.slot(f"o{hp.name}").start + start
-        for path, width in hp.shared:
-            out[:, o0:o0 + width] = at * values.raw(path, width)
-            o0 += width
 
 
 def _per_token_values(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:

@@ -86,7 +86,6 @@ class HeadPlan:
     query_at: int = 0                             # where the part's query and key coordinates start
     value_at: int = 0                             # where its value coordinates start
     shared: tuple[tuple[tuple, int], ...] = ()    # global values (an average every input holds) copied, and widths
-    shared_from: object = None                    # positions: the source whose flag gates the global values
 
     @property
     def name(self) -> str:
@@ -317,14 +316,10 @@ def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alo
             paths = dict(blocks)[q]
             for i, p in enumerate(paths):
                 current[c][(("at", q), *p)] = (slot, offsets[q] + i * d, float(len(a.op.positions)))
-    # the global values come from one source every acting class gathers (its flag gates them): the reader
-    # scales them by k, as the tokens
-    counts = {float(len(a.op.positions)) for a in acts.values()}
-    common = sorted(set.intersection(*(set(a.op.positions) for a in acts.values())), key=_fixed)
-    shared = _shared(before, current, acts, tree, d, kept, slot, at, counts.pop()) \
-        if len(counts) == 1 and common else ()
+    # the global values are read straight from the sources: the same at each, their average is the value
+    shared = _shared(before, current, acts, tree, d, kept, slot, at, 1.0)
     return HeadPlan(layer, head, "positions", (), tuple((c, a.op.positions) for c, a in acts.items()), (),
-                    blocks, shared=shared, shared_from=common[0] if shared else None)
+                    blocks, shared=shared)
 
 
 def _ref_key(q) -> tuple:
@@ -440,7 +435,7 @@ def _wanted(plans, flags, skips, d, answer_width) -> list[tuple[str, int, str]]:
         else:
             where = ", ".join(_fixed(q) for q, _ in h.blocks)
             wanted.append((f"q{h.name}", h.query_width(), f"layer {h.layer} head {h.head} query: which of {where}"))
-            wanted.append((f"o{h.name}", h.value_width(d), (f"layer {h.layer} head {h.head} outbox: the facts "
+            wanted.append((f"o{h.name}", h.value_width(d) - h.shared_width, (f"layer {h.layer} head {h.head} outbox: the facts "
                                                          f"positions {where} send")))
         wanted.append((f"h{h.name}", h.value_width(d), f"layer {h.layer} head {h.head} output: what it copied"))
     wanted.append(("answer", answer_width, "the output token's answer"))

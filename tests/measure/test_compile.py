@@ -51,6 +51,40 @@ def test_an_offset_is_gathered_exactly():
     assert max(result.nmse[0]) < 1e-12
 
 
+def _falls_with_beta(result) -> None:
+    assert result.nmse[0][0] > 10 * result.nmse[-1][0], str(result)
+    assert max(result.nmse[-1]) <= 1e-3, str(result)
+
+
+def test_a_sum_over_every_position_read_by_a_score_comes_from_the_host():
+    # layer 1 averages x at the output token; layer 2's score <A^T sum_t x_t, x_s> takes it as the host's feature
+    model = experiments.compile(_verdict("max(sum(bilinear(A1, x[t], x[s]) for t in T) for s in T)", (1, 1)))
+    assert model.plan.head(2, 1).selections[0].factors[0].matrix == "A1"
+    _falls_with_beta(experiments.check_compiled(model_for=model.set_beta, verdict=_verdict(
+        "max(sum(bilinear(A1, x[t], x[s]) for t in T) for s in T)", (1, 1)), **FAST))
+
+
+@pytest.mark.parametrize("text, heads, kind", [
+    # the mean is taken at every input position; the output token's retrieval copies it from its winner
+    (("F0(mean(f1(x[s]) + dot(x[s], x[s]) for s in T), min(f2(x[s], x[s]) - bilinear(A1, x[t], x[t]) for s in T"
+      " for t in T))"), (1, 1), "retrieve")])
+def test_an_average_held_at_the_inputs_is_copied_to_the_output(text, heads, kind):
+    verdict = _verdict(text, heads, bool(ifs.parse_target(text).needs_positional))
+    model = experiments.compile(verdict)
+    assert any(h.shared and h.kind == kind for h in model.plan.head_plans)
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+def test_a_stream_too_narrow_for_every_slot_shares_the_layers_scratch():
+    text = "max(f2(x[s], x[s]) for s in T) + min(dot(x[s], x[s]) for s in T) + sum(f1(x[s]) + max(dot(x[t], " \
+           "x[s]) - dot(x[s], x[s]) + f2(x[s], x[s]) for t in T) for s in T)"
+    verdict = _verdict(text, (2, 2))
+    model = experiments.compile(verdict)
+    assert model.plan.scratch is not None and model.plan.used() <= 32
+    assert sum(s.width for s in model.plan.slots) > 32  # it would not fit without sharing
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
 def test_the_allocation_names_every_slot():
     model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
     text = str(model.plan)
