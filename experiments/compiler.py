@@ -411,17 +411,18 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
 
 
 def _per_token_values(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:
-    """At an input position: each aggregate's per-token value where the position is in its domain, and 1
-    there (the domain's share, once averaged)."""
+    """At an input position: each aggregate's per-token value where the position is in its domain, and for
+    a mean 1 there (the domain's share, once averaged)."""
     at = plan.slot(f"o{hp.name}").start
-    for node, width in hp.averages:
-        data = plan.tree.nodes[node]
+    for node, carried in hp.averages:
+        data, width = plan.tree.nodes[node], wp.average_width(node, plan.tree, plan.input_dim)[0]
         inside = 1.0 - values.R[:, _skip(plan, node)]
         v = values.value(data["score"], {data["var"]: ()})
         v = v.expand(len(values.R), width) if width > 1 else v.expand(len(values.R)).reshape(-1, 1)
         out[:, at:at + width] = v * inside[:, None]
-        out[:, at + width] = inside
-        at += width + 1
+        if carried > width:
+            out[:, at + width] = inside
+        at += carried
 
 
 class Values:
@@ -500,11 +501,10 @@ class Values:
 
     def averaged(self, node: str) -> torch.Tensor:
         """A sum or mean from a uniform average: ``a = sum_D v / (T+1)``, ``b = |D| / (T+1)``, ``c = 1/(T+1)``."""
-        width = 1 if not wp._is_vector(self.tree.nodes[node]["score"], self.tree) else self.d
-        held = self.raw(("avg", node), width + 1)
-        a, b = held[:, :width], held[:, width]
-        c = self.raw(("count",), 1)[:, 0]
-        total = a / (c if self.tree.nodes[node]["sense"] == "sum" else b)[:, None]
+        width, carried = wp.average_width(node, self.tree, self.d)
+        held = self.raw(("avg", node), carried)
+        a = held[:, :width]
+        total = a / (held[:, width] if carried > width else self.raw(("count",), 1)[:, 0])[:, None]
         return total if width > 1 else total[:, 0]
 
     def copied_value(self, node: str, env: dict) -> torch.Tensor:

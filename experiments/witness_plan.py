@@ -108,7 +108,7 @@ class HeadPlan:
         if self.kind == "retrieve":
             return sum(s.key_width for s in self.selections) + len(self.values) * d + self.shared_width
         if self.kind == "average":  # per node its value and its domain's share, then 1/(T+1)
-            return sum(w + 1 for _, w in self.averages) + 1
+            return sum(w for _, w in self.averages) + 1
         return sum(len(paths) for _, paths in self.blocks) * d + self.shared_width
 
     @property
@@ -268,9 +268,9 @@ def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alon
     values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
                           key=lambda p: (len(p), str(p))))
     nodes = sorted({a.op.node for a in acts.values()})
-    hosts = {n: [before[c] for c, a in acts.items() if a.op.node == n] for n in nodes}
+    hosts = {n: [c for c, a in acts.items() if a.op.node == n] for n in nodes}
     selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1,
-                                  lambda g, n=n: all(holds(locs, g) for locs in hosts[n])) for n in nodes)
+                                  lambda g, n=n: all(holds(c, before[c], g) for c in hosts[n])) for n in nodes)
     keys, at = {}, 0
     for sel in selections:
         keys[sel.node], at = at, at + sel.key_width
@@ -293,7 +293,7 @@ def _shared(before, current, acts, tree, d, kept, slot, at, scale) -> tuple:
     wanted = [p for p in held if (kept is None or p in kept) and any(p not in current[c] for c in acts)]
     shared = []
     for p in wanted:
-        width = 1 if p[0] == "count" else (d if _is_vector(tree.nodes[p[1]]["score"], tree) else 1) + 1
+        width = 1 if p[0] == "count" else average_width(p[1], tree, d)[1]
         for c in acts:
             current[c].setdefault(p, (slot, at, scale))
         shared.append((p, width))
@@ -348,15 +348,22 @@ def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone
     arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
     share; the reader divides them into a sum or a mean."""
     nodes = sorted(n for n, data in tree.nodes(data=True) if data["kind"] == "aggregate" and not data["bound"])
-    averages = tuple((n, d if _is_vector(tree.nodes[n]["score"], tree) else 1) for n in nodes)
+    averages = tuple((n, average_width(n, tree, d)[1]) for n in nodes)
     at = 0
     for n, w in averages:
         for c in acts:
             current[c][("avg", n)] = (slot, at, 1.0)
-        at += w + 1
+        at += w
     for c in acts:
         current[c][("count",)] = (slot, at, 1.0)
     return HeadPlan(layer, head, "average", (), tuple((c, None) for c in acts), averages=averages)
+
+
+def average_width(node: str, tree, d: int) -> tuple[int, int]:
+    """The width of an aggregate's value, and of what an average carries for it: the value and, for a
+    mean, the domain's share (a sum divides by the 1/(T+1) every average carries once)."""
+    value = d if _is_vector(tree.nodes[node]["score"], tree) else 1
+    return value, value + (tree.nodes[node]["sense"] == "mean")
 
 
 def _selection(node, tree, d: int, alone: bool, host_holds) -> Selection:
@@ -504,6 +511,8 @@ def _global_nodes(e, tree) -> frozenset[str]:
         node = outermost(tree, e.group) if isinstance(e, GroupRef) else e.node
         return frozenset() if reads(e, tree) else frozenset({node})
     if isinstance(e, ex.Content):
+        if isinstance(e.index, ex.FixedIndex):  # a fixed position's token: the same wherever it is read
+            return frozenset({e.index})
         return _global_nodes(e.index, tree) if isinstance(e.index, GroupRef) else frozenset()
     if isinstance(e, ex.BinOp):
         return _global_nodes(e.left, tree) | _global_nodes(e.right, tree)
@@ -514,9 +523,12 @@ def _global_nodes(e, tree) -> frozenset[str]:
     return frozenset()
 
 
-def holds(locations: dict, node: str) -> bool:
-    """Whether a position with these facts knows the value of ``node``: its average, or a winner's token."""
-    return ("avg", node) in locations or any(p and p[-1] == node for p in locations)
+def holds(c, locations: dict, item) -> bool:
+    """Whether a position of class ``c`` with these facts knows ``item``: a node's average or its winner's
+    token, or a fixed position's token (its own, or gathered)."""
+    if isinstance(item, ex.FixedIndex):
+        return c == item or any(p and p[-1] == ("at", item) for p in locations)
+    return ("avg", item) in locations or any(p and p[-1] == item for p in locations)
 
 
 def term_text(e) -> str:

@@ -14,6 +14,7 @@ import infoflow_smt as ifs
 from experiments import compile_cli
 from experiments.compiler import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
+from infoflow_smt.lang import expr as ex
 from infoflow_smt.model.program import Program
 
 FAST = {"betas": (4, 16, 64, 256), "seq_lens": (8, 32), "samples": 24}
@@ -67,7 +68,10 @@ def test_a_sum_over_every_position_read_by_a_score_comes_from_the_host():
 @pytest.mark.parametrize("text, heads, kind", [
     # the mean is taken at every input position; the output token's retrieval copies it from its winner
     (("F0(mean(f1(x[s]) + dot(x[s], x[s]) for s in T), min(f2(x[s], x[s]) - bilinear(A1, x[t], x[t]) for s in T"
-      " for t in T))"), (1, 1), "retrieve")])
+      " for t in T))"), (1, 1), "retrieve"),
+    # the output token gathers positions T and 1, and the averages with them, straight from the sources
+    (("min(f2(x[s], x[s]) for s in T) + sum(bilinear(A1, x[s], x[1]) for s in T)"
+      " + mean(bilinear(A1, x[s], x[T]) for s in T)"), (1, 1), "positions")])
 def test_an_average_held_at_the_inputs_is_copied_to_the_output(text, heads, kind):
     verdict = _verdict(text, heads, bool(ifs.parse_target(text).needs_positional))
     model = experiments.compile(verdict)
@@ -76,12 +80,22 @@ def test_an_average_held_at_the_inputs_is_copied_to_the_output(text, heads, kind
 
 
 def test_a_stream_too_narrow_for_every_slot_shares_the_layers_scratch():
-    text = "max(f2(x[s], x[s]) for s in T) + min(dot(x[s], x[s]) for s in T) + sum(f1(x[s]) + max(dot(x[t], " \
-           "x[s]) - dot(x[s], x[s]) + f2(x[s], x[s]) for t in T) for s in T)"
-    verdict = _verdict(text, (2, 2))
+    text = "min(bilinear(A2, x[s], x[s]) - dot(x[T], x[2]) for s in S2) + sum(f2(x[s], x[s]) for s in T) + " \
+           "max(max(dot(x[s], x[t]) for t in S1) for s in T)"
+    verdict = _verdict(text, (2, 2), True)
     model = experiments.compile(verdict)
     assert model.plan.scratch is not None and model.plan.used() <= 32
     assert sum(s.width for s in model.plan.slots) > 32  # it would not fit without sharing
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+def test_a_fixed_position_a_score_reads_is_the_hosts_feature():
+    # position 1 selects for max_s x_s^T A2 x_1 (its own token); the candidates never see x_1
+    text = "F0(max(bilinear(A2, x[s], x[1]) for s in S2), max(f1(x[s]) for s in T), mean(bilinear(A1, x[s], " \
+           "x[s]) for s in T))"
+    verdict = _verdict(text, (1, 1), True)
+    factors = [f for h in experiments.compile(verdict).plan.head_plans for s in h.selections for f in s.factors]
+    assert any(isinstance(f.host, ex.Content) and isinstance(f.host.index, ex.FixedIndex) for f in factors)
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
