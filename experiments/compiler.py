@@ -198,6 +198,8 @@ def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> No
         _write_retrieval(plan, hp, W_Q, W_K, W_V)
     elif hp.kind == "offset":
         _write_offset(plan, hp, W_Q[1], W_K, W_V)
+    elif hp.kind == "mixed":
+        _write_mixed(plan, hp, W_Q[1], W_K, W_V)
     elif hp.kind == "average":  # W_Q = 0: every position weighs 1/(T+1)
         outbox, width = plan.slot(f"o{hp.name}").start, hp.value_width(d)
         for j in range(width - 1):
@@ -224,6 +226,8 @@ def _write_offset(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
     rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
     W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
     W_Q[one, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    if hp.part:  # the head does something else at the output token: no query of this part there
+        W_Q[out, 2] = -W_Q[one, 2]
     W_K[pos, 0] = W_K[pos + 1, 1] = W_K[out, 2] = 1.0
     sources = wp.common_paths(plan.locations[hp.layer - 1])
     for i, path in enumerate(paths):
@@ -231,6 +235,33 @@ def _write_offset(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
         start = plan.slot(slot).start + offset_in
         for j in range(plan.input_dim):
             W_V[start + j, i * plan.input_dim + j] = scale
+
+
+def _write_mixed(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
+    """The offset's query and sink as in ``_write_offset`` but on a key that is 0 at the fixed source, which
+    scores ``OFFSET_SHARPNESS`` by its flag instead: the height of the offset's source. The value is the
+    mixture of the tokens, then the fixed source's outbox (its tokens alone and its weight)."""
+    (offset, paths), (fixed, _) = hp.blocks
+    one, out, key = plan.slot("one").start, plan.slot("output").start, plan.slot(f"k{hp.name}").start
+    a = offset.offset * ANGLE
+    rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
+    pos = plan.slot("pos").start
+    W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
+    W_Q[one, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    W_Q[one, 3] = OFFSET_SHARPNESS
+    if hp.part:  # the head does something else at the output token: no query of this part there
+        W_Q[out, 2:4] = -W_Q[one, 2:4]
+    W_K[key, 0] = W_K[key + 1, 1] = W_K[out, 2] = 1.0
+    W_K[plan.slot(f"at {wp._fixed(fixed)}").start, 3] = 1.0
+    sources = wp.common_paths(plan.locations[hp.layer - 1])
+    for i, path in enumerate(paths):
+        slot, offset_in, scale = sources[path]
+        start = plan.slot(slot).start + offset_in
+        for j in range(plan.input_dim):
+            W_V[start + j, i * plan.input_dim + j] = scale
+    outbox = plan.slot(f"o{hp.name}")
+    for j in range(outbox.width):
+        W_V[outbox.start + j, len(paths) * plan.input_dim + j] = 1.0
 
 
 def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> None:
@@ -310,7 +341,7 @@ def needed(plan: wp.Plan, reads: set) -> dict:
         if tag in ("avg", "count"):  # a global value, copied from a source that holds it
             keep.setdefault((hp.layer, hp.head), set()).add(path)
             todo += [(hp.layer - 1, k, path) for k in plan.classes if k != wp.OUTPUT]
-        elif hp.kind == "offset":
+        elif hp.kind in ("offset", "mixed"):  # both read the tokens every input position holds
             keep.setdefault((hp.layer, hp.head), set()).add((tag[1], rest))
             todo += [(hp.layer - 1, k, rest) for k in plan.classes if k != wp.OUTPUT]
         elif hp.kind == "retrieve":
@@ -372,6 +403,10 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
     acts = dict(hp.by_class)
     if hp.kind == "offset":
         return  # its query, key and value are linear in what the stream already holds
+    if hp.kind == "mixed":
+        if c != wp.OUTPUT:
+            _mixed_features(plan, hp, values, out)
+        return
     if hp.kind == "average":
         if c != wp.OUTPUT:
             _per_token_values(plan, hp, values, out)
@@ -410,6 +445,17 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
         start += len(paths) * plan.input_dim
 
 
+def _mixed_features(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:
+    """At an input position: the positional key, zeroed at the fixed source, and the fixed source's outbox."""
+    (_, paths), (fixed, _) = hp.blocks
+    flag = values.R[:, plan.slot(f"at {wp._fixed(fixed)}").start][:, None]
+    out[:, _span(plan, f"k{hp.name}")] = values.R[:, _span(plan, "pos")] * (1.0 - flag)
+    o0, d = plan.slot(f"o{hp.name}").start, plan.input_dim
+    for i, p in enumerate(paths):
+        out[:, o0 + i * d:o0 + (i + 1) * d] = flag * values.token(p)
+    out[:, o0 + len(paths) * d] = flag[:, 0]
+
+
 def _per_token_values(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:
     """At an input position: each aggregate's per-token value where the position is in its domain, and for
     a mean 1 there (the domain's share, once averaged)."""
@@ -443,7 +489,26 @@ class Values:
             self.reads.add((self.layer, self.c, path))
         slot, offset, scale = self.where[path]
         start = self.plan.slot(slot).start + offset
+        if scale is None:
+            return self.separated(slot, offset)
         return scale * self.R[:, start:start + self.d]
+
+    def separated(self, slot: str, offset: int) -> torch.Tensor:
+        """A token a mixed head gathered: its value holds ``m = w x_q + (1 - w) x_src`` per path, then ``b = w
+        x_q`` and ``w``: ``x_q = b / w``, ``x_src = (m - b) / (1 - w)``; where ``w`` is 1 the source is ``q``
+        itself (or outside the sequence, where nothing reads it)."""
+        start, d = self.plan.slot(slot).start, self.d
+        n = len(next(h for h in self.plan.head_plans if f"h{h.name}" == slot).blocks[0][1])
+        w = self.R[:, start + 2 * n * d][:, None]
+        i = offset // d
+        b = self.R[:, start + (n + i % n) * d:start + (n + i % n + 1) * d]
+        x_fixed = b / w
+        if i >= n:
+            return x_fixed
+        m = self.R[:, start + i * d:start + (i + 1) * d]
+        rest = 1.0 - w
+        alone = rest.abs() < 1e-9
+        return torch.where(alone, x_fixed, (m - b) / torch.where(alone, torch.ones_like(rest), rest))
 
     def raw(self, path: tuple, width: int) -> torch.Tensor:
         """The ``width`` coordinates of a global value (an average and its share, or 1/(T+1)), scaled."""

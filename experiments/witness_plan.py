@@ -96,6 +96,8 @@ class HeadPlan:
             return 0  # a uniform average: every score is 0
         if self.kind == "offset":
             return 3  # the rotated position and the sink (the output token, where p + offset is outside)
+        if self.kind == "mixed":
+            return 4  # the offset's three and the fixed source's flag
         return sum(s.rank for s in self.selections) if self.kind == "retrieve" else len(self.blocks)
 
     def query_slot_width(self) -> int:
@@ -107,6 +109,8 @@ class HeadPlan:
     def value_width(self, d: int) -> int:
         if self.kind == "retrieve":
             return sum(s.key_width for s in self.selections) + len(self.values) * d + self.shared_width
+        if self.kind == "mixed":  # the mixture of both sources, the fixed source's own block, its weight
+            return 2 * len(self.blocks[0][1]) * d + 1
         if self.kind == "average":  # per node its value and its domain's share, then 1/(T+1)
             return sum(w for _, w in self.averages) + 1
         return sum(len(paths) for _, paths in self.blocks) * d + self.shared_width
@@ -211,10 +215,11 @@ def _refuse_modes(program: Program, tree) -> None:
         if a.op.mode in (Mode.AGGREGATE, Mode.KTH):
             raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled (a softmax head "
                                  "averages; exact maps cannot decode T tokens or rank the k-th from one average)")
-        if a.op.mode is Mode.POSITIONS and any(isinstance(q, Offset) for q in a.op.positions) \
-                and len(a.op.positions) > 1:
-            raise CompileRefusal("mode", str(a), f"{a}: one head gathering an offset and other positions is "
-                                 "not compiled (its sources cannot tell which block is theirs)")
+        offsets = [q for q in a.op.positions if isinstance(q, Offset)] if a.op.mode is Mode.POSITIONS else []
+        if offsets and (len(offsets) > 1 or len(a.op.positions) > 2):
+            raise CompileRefusal("mode", str(a), f"{a}: one head gathering an offset and more than one other "
+                                 "position is not compiled (where the offset's source is one of the fixed ones, "
+                                 "the weights cannot say which)")
         if a.op.mode is Mode.RETRIEVE and len(tree.nodes[a.op.node]["bound"]) > 1:
             raise CompileRefusal("mode", str(a), f"{a}: one position plays several variables")
 
@@ -232,12 +237,15 @@ def common_paths(locations: dict) -> dict:
     """The tokens every input position holds, at the same place (what any candidate can hand over)."""
     inputs = [locs for c, locs in locations.items() if c != OUTPUT]
     return {p: where for p, where in inputs[0].items()
-            if (p[0] if p else None) not in ("key", "avg", "count") and all(locs.get(p) == where for locs in inputs[1:])}
+            if (p[0] if p else None) not in ("key", "avg", "count") and where[2] is not None
+            and all(locs.get(p) == where for locs in inputs[1:])}
 
 
 def _kind(a) -> str:
     if a.op.mode is Mode.POSITIONS:
-        return "offset" if any(isinstance(q, Offset) for q in a.op.positions) else "positions"
+        if any(isinstance(q, Offset) for q in a.op.positions):
+            return "mixed" if len(a.op.positions) > 1 else "offset"
+        return "positions"
     return {Mode.RETRIEVE: "retrieve", Mode.AVERAGE: "average"}[a.op.mode]
 
 
@@ -247,14 +255,12 @@ def _head_plans(layer, head, acts, before, current, tree, d, kept) -> list[HeadP
     groups: dict = {}
     for c, a in acts.items():
         groups.setdefault(_kind(a), {})[c] = a
-    if len(groups) > 1 and "offset" in groups:
-        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers an "
-                             "offset at some positions and does something else elsewhere")
     parts, query_at, value_at = [], 0, 0
-    for kind in ("retrieve", "positions", "offset", "average"):
+    for kind in ("retrieve", "positions", "offset", "mixed", "average"):
         if kind in groups:
             part = "" if len(groups) == 1 else kind[0]
             build = {"retrieve": _retrieve_plan, "positions": _positions_plan, "offset": _offset_plan,
+                     "mixed": _mixed_plan,
                      "average": _average_plan}[kind]
             hp = build(layer, head, groups[kind], before, current, tree, d, kept, f"h{layer}.{head}{part}",
                        len(groups) == 1)
@@ -343,6 +349,28 @@ def _offset_plan(layer, head, acts, before, current, tree, d, kept, slot, alone)
                     blocks=((offset, paths),))
 
 
+def _mixed_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    """A head that gathers ``p + offset`` and one fixed position ``q``: the offset's score (rotated positional
+    features, keys zeroed at ``q``) and ``q``'s flag both peak at the same height, so the head mixes the two
+    sources; ``q`` also sends its facts alone, and its weight, into an outbox, and the reader separates them:
+    ``x_q = block / w``, ``x_(p+offset) = (mixture - block) / (1 - w)``."""
+    gathers = {frozenset(a.op.positions) for a in acts.values()}
+    if len(gathers) > 1:
+        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers "
+                             "different positions at different classes")
+    offset = next(q for q in next(iter(gathers)) if isinstance(q, Offset))
+    fixed = next(q for q in next(iter(gathers)) if not isinstance(q, Offset))
+    paths = tuple(sorted((p for p in common_paths(before)
+                          if kept is None or (offset, p) in kept or (fixed, p) in kept),
+                         key=lambda p: (len(p), str(p))))
+    for c in acts:
+        for i, p in enumerate(paths):
+            current[c][(("at", offset), *p)] = (slot, i * d, None)  # None: decoded by the reader
+            current[c][(("at", fixed), *p)] = (slot, (len(paths) + i) * d, None)
+    return HeadPlan(layer, head, "mixed", (), tuple((c, a.op.positions) for c, a in acts.items()),
+                    blocks=((offset, paths), (fixed, paths)))
+
+
 def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
     """Global averaging: one uniform head over every position (the output token too, whose flag then
     arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
@@ -422,7 +450,7 @@ def _placed(wanted, start: int = 0) -> tuple[Slot, ...]:
 def _wanted(plans, flags, skips, d, answer_width) -> list[tuple[str, int, str]]:
     wanted = [("one", 1, "the constant 1"), ("output", 1, "1 at the output token"), ("x", d, "the token")]
     wanted += [(f"at {_fixed(q)}", 1, f"1 at position {_fixed(q)}") for q in flags]
-    if any(h.kind == "offset" for h in plans):
+    if any(h.kind in ("offset", "mixed") for h in plans):
         wanted.append(("pos", 2, "cos and sin of (position * 2 pi / 4096)"))
     wanted += [(f"skip {n}", 1, f"1 where a position is no candidate of {n}") for n in skips]
     for h in plans:
@@ -433,6 +461,11 @@ def _wanted(plans, flags, skips, d, answer_width) -> list[tuple[str, int, str]]:
             if h.key_slot_width():
                 wanted.append((f"k{h.name}", h.key_slot_width(), (f"layer {h.layer} head {h.head} key: candidate "
                                                                  f"features of {nodes}")))
+        elif h.kind == "mixed":
+            fixed = _fixed(h.blocks[1][0])
+            wanted.append((f"k{h.name}", 2, f"layer {h.layer} head {h.head} key: the positional features, 0 at {fixed}"))
+            wanted.append((f"o{h.name}", len(h.blocks[1][1]) * d + 1, (f"layer {h.layer} head {h.head} outbox: the "
+                                                                     f"facts position {fixed} sends, and 1 there")))
         elif h.kind == "offset":
             pass  # W_Q and W_K read the positional features, W_V the source's facts: no slot of its own
         elif h.kind == "average":

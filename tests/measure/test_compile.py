@@ -99,6 +99,21 @@ def test_a_fixed_position_a_score_reads_is_the_hosts_feature():
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
+@pytest.mark.parametrize("text, heads, kind", [
+    # one head gathers x[T] and x[p-1] at every input position: the two sources mixed, and T's block alone
+    ("max(bilinear(A1, x[s-1], x[T]) for s in range(2, T+1))", (1, 1), "mixed"),
+    # at p = 3 the offset's source is the fixed position 2 itself
+    ("min(min(bilinear(A2, x[s], x[2]) + dot(x[t-1], x[t]) for t in range(2, T+1)) for s in T)", (2, 2), "mixed"),
+    # one head gathers x[p-1] at the input positions and retrieves at the output token
+    (("F0(sum(f1(x[s-1]) for s in range(2, T+1)), min(f2(x[s], x[s]) for s in T), min(bilinear(A1, x[s], x[s])"
+      " for s in range(2, T+1)))"), (2, 2), "offset")])
+def test_an_offset_gathered_beside_other_work_by_one_head(text, heads, kind):
+    verdict = _verdict(text, heads, True)
+    plans = experiments.compile(verdict).plan.head_plans
+    assert any(h.kind == kind and (kind == "mixed" or h.part) for h in plans)
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
 def test_the_allocation_names_every_slot():
     model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
     text = str(model.plan)
