@@ -148,6 +148,10 @@ class CompiledTransformer(nn.Module):
             inside = np.zeros(T + 1, dtype=bool)
             inside[self.target.realization.domain_positions(domain, T) - 1] = True
             P[torch.as_tensor(~inside), _span(plan, f"skip {node}")] = 1.0
+        for node in (n for n in plan.tree.nodes if wp.is_count(n, plan.tree)):
+            data = plan.tree.nodes[node]
+            size = len(self.target.realization.domain_positions(data["domain"], T))
+            P[:, _span(plan, f"count {node}")] = size * data["score"].value
         return P
 
     def parameter_count(self) -> int:
@@ -552,6 +556,8 @@ class Values:
 
     def node_value(self, node: str, env: dict) -> torch.Tensor:
         data = self.tree.nodes[node]
+        if wp.is_count(node, self.tree):  # a count the network knows: in the positional features
+            return self.R[:, self.plan.slot(f"count {node}").start]
         if data["kind"] == "aggregate" and ("avg", node) in self.where:
             return self.averaged(node)
         if data["kind"] != "top1" or data["sense"] in ("argmin", "argmax"):

@@ -200,9 +200,10 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
     masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
     skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
     answer_width = input_dim if _is_vector(tree.graph["output"], tree) else 1
-    slots, scratch = _allocate(plans, flags, skips, input_dim, answer_width), None
+    counts = tuple(sorted(n for n in tree.nodes if is_count(n, tree)))
+    slots, scratch = _allocate(plans, flags, skips, input_dim, answer_width, counts), None
     if sum(s.width for s in slots) > width:
-        slots, scratch = _allocate_reusing(plans, flags, skips, input_dim, answer_width)
+        slots, scratch = _allocate_reusing(plans, flags, skips, input_dim, answer_width, counts)
     plan = Plan(program, tree, width, input_dim, heads, classes, flags, skips, tuple(plans), tuple(locations),
                 slots, answer_width, realization, scratch)
     if check:
@@ -414,8 +415,15 @@ def _direct(f: Factor, var: str, host_var: str | None, d: int, alone: bool) -> F
                   query_direct=alone and host_var is not None and f.rank == d and own(f.host, host_var))
 
 
-def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
-    return _placed(_wanted(plans, flags, skips, d, answer_width))
+def is_count(node: str, tree) -> bool:
+    """A sum of a constant over a domain (``sum(1 for t in S1)``): a count the network knows (docs/model.md,
+    normal form rule 3), given to every position with the positional features."""
+    data = tree.nodes[node]
+    return data["kind"] == "aggregate" and data["sense"] == "sum" and isinstance(data["score"], ex.Num)
+
+
+def _allocate(plans, flags, skips, d, answer_width, counts=()) -> tuple[Slot, ...]:
+    return _placed(_wanted(plans, flags, skips, d, answer_width, counts))
 
 
 def _scratch(name: str) -> bool:
@@ -423,11 +431,11 @@ def _scratch(name: str) -> bool:
     return name[0] in "qko" and name[1:2].isdigit()
 
 
-def _allocate_reusing(plans, flags, skips, d, answer_width) -> tuple[tuple[Slot, ...], slice]:
+def _allocate_reusing(plans, flags, skips, d, answer_width, counts=()) -> tuple[tuple[Slot, ...], slice]:
     """Every fact a later map reads in a slot of its own; the queries, keys and outboxes of each layer in a
     scratch region all layers share (a layer's are dead once its attention has read them, and the next map
     overwrites them): as wide as the widest layer's."""
-    wanted = _wanted(plans, flags, skips, d, answer_width)
+    wanted = _wanted(plans, flags, skips, d, answer_width, counts)
     kept = _placed([w for w in wanted if not _scratch(w[0])])
     start = sum(s.width for s in kept)
     slots, widest = list(kept), 0
@@ -447,12 +455,13 @@ def _placed(wanted, start: int = 0) -> tuple[Slot, ...]:
     return tuple(slots)
 
 
-def _wanted(plans, flags, skips, d, answer_width) -> list[tuple[str, int, str]]:
+def _wanted(plans, flags, skips, d, answer_width, counts=()) -> list[tuple[str, int, str]]:
     wanted = [("one", 1, "the constant 1"), ("output", 1, "1 at the output token"), ("x", d, "the token")]
     wanted += [(f"at {_fixed(q)}", 1, f"1 at position {_fixed(q)}") for q in flags]
     if any(h.kind in ("offset", "mixed") for h in plans):
         wanted.append(("pos", 2, "cos and sin of (position * 2 pi / 4096)"))
     wanted += [(f"skip {n}", 1, f"1 where a position is no candidate of {n}") for n in skips]
+    wanted += [(f"count {n}", 1, f"the count {n}, at every position") for n in counts]
     for h in plans:
         if h.kind == "retrieve":
             nodes = ", ".join(s.node for s in h.selections)
@@ -538,11 +547,16 @@ def reads(e, tree) -> frozenset[str]:
     return frozenset()
 
 
+def _node(e, tree) -> str:
+    return outermost(tree, e.group) if isinstance(e, GroupRef) else e.node
+
+
 def _global_nodes(e, tree) -> frozenset[str]:
-    """The selections and aggregates ``e`` reads that depend on no variable (the same at every position)."""
+    """The selections and aggregates ``e`` reads that depend on no variable (the same at every position;
+    a count, known everywhere, is not one)."""
     if isinstance(e, (GroupRef, NodeRef)):
-        node = outermost(tree, e.group) if isinstance(e, GroupRef) else e.node
-        return frozenset() if reads(e, tree) else frozenset({node})
+        node = _node(e, tree)
+        return frozenset() if reads(e, tree) or is_count(node, tree) else frozenset({node})
     if isinstance(e, ex.Content):
         if isinstance(e.index, ex.FixedIndex):  # a fixed position's token: the same wherever it is read
             return frozenset({e.index})
@@ -618,6 +632,11 @@ class _Splitter:
             return self.factors(term.right, coefficient * term.left.value)
         if term.op == "*" and isinstance(term.right, ex.Num):
             return self.factors(term.left, coefficient * term.right.value)
+        for known, other in ((term.left, term.right), (term.right, term.left)):
+            if term.op == "*" and isinstance(known, (GroupRef, NodeRef)) and is_count(_node(known, self.tree),
+                                                                                     self.tree):
+                return [dataclasses.replace(f, host=ex.BinOp("*", known, f.host))
+                        for f in self.factors(other, coefficient)]
         sides = self._sides(term.left, term.right) if term.op == "*" else None
         if sides and not _is_vector(term.left, self.tree) and not _is_vector(term.right, self.tree):
             return [Factor(sides[0], sides[1], 1, coefficient)]

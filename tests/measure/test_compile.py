@@ -114,6 +114,14 @@ def test_an_offset_gathered_beside_other_work_by_one_head(text, heads, kind):
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
+def test_a_count_the_network_knows_scales_a_score():
+    # the normal form makes the score dot(x_s, x_s) * sum(1 for t in T) + f1(x_s): T is in the positional features
+    text = "max(f1(x[s]) + sum(dot(x[t], x[t]) + dot(x[s], x[s]) for t in T) for s in T)"
+    verdict = _verdict(text, (2,))
+    assert any(s.name.startswith("count") for s in experiments.compile(verdict).plan.slots)
+    _falls_with_beta(experiments.check_compiled(verdict, betas=(1, 4, 16, 256), seq_lens=(8, 32), samples=24))
+
+
 def test_the_allocation_names_every_slot():
     model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
     text = str(model.plan)
