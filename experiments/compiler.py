@@ -344,7 +344,8 @@ def needed(plan: wp.Plan, reads: set) -> dict:
         tag, rest = path[0], path[1:]
         if tag in ("avg", "count"):  # a global value, copied from a source that holds it
             keep.setdefault((hp.layer, hp.head), set()).add(path)
-            todo += [(hp.layer - 1, k, path) for k in plan.classes if k != wp.OUTPUT]
+            todo += [(hp.layer - 1, k, path) for k in plan.classes
+                     if k != wp.OUTPUT and path in plan.locations[hp.layer - 1][k]]
         elif hp.kind in ("offset", "mixed"):  # both read the tokens every input position holds
             keep.setdefault((hp.layer, hp.head), set()).add((tag[1], rest))
             todo += [(hp.layer - 1, k, rest) for k in plan.classes if k != wp.OUTPUT]
@@ -447,6 +448,11 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                 if (at > 0.5).any():
                     out[:, o0 + i * plan.input_dim:o0 + (i + 1) * plan.input_dim] = at * values.token(p)
         start += len(paths) * plan.input_dim
+    o0 = plan.slot(f"o{hp.name}").start + start
+    for path, width, q in hp.gated:  # a global value this class alone holds, sent behind its flag
+        if c == q:
+            out[:, o0:o0 + width] = values.raw(path, width)
+        o0 += width
 
 
 def _mixed_features(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:

@@ -86,6 +86,7 @@ class HeadPlan:
     query_at: int = 0                             # where the part's query and key coordinates start
     value_at: int = 0                             # where its value coordinates start
     shared: tuple[tuple[tuple, int], ...] = ()    # global values (an average every input holds) copied, and widths
+    gated: tuple[tuple[tuple, int, object], ...] = ()  # positions: global values one source sends, from where
 
     @property
     def name(self) -> str:
@@ -113,7 +114,7 @@ class HeadPlan:
             return 2 * len(self.blocks[0][1]) * d + 1
         if self.kind == "average":  # per node its value and its domain's share, then 1/(T+1)
             return sum(w for _, w in self.averages) + 1
-        return sum(len(paths) for _, paths in self.blocks) * d + self.shared_width
+        return sum(len(paths) for _, paths in self.blocks) * d + sum(w for _, w, _ in self.gated) + self.shared_width
 
     @property
     def shared_width(self) -> int:
@@ -323,10 +324,35 @@ def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alo
             paths = dict(blocks)[q]
             for i, p in enumerate(paths):
                 current[c][(("at", q), *p)] = (slot, offsets[q] + i * d, float(len(a.op.positions)))
-    # the global values are read straight from the sources: the same at each, their average is the value
+    gated = _gated(before, current, acts, tree, d, kept, slot, at)
+    at += sum(w for _, w, _ in gated)
+    # the global values every input holds are read straight from the sources: their average is the value
     shared = _shared(before, current, acts, tree, d, kept, slot, at, 1.0)
     return HeadPlan(layer, head, "positions", (), tuple((c, a.op.positions) for c, a in acts.items()), (),
-                    blocks, shared=shared)
+                    blocks, shared=shared, gated=gated)
+
+
+def _gated(before, current, acts, tree, d, kept, slot, at) -> tuple:
+    """The global values a gathered source holds and not every input position does: that source sends them
+    in the outbox, behind its flag (one source per value, the first that holds it), and the reader scales
+    them by k as the tokens. Only where every acting class gathers the same k positions."""
+    gathers = {a.op.positions for a in acts.values()}
+    if len(gathers) != 1:
+        return ()
+    positions = next(iter(gathers))
+    inputs = [locs for c, locs in before.items() if c != OUTPUT]
+    gated = []
+    for q in sorted((q for q in positions if q in before), key=_fixed):
+        for p in sorted((p for p in before[q] if p and p[0] in ("avg", "count")), key=str):
+            if any(p == g for g, _, _ in gated) or all(p in locs for locs in inputs) \
+                    or (kept is not None and p not in kept) or all(p in current[c] for c in acts):
+                continue
+            width = 1 if p[0] == "count" else average_width(p[1], tree, d)[1]
+            for c in acts:
+                current[c].setdefault(p, (slot, at, float(len(positions))))
+            gated.append((p, width, q))
+            at += width
+    return tuple(gated)
 
 
 def _ref_key(q) -> tuple:
