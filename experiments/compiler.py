@@ -197,7 +197,6 @@ class Attention(nn.Module):
 def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> None:
     """``W_Q`` is the pair (coefficients of beta, fixed part)."""
     o0, d = plan.slot(f"h{hp.name}").start, plan.input_dim
-    q0 = plan.slot(f"q{hp.name}").start if hp.kind in ("retrieve", "positions") else 0
     if hp.kind == "retrieve":
         _write_retrieval(plan, hp, W_Q, W_K, W_V)
     elif hp.kind == "offset":
@@ -211,7 +210,11 @@ def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> No
         W_V[plan.slot("output").start, width - 1] = 1.0
     else:
         for j, (q, _) in enumerate(hp.blocks):
-            W_Q[1][q0 + j, j], W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = POSITION_SHARPNESS, 1.0
+            W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = 1.0
+            for c, gathers in hp.by_class:  # the query is on where the class gathers q: read from the flags
+                if q in gathers:
+                    for row, sign in class_indicator(plan, c):
+                        W_Q[1][row, j] += POSITION_SHARPNESS * sign
         outbox = plan.slot(f"o{hp.name}")
         for j in range(outbox.width):
             W_V[outbox.start + j, j] = 1.0
@@ -273,7 +276,8 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
     or, read directly from the token, in ``W_Q``), a mask coordinate per node, and a value that copies the
     winner's candidate features and the tokens read later."""
     x0, d = plan.slot("x").start, plan.input_dim
-    q_at, k_at, coord, v_at = plan.slot(f"q{hp.name}").start, 0, 0, 0
+    q_at = plan.slot(f"q{hp.name}").start if hp.query_slot_width() else 0
+    k_at, coord, v_at = 0, 0, 0
     k0 = plan.slot(f"k{hp.name}").start if hp.key_slot_width() else 0
     for s in hp.selections:
         for f in s.factors:
@@ -289,9 +293,13 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
             for j in range(f.rank):
                 W_K[key + j, coord + j] = W_V[key + j, v_at + j] = 1.0
             coord, v_at = coord + f.rank, v_at + f.rank
-        W_Q[1][q_at, coord] = MASK  # the host writes -1 there: -MASK on every non-candidate
+        for c, node in hp.by_class:  # -MASK on every non-candidate, where the class selects this node
+            if node == s.node:
+                for row, sign in class_indicator(plan, c):
+                    W_Q[1][row, coord] -= MASK * sign
         W_K[_skip(plan, s.node), coord] = 1.0
-        q_at, coord = q_at + 1, coord + 1
+        coord += 1
+
     sources = wp.common_paths(plan.locations[hp.layer - 1])
     for i, path in enumerate(hp.values):
         slot, offset, scale = sources[path]
@@ -299,6 +307,18 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
         for j in range(d):
             W_V[start + j, v_at + i * d + j] = scale
     _write_shared(plan, hp, W_V, v_at + len(hp.values) * d)
+
+
+def class_indicator(plan: wp.Plan, c) -> list[tuple[int, float]]:
+    """1 at the positions of class ``c``, 0 elsewhere, as a linear form of the flags: the output flag, a
+    fixed position's flag, or (every other input position) the constant less all of them."""
+    if c == wp.OUTPUT:
+        return [(plan.slot("output").start, 1.0)]
+    if isinstance(c, ex.FixedIndex):
+        return [(plan.slot(f"at {wp._fixed(c)}").start, 1.0)]
+    others = [k for k in plan.classes if isinstance(k, ex.FixedIndex)]
+    return [(plan.slot("one").start, 1.0), (plan.slot("output").start, -1.0)] + \
+        [(plan.slot(f"at {wp._fixed(k)}").start, -1.0) for k in others]
 
 
 def _write_shared(plan: wp.Plan, hp: wp.HeadPlan, W_V, at: int) -> None:
@@ -416,8 +436,8 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
         if c != wp.OUTPUT:
             _per_token_values(plan, hp, values, out)
         return
-    q_at = plan.slot(f"q{hp.name}").start
     if hp.kind == "retrieve":
+        q_at = plan.slot(f"q{hp.name}").start if hp.query_slot_width() else 0
         k_at = plan.slot(f"k{hp.name}").start if hp.key_slot_width() else 0
         for s in hp.selections:
             mine = acts.get(c) == s.node
@@ -432,14 +452,9 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                         var = plan.tree.nodes[s.node]["var"]
                         out[:, k_at:k_at + f.rank] = values.feature(f.candidate, {var: ()}, f.rank)
                     k_at += f.rank
-            if mine:
-                out[:, q_at] = -1.0
-            q_at += 1
         return
-    gathers, start = acts.get(c, ()), 0
-    for j, (q, paths) in enumerate(hp.blocks):
-        if q in gathers:
-            out[:, q_at + j] = 1.0
+    start = 0
+    for q, paths in hp.blocks:
         if c != wp.OUTPUT:
             flag = plan.slot(f"at {wp._fixed(q)}").start
             at = values.R[:, flag:flag + 1]

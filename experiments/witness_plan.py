@@ -102,7 +102,8 @@ class HeadPlan:
         return sum(s.rank for s in self.selections) if self.kind == "retrieve" else len(self.blocks)
 
     def query_slot_width(self) -> int:
-        return sum(1 + sum(f.rank for f in s.factors if not f.query_direct) for s in self.selections)
+        """The host features the map writes (the mask coordinate is read from the class flags by ``W_Q``)."""
+        return sum(sum(f.rank for f in s.factors if not f.query_direct) for s in self.selections)
 
     def key_slot_width(self) -> int:
         return sum(f.rank for s in self.selections for f in s.factors if not f.key_direct)
@@ -491,8 +492,9 @@ def _wanted(plans, flags, skips, d, answer_width, counts=()) -> list[tuple[str, 
     for h in plans:
         if h.kind == "retrieve":
             nodes = ", ".join(s.node for s in h.selections)
-            wanted.append((f"q{h.name}", h.query_slot_width(), (f"layer {h.layer} head {h.head} query: host "
-                                                                f"features of {nodes} (and -1 to mask)")))
+            if h.query_slot_width():
+                wanted.append((f"q{h.name}", h.query_slot_width(), (f"layer {h.layer} head {h.head} query: host "
+                                                                    f"features of {nodes}")))
             if h.key_slot_width():
                 wanted.append((f"k{h.name}", h.key_slot_width(), (f"layer {h.layer} head {h.head} key: candidate "
                                                                  f"features of {nodes}")))
@@ -509,7 +511,6 @@ def _wanted(plans, flags, skips, d, answer_width, counts=()) -> list[tuple[str, 
                                                                f"values of {nodes}")))
         else:
             where = ", ".join(_fixed(q) for q, _ in h.blocks)
-            wanted.append((f"q{h.name}", h.query_width(), f"layer {h.layer} head {h.head} query: which of {where}"))
             wanted.append((f"o{h.name}", h.value_width(d) - h.shared_width, (f"layer {h.layer} head {h.head} outbox: the facts "
                                                          f"positions {where} send")))
         wanted.append((f"h{h.name}", h.value_width(d), f"layer {h.layer} head {h.head} output: what it copied"))

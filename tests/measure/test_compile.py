@@ -80,9 +80,9 @@ def test_an_average_held_at_the_inputs_is_copied_to_the_output(text, heads, kind
 
 
 def test_a_stream_too_narrow_for_every_slot_shares_the_layers_scratch():
-    text = "min(bilinear(A2, x[s], x[s]) - dot(x[T], x[2]) for s in S2) + sum(f2(x[s], x[s]) for s in T) + " \
-           "max(max(dot(x[s], x[t]) for t in S1) for s in T)"
-    verdict = _verdict(text, (2, 2), True)
+    text = "sum(bilinear(A1, x[s], x[s]) - dot(x[s], x[s]) - f2(x[s], x[s]) for s in T) + min(dot(x[s], x[1]) " \
+           "for s in T) + max(max(dot(x[s], x[t]) for t in T) for s in T)"
+    verdict = _verdict(text, (1, 1), True)
     model = experiments.compile(verdict)
     assert model.plan.scratch is not None and model.plan.used() <= 32
     assert sum(s.width for s in model.plan.slots) > 32  # it would not fit without sharing
@@ -125,7 +125,7 @@ def test_a_count_the_network_knows_scales_a_score():
 def test_the_allocation_names_every_slot():
     model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
     text = str(model.plan)
-    assert "residual stream" in text and "q1.1" in text and "answer" in text
+    assert "residual stream" in text and "q2.1" in text and "h1.1" in text and "answer" in text
     assert model.plan.used() <= 32
 
 
