@@ -11,6 +11,7 @@ import argparse
 import collections
 import os
 import random
+import re
 import sys
 import time
 
@@ -26,6 +27,19 @@ from support.generators import random_target
 
 SHAPES = ((1,), (2,), (1, 1), (4,), (2, 2), (1, 1, 1), (4, 4), (2, 2, 2), (4, 4, 4))
 BETAS, SEQ_LENS, SAMPLES, GOAL = (16, 256, 4096), (8, 64), 32, 1e-3
+
+
+_CALL = re.compile(r"\b(f\d+)\(((?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)")
+
+
+def plain(text: str) -> bool:
+    """Built only from ``dot``, ``bilinear`` and one-token functions (every ``f_i`` reads one token, no
+    sum of tokens, no retrieved token): the class the issue says should never be refused at E = 32, d = 2."""
+    for _, args in _CALL.findall(text):
+        tokens = set(re.findall(r"x\[[^\]]+\]", args))
+        if len(tokens) > 1 or "arg" in args or re.search(r"x\[[^\]]+\]\s*[+\-]", args):
+            return False
+    return True
 
 
 def feasible(text: str):
@@ -51,6 +65,7 @@ def main() -> None:
     torch.set_num_threads(1)
     started = time.perf_counter()
     reasons, failed, passed, lines, index = collections.Counter(), [], 0, [], 0
+    reasons_plain = collections.Counter()
     while passed + len(failed) + sum(reasons.values()) < args.count:
         rng = random.Random(index)
         index += 1
@@ -62,7 +77,10 @@ def main() -> None:
             result = experiments.check_compiled(verdict, BETAS, SEQ_LENS, SAMPLES)
         except CompileRefusal as refusal:
             reasons[refusal.reason] += 1
-            lines.append(f"REFUSED ({refusal.reason}: {refusal.term}) {label}")
+            if plain(verdict.target.text):
+                reasons_plain[refusal.reason] += 1
+            mark = "PLAIN " if plain(verdict.target.text) else ""
+            lines.append(f"REFUSED {mark}({refusal.reason}: {refusal.term}) {label}")
             print(lines[-1], flush=True)
             continue
         except Exception as err:  # noqa: BLE001 -- a crash is a compiler bug: counted and shown, not hidden
@@ -77,20 +95,24 @@ def main() -> None:
             failed.append(label)
         lines.append(f"{'ok    ' if worst <= GOAL else 'MISS  '} NMSE {worst:.2e} at beta {BETAS[-1]}  {label}")
         print(lines[-1], flush=True)
-        _write(args.out, started, index, passed, failed, reasons, lines)
-    _write(args.out, started, index, passed, failed, reasons, lines, final=True)
+        _write(args.out, started, index, passed, failed, reasons, reasons_plain, lines)
+    _write(args.out, started, index, passed, failed, reasons, reasons_plain, lines, final=True)
 
 
-def _write(out, started, index, passed, failed, reasons, lines, final=False) -> None:
+def _write(out, started, index, passed, failed, reasons, reasons_plain, lines, final=False) -> None:
     """The summary and every line so far (rewritten after each target: a stopped run keeps its figures)."""
     total = passed + len(failed) + sum(reasons.values())
     refused = sum(reasons.values())
-    summary = [f"machine: {cpu_model()}, {os.cpu_count()} CPUs; betas {BETAS}, T {SEQ_LENS}, {SAMPLES} inputs",
+    summary = [(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; betas {BETAS}, "
+                f"T {SEQ_LENS}, {SAMPLES} inputs"),
                (f"{total} random feasible targets (from {index} generated{'' if final else ', run in progress'}): "
                 f"{passed + len(failed)} compiled, {passed} reach NMSE <= {GOAL:g} at T = 8 and 64, "
                 f"{len(failed)} do not"),
                (f"refused: {refused} ({100 * refused / max(total, 1):.1f} %): "
                 + (", ".join(f"{r} {n}" for r, n in reasons.most_common()) or "none")),
+               (f"refused though built only from dot, bilinear and one-token functions (PLAIN, target 0): "
+                f"{sum(reasons_plain.values())}: "
+                + (", ".join(f"{r} {n}" for r, n in reasons_plain.most_common()) or "none")),
                f"{time.perf_counter() - started:.0f} s", ""]
     text = "\n".join(summary + lines)
     if final:

@@ -36,7 +36,7 @@ from infoflow_smt.model.program import Offset
 
 from . import witness_plan as wp
 
-MASK = 1e6                 # the score of a position that is no candidate: exp(-MASK) is 0 in float64
+MASK = 1e9                 # the score of a position that is no candidate: far below beta * score at beta 16384
 POSITION_SHARPNESS = 60.0  # a positional head's score on its sources: the others weigh exp(-60) each
 ANGLE = 2 * np.pi / 4096   # positional features cos, sin of p * ANGLE: distinct positions up to T = 2048
 # an offset head's scale: the source beats the sink and the sink every other position by 40
@@ -148,6 +148,10 @@ class CompiledTransformer(nn.Module):
             inside = np.zeros(T + 1, dtype=bool)
             inside[self.target.realization.domain_positions(domain, T) - 1] = True
             P[torch.as_tensor(~inside), _span(plan, f"skip {node}")] = 1.0
+        for node in (n for n in plan.tree.nodes if wp.is_count(n, plan.tree)):
+            data = plan.tree.nodes[node]
+            size = len(self.target.realization.domain_positions(data["domain"], T))
+            P[:, _span(plan, f"count {node}")] = size * data["score"].value
         return P
 
     def parameter_count(self) -> int:
@@ -193,11 +197,12 @@ class Attention(nn.Module):
 def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> None:
     """``W_Q`` is the pair (coefficients of beta, fixed part)."""
     o0, d = plan.slot(f"h{hp.name}").start, plan.input_dim
-    q0 = plan.slot(f"q{hp.name}").start if hp.kind in ("retrieve", "positions") else 0
     if hp.kind == "retrieve":
         _write_retrieval(plan, hp, W_Q, W_K, W_V)
     elif hp.kind == "offset":
         _write_offset(plan, hp, W_Q[1], W_K, W_V)
+    elif hp.kind == "mixed":
+        _write_mixed(plan, hp, W_Q[1], W_K, W_V)
     elif hp.kind == "average":  # W_Q = 0: every position weighs 1/(T+1)
         outbox, width = plan.slot(f"o{hp.name}").start, hp.value_width(d)
         for j in range(width - 1):
@@ -205,10 +210,15 @@ def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> No
         W_V[plan.slot("output").start, width - 1] = 1.0
     else:
         for j, (q, _) in enumerate(hp.blocks):
-            W_Q[1][q0 + j, j], W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = POSITION_SHARPNESS, 1.0
-        outbox = plan.slot(f"o{hp.name}").start
-        for j in range(hp.value_width(d)):
-            W_V[outbox + j, j] = 1.0
+            W_K[plan.slot(f"at {wp._fixed(q)}").start, j] = 1.0
+            for c, gathers in hp.by_class:  # the query is on where the class gathers q: read from the flags
+                if q in gathers:
+                    for row, sign in class_indicator(plan, c):
+                        W_Q[1][row, j] += POSITION_SHARPNESS * sign
+        outbox = plan.slot(f"o{hp.name}")
+        for j in range(outbox.width):
+            W_V[outbox.start + j, j] = 1.0
+        _write_shared(plan, hp, W_V, outbox.width)
     for j in range(hp.value_width(d)):
         W_O[j, o0 + j] = 1.0
 
@@ -223,6 +233,8 @@ def _write_offset(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
     rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
     W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
     W_Q[one, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    if hp.part:  # the head does something else at the output token: no query of this part there
+        W_Q[out, 2] = -W_Q[one, 2]
     W_K[pos, 0] = W_K[pos + 1, 1] = W_K[out, 2] = 1.0
     sources = wp.common_paths(plan.locations[hp.layer - 1])
     for i, path in enumerate(paths):
@@ -232,12 +244,40 @@ def _write_offset(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
             W_V[start + j, i * plan.input_dim + j] = scale
 
 
+def _write_mixed(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
+    """The offset's query and sink as in ``_write_offset`` but on a key that is 0 at the fixed source, which
+    scores ``OFFSET_SHARPNESS`` by its flag instead: the height of the offset's source. The value is the
+    mixture of the tokens, then the fixed source's outbox (its tokens alone and its weight)."""
+    (offset, paths), (fixed, _) = hp.blocks
+    one, out, key = plan.slot("one").start, plan.slot("output").start, plan.slot(f"k{hp.name}").start
+    a = offset.offset * ANGLE
+    rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
+    pos = plan.slot("pos").start
+    W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
+    W_Q[one, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    W_Q[one, 3] = OFFSET_SHARPNESS
+    if hp.part:  # the head does something else at the output token: no query of this part there
+        W_Q[out, 2:4] = -W_Q[one, 2:4]
+    W_K[key, 0] = W_K[key + 1, 1] = W_K[out, 2] = 1.0
+    W_K[plan.slot(f"at {wp._fixed(fixed)}").start, 3] = 1.0
+    sources = wp.common_paths(plan.locations[hp.layer - 1])
+    for i, path in enumerate(paths):
+        slot, offset_in, scale = sources[path]
+        start = plan.slot(slot).start + offset_in
+        for j in range(plan.input_dim):
+            W_V[start + j, i * plan.input_dim + j] = scale
+    outbox = plan.slot(f"o{hp.name}")
+    for j in range(outbox.width):
+        W_V[outbox.start + j, len(paths) * plan.input_dim + j] = 1.0
+
+
 def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> None:
     """Query and key coordinates factor by factor (``beta * sign * coefficient`` is in the host's features
     or, read directly from the token, in ``W_Q``), a mask coordinate per node, and a value that copies the
     winner's candidate features and the tokens read later."""
     x0, d = plan.slot("x").start, plan.input_dim
-    q_at, k_at, coord, v_at = plan.slot(f"q{hp.name}").start, 0, 0, 0
+    q_at = plan.slot(f"q{hp.name}").start if hp.query_slot_width() else 0
+    k_at, coord, v_at = 0, 0, 0
     k0 = plan.slot(f"k{hp.name}").start if hp.key_slot_width() else 0
     for s in hp.selections:
         for f in s.factors:
@@ -253,15 +293,42 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
             for j in range(f.rank):
                 W_K[key + j, coord + j] = W_V[key + j, v_at + j] = 1.0
             coord, v_at = coord + f.rank, v_at + f.rank
-        W_Q[1][q_at, coord] = MASK  # the host writes -1 there: -MASK on every non-candidate
+        for c, node in hp.by_class:  # -MASK on every non-candidate, where the class selects this node
+            if node == s.node:
+                for row, sign in class_indicator(plan, c):
+                    W_Q[1][row, coord] -= MASK * sign
         W_K[_skip(plan, s.node), coord] = 1.0
-        q_at, coord = q_at + 1, coord + 1
+        coord += 1
+
     sources = wp.common_paths(plan.locations[hp.layer - 1])
     for i, path in enumerate(hp.values):
         slot, offset, scale = sources[path]
         start = plan.slot(slot).start + offset
         for j in range(d):
             W_V[start + j, v_at + i * d + j] = scale
+    _write_shared(plan, hp, W_V, v_at + len(hp.values) * d)
+
+
+def class_indicator(plan: wp.Plan, c) -> list[tuple[int, float]]:
+    """1 at the positions of class ``c``, 0 elsewhere, as a linear form of the flags: the output flag, a
+    fixed position's flag, or (every other input position) the constant less all of them."""
+    if c == wp.OUTPUT:
+        return [(plan.slot("output").start, 1.0)]
+    if isinstance(c, ex.FixedIndex):
+        return [(plan.slot(f"at {wp._fixed(c)}").start, 1.0)]
+    others = [k for k in plan.classes if isinstance(k, ex.FixedIndex)]
+    return [(plan.slot("one").start, 1.0), (plan.slot("output").start, -1.0)] + \
+        [(plan.slot(f"at {wp._fixed(k)}").start, -1.0) for k in others]
+
+
+def _write_shared(plan: wp.Plan, hp: wp.HeadPlan, W_V, at: int) -> None:
+    """The global values, the same at every input position: any mixture of sources hands them over."""
+    for path, width in hp.shared:
+        slot, offset, scale = plan.locations[hp.layer - 1][wp.INPUT][path]
+        start = plan.slot(slot).start + offset
+        for j in range(width):
+            W_V[start + j, at + j] = scale
+        at += width
 
 
 def _factor_matrix(plan: wp.Plan, f: wp.Factor) -> torch.Tensor:
@@ -295,7 +362,11 @@ def needed(plan: wp.Plan, reads: set) -> dict:
         if hp.kind == "average":  # it copies values the sources compute, not facts
             continue
         tag, rest = path[0], path[1:]
-        if hp.kind == "offset":
+        if tag in ("avg", "count"):  # a global value, copied from a source that holds it
+            keep.setdefault((hp.layer, hp.head), set()).add(path)
+            todo += [(hp.layer - 1, k, path) for k in plan.classes
+                     if k != wp.OUTPUT and path in plan.locations[hp.layer - 1][k]]
+        elif hp.kind in ("offset", "mixed"):  # both read the tokens every input position holds
             keep.setdefault((hp.layer, hp.head), set()).add((tag[1], rest))
             todo += [(hp.layer - 1, k, rest) for k in plan.classes if k != wp.OUTPUT]
         elif hp.kind == "retrieve":
@@ -334,6 +405,8 @@ class ExactMap(nn.Module):
             answer = values.value(plan.tree.graph["output"], {})  # a constant target gives one number
             shape = (len(R),) if plan.answer_width == 1 else (len(R), plan.answer_width)
             out[:, _span(plan, "answer")] = answer.expand(shape).reshape(len(R), plan.answer_width)
+        if plan.scratch is not None:  # the shared coordinates: the last layer's features out, the next's in
+            out[:, plan.scratch] -= R[:, plan.scratch]
         return out
 
 
@@ -355,12 +428,16 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
     acts = dict(hp.by_class)
     if hp.kind == "offset":
         return  # its query, key and value are linear in what the stream already holds
+    if hp.kind == "mixed":
+        if c != wp.OUTPUT:
+            _mixed_features(plan, hp, values, out)
+        return
     if hp.kind == "average":
         if c != wp.OUTPUT:
             _per_token_values(plan, hp, values, out)
         return
-    q_at = plan.slot(f"q{hp.name}").start
     if hp.kind == "retrieve":
+        q_at = plan.slot(f"q{hp.name}").start if hp.query_slot_width() else 0
         k_at = plan.slot(f"k{hp.name}").start if hp.key_slot_width() else 0
         for s in hp.selections:
             mine = acts.get(c) == s.node
@@ -375,14 +452,9 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                         var = plan.tree.nodes[s.node]["var"]
                         out[:, k_at:k_at + f.rank] = values.feature(f.candidate, {var: ()}, f.rank)
                     k_at += f.rank
-            if mine:
-                out[:, q_at] = -1.0
-            q_at += 1
         return
-    gathers, start = acts.get(c, ()), 0
-    for j, (q, paths) in enumerate(hp.blocks):
-        if q in gathers:
-            out[:, q_at + j] = 1.0
+    start = 0
+    for q, paths in hp.blocks:
         if c != wp.OUTPUT:
             flag = plan.slot(f"at {wp._fixed(q)}").start
             at = values.R[:, flag:flag + 1]
@@ -391,20 +463,37 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                 if (at > 0.5).any():
                     out[:, o0 + i * plan.input_dim:o0 + (i + 1) * plan.input_dim] = at * values.token(p)
         start += len(paths) * plan.input_dim
+    o0 = plan.slot(f"o{hp.name}").start + start
+    for path, width, q in hp.gated:  # a global value this class alone holds, sent behind its flag
+        if c == q:
+            out[:, o0:o0 + width] = values.raw(path, width)
+        o0 += width
+
+
+def _mixed_features(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:
+    """At an input position: the positional key, zeroed at the fixed source, and the fixed source's outbox."""
+    (_, paths), (fixed, _) = hp.blocks
+    flag = values.R[:, plan.slot(f"at {wp._fixed(fixed)}").start][:, None]
+    out[:, _span(plan, f"k{hp.name}")] = values.R[:, _span(plan, "pos")] * (1.0 - flag)
+    o0, d = plan.slot(f"o{hp.name}").start, plan.input_dim
+    for i, p in enumerate(paths):
+        out[:, o0 + i * d:o0 + (i + 1) * d] = flag * values.token(p)
+    out[:, o0 + len(paths) * d] = flag[:, 0]
 
 
 def _per_token_values(plan: wp.Plan, hp: wp.HeadPlan, values: Values, out: torch.Tensor) -> None:
-    """At an input position: each aggregate's per-token value where the position is in its domain, and 1
-    there (the domain's share, once averaged)."""
+    """At an input position: each aggregate's per-token value where the position is in its domain, and for
+    a mean 1 there (the domain's share, once averaged)."""
     at = plan.slot(f"o{hp.name}").start
-    for node, width in hp.averages:
-        data = plan.tree.nodes[node]
+    for node, carried in hp.averages:
+        data, width = plan.tree.nodes[node], wp.average_width(node, plan.tree, plan.input_dim)[0]
         inside = 1.0 - values.R[:, _skip(plan, node)]
         v = values.value(data["score"], {data["var"]: ()})
         v = v.expand(len(values.R), width) if width > 1 else v.expand(len(values.R)).reshape(-1, 1)
         out[:, at:at + width] = v * inside[:, None]
-        out[:, at + width] = inside
-        at += width + 1
+        if carried > width:
+            out[:, at + width] = inside
+        at += carried
 
 
 class Values:
@@ -425,7 +514,34 @@ class Values:
             self.reads.add((self.layer, self.c, path))
         slot, offset, scale = self.where[path]
         start = self.plan.slot(slot).start + offset
+        if scale is None:
+            return self.separated(slot, offset)
         return scale * self.R[:, start:start + self.d]
+
+    def separated(self, slot: str, offset: int) -> torch.Tensor:
+        """A token a mixed head gathered: its value holds ``m = w x_q + (1 - w) x_src`` per path, then ``b = w
+        x_q`` and ``w``: ``x_q = b / w``, ``x_src = (m - b) / (1 - w)``; where ``w`` is 1 the source is ``q``
+        itself (or outside the sequence, where nothing reads it)."""
+        start, d = self.plan.slot(slot).start, self.d
+        n = len(next(h for h in self.plan.head_plans if f"h{h.name}" == slot).blocks[0][1])
+        w = self.R[:, start + 2 * n * d][:, None]
+        i = offset // d
+        b = self.R[:, start + (n + i % n) * d:start + (n + i % n + 1) * d]
+        x_fixed = b / w
+        if i >= n:
+            return x_fixed
+        m = self.R[:, start + i * d:start + (i + 1) * d]
+        rest = 1.0 - w
+        alone = rest.abs() < 1e-9
+        return torch.where(alone, x_fixed, (m - b) / torch.where(alone, torch.ones_like(rest), rest))
+
+    def raw(self, path: tuple, width: int) -> torch.Tensor:
+        """The ``width`` coordinates of a global value (an average and its share, or 1/(T+1)), scaled."""
+        if self.reads is not None:
+            self.reads.add((self.layer, self.c, path))
+        slot, offset, scale = self.where[path]
+        start = self.plan.slot(slot).start + offset
+        return scale * self.R[:, start:start + width]
 
     def value(self, e, env: dict) -> torch.Tensor:
         method = getattr(self, f"visit_{type(e).__name__}", None)
@@ -461,6 +577,8 @@ class Values:
 
     def node_value(self, node: str, env: dict) -> torch.Tensor:
         data = self.tree.nodes[node]
+        if wp.is_count(node, self.tree):  # a count the network knows: in the positional features
+            return self.R[:, self.plan.slot(f"count {node}").start]
         if data["kind"] == "aggregate" and ("avg", node) in self.where:
             return self.averaged(node)
         if data["kind"] != "top1" or data["sense"] in ("argmin", "argmax"):
@@ -475,15 +593,10 @@ class Values:
 
     def averaged(self, node: str) -> torch.Tensor:
         """A sum or mean from a uniform average: ``a = sum_D v / (T+1)``, ``b = |D| / (T+1)``, ``c = 1/(T+1)``."""
-        slot, offset, _ = self.where[("avg", node)]
-        start = self.plan.slot(slot).start + offset
-        width = 1 if not wp._is_vector(self.tree.nodes[node]["score"], self.tree) else self.d
-        if self.reads is not None:
-            self.reads.add((self.layer, self.c, ("count",)))
-        a, b = self.R[:, start:start + width], self.R[:, start + width]
-        count_slot, count_at, _ = self.where[("count",)]
-        c = self.R[:, self.plan.slot(count_slot).start + count_at]
-        total = a / (c if self.tree.nodes[node]["sense"] == "sum" else b)[:, None]
+        width, carried = wp.average_width(node, self.tree, self.d)
+        held = self.raw(("avg", node), carried)
+        a = held[:, :width]
+        total = a / (held[:, width] if carried > width else self.raw(("count",), 1)[:, 0])[:, None]
         return total if width > 1 else total[:, 0]
 
     def copied_value(self, node: str, env: dict) -> torch.Tensor:

@@ -85,6 +85,8 @@ class HeadPlan:
     part: str = ""                                # a head doing several kinds of things: one part per kind
     query_at: int = 0                             # where the part's query and key coordinates start
     value_at: int = 0                             # where its value coordinates start
+    shared: tuple[tuple[tuple, int], ...] = ()    # global values (an average every input holds) copied, and widths
+    gated: tuple[tuple[tuple, int, object], ...] = ()  # positions: global values one source sends, from where
 
     @property
     def name(self) -> str:
@@ -95,20 +97,29 @@ class HeadPlan:
             return 0  # a uniform average: every score is 0
         if self.kind == "offset":
             return 3  # the rotated position and the sink (the output token, where p + offset is outside)
+        if self.kind == "mixed":
+            return 4  # the offset's three and the fixed source's flag
         return sum(s.rank for s in self.selections) if self.kind == "retrieve" else len(self.blocks)
 
     def query_slot_width(self) -> int:
-        return sum(1 + sum(f.rank for f in s.factors if not f.query_direct) for s in self.selections)
+        """The host features the map writes (the mask coordinate is read from the class flags by ``W_Q``)."""
+        return sum(sum(f.rank for f in s.factors if not f.query_direct) for s in self.selections)
 
     def key_slot_width(self) -> int:
         return sum(f.rank for s in self.selections for f in s.factors if not f.key_direct)
 
     def value_width(self, d: int) -> int:
         if self.kind == "retrieve":
-            return sum(s.key_width for s in self.selections) + len(self.values) * d
+            return sum(s.key_width for s in self.selections) + len(self.values) * d + self.shared_width
+        if self.kind == "mixed":  # the mixture of both sources, the fixed source's own block, its weight
+            return 2 * len(self.blocks[0][1]) * d + 1
         if self.kind == "average":  # per node its value and its domain's share, then 1/(T+1)
-            return sum(w + 1 for _, w in self.averages) + 1
-        return sum(len(paths) for _, paths in self.blocks) * d
+            return sum(w for _, w in self.averages) + 1
+        return sum(len(paths) for _, paths in self.blocks) * d + sum(w for _, w, _ in self.gated) + self.shared_width
+
+    @property
+    def shared_width(self) -> int:
+        return sum(w for _, w in self.shared)
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,7 @@ class Plan:
     slots: tuple[Slot, ...]
     answer_width: int
     realization: object = None                    # the target's parameters (bilinear matrices in W_Q)
+    scratch: slice | None = None                  # coordinates each layer's queries, keys and outboxes share
 
     def slot(self, name: str) -> Slot:
         return next(s for s in self.slots if s.name == name)
@@ -134,10 +146,15 @@ class Plan:
         return next((h for h in self.head_plans if (h.layer, h.head) == (layer, head)), None)
 
     def used(self) -> int:
+        if self.scratch is not None:
+            return self.scratch.stop
         return sum(s.width for s in self.slots)
 
     def __str__(self) -> str:
         lines = [f"residual stream: {self.used()} of E = {self.width} dimensions in {len(self.slots)} slots"]
+        if self.scratch is not None:
+            lines.append(f"  (each layer's queries, keys and outboxes share {self.scratch.start}.."
+                         f"{self.scratch.stop - 1}: the map before a layer overwrites them)")
         return "\n".join(lines + [f"  {s}" for s in self.slots])
 
 
@@ -185,9 +202,12 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
     masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
     skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
     answer_width = input_dim if _is_vector(tree.graph["output"], tree) else 1
-    slots = _allocate(plans, flags, skips, input_dim, answer_width)
+    counts = tuple(sorted(n for n in tree.nodes if is_count(n, tree)))
+    slots, scratch = _allocate(plans, flags, skips, input_dim, answer_width, counts), None
+    if sum(s.width for s in slots) > width:
+        slots, scratch = _allocate_reusing(plans, flags, skips, input_dim, answer_width, counts)
     plan = Plan(program, tree, width, input_dim, heads, classes, flags, skips, tuple(plans), tuple(locations),
-                slots, answer_width, realization)
+                slots, answer_width, realization, scratch)
     if check:
         _refuse_widths(plan)
     return plan
@@ -198,10 +218,11 @@ def _refuse_modes(program: Program, tree) -> None:
         if a.op.mode in (Mode.AGGREGATE, Mode.KTH):
             raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled (a softmax head "
                                  "averages; exact maps cannot decode T tokens or rank the k-th from one average)")
-        if a.op.mode is Mode.POSITIONS and any(isinstance(q, Offset) for q in a.op.positions) \
-                and len(a.op.positions) > 1:
-            raise CompileRefusal("mode", str(a), f"{a}: one head gathering an offset and other positions is "
-                                 "not compiled (its sources cannot tell which block is theirs)")
+        offsets = [q for q in a.op.positions if isinstance(q, Offset)] if a.op.mode is Mode.POSITIONS else []
+        if offsets and (len(offsets) > 1 or len(a.op.positions) > 2):
+            raise CompileRefusal("mode", str(a), f"{a}: one head gathering an offset and more than one other "
+                                 "position is not compiled (where the offset's source is one of the fixed ones, "
+                                 "the weights cannot say which)")
         if a.op.mode is Mode.RETRIEVE and len(tree.nodes[a.op.node]["bound"]) > 1:
             raise CompileRefusal("mode", str(a), f"{a}: one position plays several variables")
 
@@ -219,12 +240,15 @@ def common_paths(locations: dict) -> dict:
     """The tokens every input position holds, at the same place (what any candidate can hand over)."""
     inputs = [locs for c, locs in locations.items() if c != OUTPUT]
     return {p: where for p, where in inputs[0].items()
-            if (p[0] if p else None) not in ("key", "avg", "count") and all(locs.get(p) == where for locs in inputs[1:])}
+            if (p[0] if p else None) not in ("key", "avg", "count") and where[2] is not None
+            and all(locs.get(p) == where for locs in inputs[1:])}
 
 
 def _kind(a) -> str:
     if a.op.mode is Mode.POSITIONS:
-        return "offset" if any(isinstance(q, Offset) for q in a.op.positions) else "positions"
+        if any(isinstance(q, Offset) for q in a.op.positions):
+            return "mixed" if len(a.op.positions) > 1 else "offset"
+        return "positions"
     return {Mode.RETRIEVE: "retrieve", Mode.AVERAGE: "average"}[a.op.mode]
 
 
@@ -234,14 +258,12 @@ def _head_plans(layer, head, acts, before, current, tree, d, kept) -> list[HeadP
     groups: dict = {}
     for c, a in acts.items():
         groups.setdefault(_kind(a), {})[c] = a
-    if len(groups) > 1 and "offset" in groups:
-        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers an "
-                             "offset at some positions and does something else elsewhere")
     parts, query_at, value_at = [], 0, 0
-    for kind in ("retrieve", "positions", "offset", "average"):
+    for kind in ("retrieve", "positions", "offset", "mixed", "average"):
         if kind in groups:
             part = "" if len(groups) == 1 else kind[0]
             build = {"retrieve": _retrieve_plan, "positions": _positions_plan, "offset": _offset_plan,
+                     "mixed": _mixed_plan,
                      "average": _average_plan}[kind]
             hp = build(layer, head, groups[kind], before, current, tree, d, kept, f"h{layer}.{head}{part}",
                        len(groups) == 1)
@@ -255,7 +277,9 @@ def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alon
     values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
                           key=lambda p: (len(p), str(p))))
     nodes = sorted({a.op.node for a in acts.values()})
-    selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1) for n in nodes)
+    hosts = {n: [c for c, a in acts.items() if a.op.node == n] for n in nodes}
+    selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1,
+                                  lambda g, n=n: all(holds(c, before[c], g) for c in hosts[n])) for n in nodes)
     keys, at = {}, 0
     for sel in selections:
         keys[sel.node], at = at, at + sel.key_width
@@ -263,7 +287,27 @@ def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alon
         current[c][("key", a.op.node)] = (slot, keys[a.op.node], 1.0)
         for i, p in enumerate(values):
             current[c][(a.op.node, *p)] = (slot, at + i * d, 1.0)
-    return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()), values)
+    shared = _shared(before, current, acts, tree, d, kept, slot, at + len(values) * d, 1.0)
+    return HeadPlan(layer, head, "retrieve", selections, tuple((c, a.op.node) for c, a in acts.items()), values,
+                    shared=shared)
+
+
+def _shared(before, current, acts, tree, d, kept, slot, at, scale) -> tuple:
+    """The global values (averages over every position and the 1/(T+1) beside them) that every input
+    position holds and some acting class lacks: a head copies them from any source, since they are the same
+    at every position. Each lands at ``at`` onwards, under its own name."""
+    inputs = [locs for c, locs in before.items() if c != OUTPUT]
+    held = sorted({p for p in inputs[0] if p and p[0] in ("avg", "count") and all(p in locs for locs in inputs)},
+                  key=str)
+    wanted = [p for p in held if (kept is None or p in kept) and any(p not in current[c] for c in acts)]
+    shared = []
+    for p in wanted:
+        width = 1 if p[0] == "count" else average_width(p[1], tree, d)[1]
+        for c in acts:
+            current[c].setdefault(p, (slot, at, scale))
+        shared.append((p, width))
+        at += width
+    return tuple(shared)
 
 
 def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
@@ -281,8 +325,35 @@ def _positions_plan(layer, head, acts, before, current, tree, d, kept, slot, alo
             paths = dict(blocks)[q]
             for i, p in enumerate(paths):
                 current[c][(("at", q), *p)] = (slot, offsets[q] + i * d, float(len(a.op.positions)))
+    gated = _gated(before, current, acts, tree, d, kept, slot, at)
+    at += sum(w for _, w, _ in gated)
+    # the global values every input holds are read straight from the sources: their average is the value
+    shared = _shared(before, current, acts, tree, d, kept, slot, at, 1.0)
     return HeadPlan(layer, head, "positions", (), tuple((c, a.op.positions) for c, a in acts.items()), (),
-                    blocks)
+                    blocks, shared=shared, gated=gated)
+
+
+def _gated(before, current, acts, tree, d, kept, slot, at) -> tuple:
+    """The global values a gathered source holds and not every input position does: that source sends them
+    in the outbox, behind its flag (one source per value, the first that holds it), and the reader scales
+    them by k as the tokens. Only where every acting class gathers the same k positions."""
+    gathers = {a.op.positions for a in acts.values()}
+    if len(gathers) != 1:
+        return ()
+    positions = next(iter(gathers))
+    inputs = [locs for c, locs in before.items() if c != OUTPUT]
+    gated = []
+    for q in sorted((q for q in positions if q in before), key=_fixed):
+        for p in sorted((p for p in before[q] if p and p[0] in ("avg", "count")), key=str):
+            if any(p == g for g, _, _ in gated) or all(p in locs for locs in inputs) \
+                    or (kept is not None and p not in kept) or all(p in current[c] for c in acts):
+                continue
+            width = 1 if p[0] == "count" else average_width(p[1], tree, d)[1]
+            for c in acts:
+                current[c].setdefault(p, (slot, at, float(len(positions))))
+            gated.append((p, width, q))
+            at += width
+    return tuple(gated)
 
 
 def _ref_key(q) -> tuple:
@@ -306,28 +377,58 @@ def _offset_plan(layer, head, acts, before, current, tree, d, kept, slot, alone)
                     blocks=((offset, paths),))
 
 
+def _mixed_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+    """A head that gathers ``p + offset`` and one fixed position ``q``: the offset's score (rotated positional
+    features, keys zeroed at ``q``) and ``q``'s flag both peak at the same height, so the head mixes the two
+    sources; ``q`` also sends its facts alone, and its weight, into an outbox, and the reader separates them:
+    ``x_q = block / w``, ``x_(p+offset) = (mixture - block) / (1 - w)``."""
+    gathers = {frozenset(a.op.positions) for a in acts.values()}
+    if len(gathers) > 1:
+        raise CompileRefusal("mode", f"layer {layer}, head {head}", f"layer {layer}, head {head} gathers "
+                             "different positions at different classes")
+    offset = next(q for q in next(iter(gathers)) if isinstance(q, Offset))
+    fixed = next(q for q in next(iter(gathers)) if not isinstance(q, Offset))
+    paths = tuple(sorted((p for p in common_paths(before)
+                          if kept is None or (offset, p) in kept or (fixed, p) in kept),
+                         key=lambda p: (len(p), str(p))))
+    for c in acts:
+        for i, p in enumerate(paths):
+            current[c][(("at", offset), *p)] = (slot, i * d, None)  # None: decoded by the reader
+            current[c][(("at", fixed), *p)] = (slot, (len(paths) + i) * d, None)
+    return HeadPlan(layer, head, "mixed", (), tuple((c, a.op.positions) for c, a in acts.items()),
+                    blocks=((offset, paths), (fixed, paths)))
+
+
 def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
     """Global averaging: one uniform head over every position (the output token too, whose flag then
     arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
     share; the reader divides them into a sum or a mean."""
     nodes = sorted(n for n, data in tree.nodes(data=True) if data["kind"] == "aggregate" and not data["bound"])
-    averages = tuple((n, d if _is_vector(tree.nodes[n]["score"], tree) else 1) for n in nodes)
+    averages = tuple((n, average_width(n, tree, d)[1]) for n in nodes)
     at = 0
     for n, w in averages:
         for c in acts:
             current[c][("avg", n)] = (slot, at, 1.0)
-        at += w + 1
+        at += w
     for c in acts:
         current[c][("count",)] = (slot, at, 1.0)
     return HeadPlan(layer, head, "average", (), tuple((c, None) for c in acts), averages=averages)
 
 
-def _selection(node, tree, d: int, alone: bool) -> Selection:
-    """``alone``: the head selects no other node, so its query may read the host's token directly."""
+def average_width(node: str, tree, d: int) -> tuple[int, int]:
+    """The width of an aggregate's value, and of what an average carries for it: the value and, for a
+    mean, the domain's share (a sum divides by the 1/(T+1) every average carries once)."""
+    value = d if _is_vector(tree.nodes[node]["score"], tree) else 1
+    return value, value + (tree.nodes[node]["sense"] == "mean")
+
+
+def _selection(node, tree, d: int, alone: bool, host_holds) -> Selection:
+    """``alone``: the head selects no other node, so its query may read the host's token directly;
+    ``host_holds(node)``: whether every host knows that global value."""
     data = tree.nodes[node]
     host_var = next(iter(data["bound"]), None)
     sign = -1 if data["sense"] in ("min", "argmin") else 1
-    split = _Splitter(tree, data["var"], d)
+    split = _Splitter(tree, data["var"], d, host_holds)
     factors = tuple(_direct(f, data["var"], host_var, d, alone)
                     for sign_, term in data["terms"] for f in split.factors(term, float(sign_)))
     constant = tuple((sign_, t) for sign_, t in data["terms"] if data["var"] not in reads(t, tree))
@@ -341,20 +442,67 @@ def _direct(f: Factor, var: str, host_var: str | None, d: int, alone: bool) -> F
                   query_direct=alone and host_var is not None and f.rank == d and own(f.host, host_var))
 
 
-def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
+def is_count(node: str, tree) -> bool:
+    """A sum of a constant over a domain (``sum(1 for t in S1)``): a count the network knows (docs/model.md,
+    normal form rule 3), given to every position with the positional features."""
+    data = tree.nodes[node]
+    return data["kind"] == "aggregate" and data["sense"] == "sum" and isinstance(data["score"], ex.Num)
+
+
+def _allocate(plans, flags, skips, d, answer_width, counts=()) -> tuple[Slot, ...]:
+    return _placed(_wanted(plans, flags, skips, d, answer_width, counts))
+
+
+def _scratch(name: str) -> bool:
+    """A head's query, key or outbox: written by the map before its layer, read by that layer alone."""
+    return name[0] in "qko" and name[1:2].isdigit()
+
+
+def _allocate_reusing(plans, flags, skips, d, answer_width, counts=()) -> tuple[tuple[Slot, ...], slice]:
+    """Every fact a later map reads in a slot of its own; the queries, keys and outboxes of each layer in a
+    scratch region all layers share (a layer's are dead once its attention has read them, and the next map
+    overwrites them): as wide as the widest layer's."""
+    wanted = _wanted(plans, flags, skips, d, answer_width, counts)
+    kept = _placed([w for w in wanted if not _scratch(w[0])])
+    start = sum(s.width for s in kept)
+    slots, widest = list(kept), 0
+    for layer in sorted({h.layer for h in plans}):
+        mine = [w for w in wanted if _scratch(w[0]) and w[0][1:].split(".")[0] == str(layer)]
+        placed = _placed(mine, start)
+        slots += placed
+        widest = max(widest, sum(s.width for s in placed))
+    return tuple(slots), slice(start, start + widest)
+
+
+def _placed(wanted, start: int = 0) -> tuple[Slot, ...]:
+    slots = []
+    for name, width, what in wanted:
+        slots.append(Slot(name, start, width, what))
+        start += width
+    return tuple(slots)
+
+
+def _wanted(plans, flags, skips, d, answer_width, counts=()) -> list[tuple[str, int, str]]:
     wanted = [("one", 1, "the constant 1"), ("output", 1, "1 at the output token"), ("x", d, "the token")]
     wanted += [(f"at {_fixed(q)}", 1, f"1 at position {_fixed(q)}") for q in flags]
-    if any(h.kind == "offset" for h in plans):
+    if any(h.kind in ("offset", "mixed") for h in plans):
         wanted.append(("pos", 2, "cos and sin of (position * 2 pi / 4096)"))
     wanted += [(f"skip {n}", 1, f"1 where a position is no candidate of {n}") for n in skips]
+    wanted += [(f"count {n}", 1, f"the count {n}, at every position") for n in counts]
     for h in plans:
         if h.kind == "retrieve":
             nodes = ", ".join(s.node for s in h.selections)
-            wanted.append((f"q{h.name}", h.query_slot_width(), (f"layer {h.layer} head {h.head} query: host "
-                                                                f"features of {nodes} (and -1 to mask)")))
+            if h.query_slot_width():
+                wanted.append((f"q{h.name}", h.query_slot_width(), (f"layer {h.layer} head {h.head} query: host "
+                                                                    f"features of {nodes}")))
             if h.key_slot_width():
                 wanted.append((f"k{h.name}", h.key_slot_width(), (f"layer {h.layer} head {h.head} key: candidate "
                                                                  f"features of {nodes}")))
+        elif h.kind == "mixed":
+            fixed = _fixed(h.blocks[1][0])
+            wanted.append((f"k{h.name}", 2, f"layer {h.layer} head {h.head} key: the positional features, 0 at {fixed}"))
+            wanted.append((f"o{h.name}", len(h.blocks[1][1]) * d + 1, (f"layer {h.layer} head {h.head} outbox: the "
+                                                                     f"facts position {fixed} sends, and 1 there")))
         elif h.kind == "offset":
             pass  # W_Q and W_K read the positional features, W_V the source's facts: no slot of its own
         elif h.kind == "average":
@@ -363,16 +511,11 @@ def _allocate(plans, flags, skips, d, answer_width) -> tuple[Slot, ...]:
                                                                f"values of {nodes}")))
         else:
             where = ", ".join(_fixed(q) for q, _ in h.blocks)
-            wanted.append((f"q{h.name}", h.query_width(), f"layer {h.layer} head {h.head} query: which of {where}"))
-            wanted.append((f"o{h.name}", h.value_width(d), (f"layer {h.layer} head {h.head} outbox: the facts "
+            wanted.append((f"o{h.name}", h.value_width(d) - h.shared_width, (f"layer {h.layer} head {h.head} outbox: the facts "
                                                          f"positions {where} send")))
         wanted.append((f"h{h.name}", h.value_width(d), f"layer {h.layer} head {h.head} output: what it copied"))
     wanted.append(("answer", answer_width, "the output token's answer"))
-    slots, start = [], 0
-    for name, width, what in wanted:
-        slots.append(Slot(name, start, width, what))
-        start += width
-    return tuple(slots)
+    return wanted
 
 
 def roomy_width(plan: Plan) -> int:
@@ -431,6 +574,37 @@ def reads(e, tree) -> frozenset[str]:
     return frozenset()
 
 
+def _node(e, tree) -> str:
+    return outermost(tree, e.group) if isinstance(e, GroupRef) else e.node
+
+
+def _global_nodes(e, tree) -> frozenset[str]:
+    """The selections and aggregates ``e`` reads that depend on no variable (the same at every position;
+    a count, known everywhere, is not one)."""
+    if isinstance(e, (GroupRef, NodeRef)):
+        node = _node(e, tree)
+        return frozenset() if reads(e, tree) or is_count(node, tree) else frozenset({node})
+    if isinstance(e, ex.Content):
+        if isinstance(e.index, ex.FixedIndex):  # a fixed position's token: the same wherever it is read
+            return frozenset({e.index})
+        return _global_nodes(e.index, tree) if isinstance(e.index, GroupRef) else frozenset()
+    if isinstance(e, ex.BinOp):
+        return _global_nodes(e.left, tree) | _global_nodes(e.right, tree)
+    if isinstance(e, ex.Neg):
+        return _global_nodes(e.operand, tree)
+    if isinstance(e, ex.Call):
+        return frozenset().union(*(_global_nodes(a, tree) for a in e.args))
+    return frozenset()
+
+
+def holds(c, locations: dict, item) -> bool:
+    """Whether a position of class ``c`` with these facts knows ``item``: a node's average or its winner's
+    token, or a fixed position's token (its own, or gathered)."""
+    if isinstance(item, ex.FixedIndex):
+        return c == item or any(p and p[-1] == ("at", item) for p in locations)
+    return ("avg", item) in locations or any(p and p[-1] == item for p in locations)
+
+
 def term_text(e) -> str:
     try:
         return to_text(e)
@@ -442,16 +616,22 @@ class _Splitter:
     """Splits one score term into products of a host feature and a candidate feature, one method per
     construct (``split_Call``, ``split_BinOp``, ...); anything else is refused, naming the term."""
 
-    def __init__(self, tree, var: str, d: int):
-        self.tree, self.var, self.d = tree, var, d
+    def __init__(self, tree, var: str, d: int, host_holds=lambda node: False):
+        self.tree, self.var, self.d, self.host_holds = tree, var, d, host_holds
 
     def factors(self, term, coefficient: float) -> list[Factor]:
         if self.var not in reads(term, self.tree):
             return []  # the same for every candidate: it cannot change which one wins
-        if not reads(term, self.tree) - {self.var}:
-            return [Factor(ex.Num(1.0), term, 1, coefficient)]
         method = getattr(self, f"split_{type(term).__name__}", None)
+        only_candidate = not reads(term, self.tree) - {self.var}
+        globals_ = _global_nodes(term, self.tree)
+        if only_candidate and not (globals_ and all(self.host_holds(n) for n in globals_)):
+            return [Factor(ex.Num(1.0), term, 1, coefficient)]
+        # a term that reads a global value (a selection or aggregate over every position) the host holds is
+        # split, so that the host supplies it; the candidate computes the whole term if it cannot be split
         found = method(term, coefficient) if method else None
+        if found is None and only_candidate:
+            return [Factor(ex.Num(1.0), term, 1, coefficient)]
         if found is None:
             raise CompileRefusal("score_form", term_text(term),
                                  f"the score term {term_text(term)} is not a sum of products of a host feature "
@@ -479,6 +659,11 @@ class _Splitter:
             return self.factors(term.right, coefficient * term.left.value)
         if term.op == "*" and isinstance(term.right, ex.Num):
             return self.factors(term.left, coefficient * term.right.value)
+        for known, other in ((term.left, term.right), (term.right, term.left)):
+            if term.op == "*" and isinstance(known, (GroupRef, NodeRef)) and is_count(_node(known, self.tree),
+                                                                                     self.tree):
+                return [dataclasses.replace(f, host=ex.BinOp("*", known, f.host))
+                        for f in self.factors(other, coefficient)]
         sides = self._sides(term.left, term.right) if term.op == "*" else None
         if sides and not _is_vector(term.left, self.tree) and not _is_vector(term.right, self.tree):
             return [Factor(sides[0], sides[1], 1, coefficient)]

@@ -14,6 +14,7 @@ import infoflow_smt as ifs
 from experiments import compile_cli
 from experiments.compiler import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
+from infoflow_smt.lang import expr as ex
 from infoflow_smt.model.program import Program
 
 FAST = {"betas": (4, 16, 64, 256), "seq_lens": (8, 32), "samples": 24}
@@ -51,10 +52,82 @@ def test_an_offset_is_gathered_exactly():
     assert max(result.nmse[0]) < 1e-12
 
 
+def _falls_with_beta(result) -> None:
+    assert result.nmse[0][0] > 10 * result.nmse[-1][0], str(result)
+    assert max(result.nmse[-1]) <= 1e-3, str(result)
+
+
+def test_a_sum_over_every_position_read_by_a_score_comes_from_the_host():
+    # layer 1 averages x at the output token; layer 2's score <A^T sum_t x_t, x_s> takes it as the host's feature
+    model = experiments.compile(_verdict("max(sum(bilinear(A1, x[t], x[s]) for t in T) for s in T)", (1, 1)))
+    assert model.plan.head(2, 1).selections[0].factors[0].matrix == "A1"
+    _falls_with_beta(experiments.check_compiled(model_for=model.set_beta, verdict=_verdict(
+        "max(sum(bilinear(A1, x[t], x[s]) for t in T) for s in T)", (1, 1)), **FAST))
+
+
+@pytest.mark.parametrize("text, heads, kind", [
+    # the mean is taken at every input position; the output token's retrieval copies it from its winner
+    (("F0(mean(f1(x[s]) + dot(x[s], x[s]) for s in T), min(f2(x[s], x[s]) - bilinear(A1, x[t], x[t]) for s in T"
+      " for t in T))"), (1, 1), "retrieve"),
+    # the output token gathers positions T and 1, and the averages with them, straight from the sources
+    (("min(f2(x[s], x[s]) for s in T) + sum(bilinear(A1, x[s], x[1]) for s in T)"
+      " + mean(bilinear(A1, x[s], x[T]) for s in T)"), (1, 1), "positions")])
+def test_an_average_held_at_the_inputs_is_copied_to_the_output(text, heads, kind):
+    verdict = _verdict(text, heads, bool(ifs.parse_target(text).needs_positional))
+    model = experiments.compile(verdict)
+    assert any(h.shared and h.kind == kind for h in model.plan.head_plans)
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+def test_a_stream_too_narrow_for_every_slot_shares_the_layers_scratch():
+    text = "sum(bilinear(A1, x[s], x[s]) - dot(x[s], x[s]) - f2(x[s], x[s]) for s in T) + min(dot(x[s], x[1]) " \
+           "for s in T) + max(max(dot(x[s], x[t]) for t in T) for s in T)"
+    verdict = _verdict(text, (1, 1), True)
+    model = experiments.compile(verdict)
+    assert model.plan.scratch is not None and model.plan.used() <= 32
+    assert sum(s.width for s in model.plan.slots) > 32  # it would not fit without sharing
+    # the sums are taken at position 2 alone: the output token's gather of {1, 2} brings them behind its flag
+    assert any(h.gated for h in model.plan.head_plans)
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+def test_a_fixed_position_a_score_reads_is_the_hosts_feature():
+    # position 1 selects for max_s x_s^T A2 x_1 (its own token); the candidates never see x_1
+    text = "F0(max(bilinear(A2, x[s], x[1]) for s in S2), max(f1(x[s]) for s in T), mean(bilinear(A1, x[s], " \
+           "x[s]) for s in T))"
+    verdict = _verdict(text, (1, 1), True)
+    factors = [f for h in experiments.compile(verdict).plan.head_plans for s in h.selections for f in s.factors]
+    assert any(isinstance(f.host, ex.Content) and isinstance(f.host.index, ex.FixedIndex) for f in factors)
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+@pytest.mark.parametrize("text, heads, kind", [
+    # one head gathers x[T] and x[p-1] at every input position: the two sources mixed, and T's block alone
+    ("max(bilinear(A1, x[s-1], x[T]) for s in range(2, T+1))", (1, 1), "mixed"),
+    # at p = 3 the offset's source is the fixed position 2 itself
+    ("min(min(bilinear(A2, x[s], x[2]) + dot(x[t-1], x[t]) for t in range(2, T+1)) for s in T)", (2, 2), "mixed"),
+    # one head gathers x[p-1] at the input positions and retrieves at the output token
+    (("F0(sum(f1(x[s-1]) for s in range(2, T+1)), min(f2(x[s], x[s]) for s in T), min(bilinear(A1, x[s], x[s])"
+      " for s in range(2, T+1)))"), (2, 2), "offset")])
+def test_an_offset_gathered_beside_other_work_by_one_head(text, heads, kind):
+    verdict = _verdict(text, heads, True)
+    plans = experiments.compile(verdict).plan.head_plans
+    assert any(h.kind == kind and (kind == "mixed" or h.part) for h in plans)
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+def test_a_count_the_network_knows_scales_a_score():
+    # the normal form makes the score dot(x_s, x_s) * sum(1 for t in T) + f1(x_s): T is in the positional features
+    text = "max(f1(x[s]) + sum(dot(x[t], x[t]) + dot(x[s], x[s]) for t in T) for s in T)"
+    verdict = _verdict(text, (2,))
+    assert any(s.name.startswith("count") for s in experiments.compile(verdict).plan.slots)
+    _falls_with_beta(experiments.check_compiled(verdict, betas=(1, 4, 16, 256), seq_lens=(8, 32), samples=24))
+
+
 def test_the_allocation_names_every_slot():
     model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
     text = str(model.plan)
-    assert "residual stream" in text and "q1.1" in text and "answer" in text
+    assert "residual stream" in text and "q2.1" in text and "h1.1" in text and "answer" in text
     assert model.plan.used() <= 32
 
 
