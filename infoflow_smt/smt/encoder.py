@@ -843,9 +843,7 @@ class _Builder:
         enc = self.enc
         size, whole = self.size, self.whole
         for l in layers:
-            widest = size[(enc.inputs[0], l - 1)]
-            for k in enc.inputs[1:]:
-                widest = f"(ite (> {size[(k, l - 1)]} {widest}) {size[(k, l - 1)]} {widest})"
+            widest = self.widest(l - 1)
             any_whole = disj([whole[(k, l - 1)] for k in enc.inputs])
             for c in enc.classes:
                 gains, wholes = [], [self.acts(l, c, GLOBAL_AGGREGATION)]
@@ -869,6 +867,18 @@ class _Builder:
                 whole[(c, l)] = quoted(self.declare_bool(f"whole:{c}:{l}"))
                 self.add(f"(= {size[(c, l)]} {total([size[(c, l - 1)]] + gains)})")
                 self.add(f"(= {whole[(c, l)]} {disj([whole[(c, l - 1)]] + wholes)})")
+
+    def widest(self, l: int) -> str:
+        """The largest ``size[k,l]`` over the input classes ``k``, as a term. Each running maximum is a
+        constant of its own: written inline, every class would copy the previous maximum twice, and the
+        text would double with each anchor (one per group with a free selection)."""
+        size, inputs = self.size, self.enc.inputs
+        widest = size[(inputs[0], l)]
+        for i, k in enumerate(inputs[1:], start=1):
+            running = quoted(self.declare_int(f"widest:{l}:{i}"))
+            self.add(f"(= {running} (ite (> {size[(k, l)]} {widest}) {size[(k, l)]} {widest}))")
+            widest = running
+        return widest
 
     def acts(self, l: int, c: str, name: OperationName) -> str:
         own, kept = self.enc.ops.get((l, c, name)), self.enc.kept.get((l, c, name))
