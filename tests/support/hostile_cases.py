@@ -275,6 +275,11 @@ ENCODING_DEADLINE = [  # each raises OutOfTime, writing nothing
 ENCODING_BOUNDED = [  # each returns soon after its deadline (UNKNOWN unless an earlier answer is reused)
     ("deadline-decide-encoding", (f"import time; s = time.monotonic(); ifs.decide({_SUBSETS}, {_DEEP}, timeout=0.1); "
                                   "assert time.monotonic() - s < 0.1 + 1.5")),
+    # the encoding grows polynomially with the selections summed (it was exponential: 16 ran out of memory)
+    *[(f"deadline-decide-{k}-subset-selections",
+       (f"import time; s = time.monotonic(); ifs.decide(' + '.join(f'min(f{{i}}(x[t]) for t in S{{i}})' "
+        f"for i in range(1, {k + 1})), ifs.Architecture(heads=(2, 2), input_dim=2, positional=True), timeout=5); "
+        "assert time.monotonic() - s < 5 + 1.5")) for k in (16, 32)],
 ]
 
 CASES: list[tuple[str, str, str]] = (
