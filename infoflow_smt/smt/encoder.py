@@ -64,6 +64,7 @@ from infoflow_smt.symbols import T
 IN, OUT = "in", "out"
 TRUE, FALSE = "true", "false"
 _FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
+_LINES_PER_PARSE = 4_000  # lines z3 parses between two checks of the deadline (a tenth of a second or so)
 
 
 class Reader(enum.Enum):
@@ -457,7 +458,8 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
 
 def grow(enc: Encoding, arch, deadline=None) -> bool:
     """Extend ``enc`` in place to the larger ``arch`` (more layers, no more heads in the layers it has);
-    False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``)."""
+    False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``). Past ``deadline``
+    ``OutOfTime`` is raised and ``enc`` is left half grown: drop it."""
     return enc._builder is not None and enc._builder.grow(arch, deadline)
 
 
@@ -538,9 +540,8 @@ class _Builder:
         if needs_positional(self.enc.target):  # else no program at any cost
             self.track("goal", self.positional_ok)
         self.costs()
-        self.check_deadline("encoding (handing it to z3)")
         self.enc.text = "\n".join(self.lines)
-        self.enc.solver.from_string(self.enc.text)
+        self.hand_over(self.lines)
         self.enc._builder, self.lines = self, []  # kept to grow the encoding; its lines are in the text
         self.deadline = None
         return self.enc
@@ -560,13 +561,13 @@ class _Builder:
         self.lines, enc.arch, self.deadline = [], arch, deadline
         layers = range(old.layers + 1, arch.layers + 1)
         self.state_variables(layers)
-        try:
+        try:  # cut short, the encoding is half grown: the solver drops it
             self.add_layers(layers)
+            self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
+            text, lines, self.lines = "\n".join(self.lines), self.lines, []
+            self.hand_over(lines)  # the solver's parser knows the names it declared before
         finally:
             self.deadline = None
-        self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
-        text, self.lines = "\n".join(self.lines), []
-        enc.solver.from_string(text)  # the solver's parser knows the names it declared before
         enc.text += "\n" + text
         return True
 
@@ -582,6 +583,13 @@ class _Builder:
             self.check_deadline("encoding the sizes")
             self.sizes(layers)
         self.goal(layers)
+
+    def hand_over(self, lines: list[str]) -> None:
+        """Give ``lines`` to the solver, a few thousand at a time with the deadline checked between them: z3
+        parses a large encoding for seconds, and cannot be stopped while it does."""
+        for start in range(0, len(lines), _LINES_PER_PARSE):
+            self.check_deadline("encoding (handing it to z3)")
+            self.enc.solver.from_string("\n".join(lines[start:start + _LINES_PER_PARSE]))
 
     def check_deadline(self, what: str) -> None:
         if self.deadline is not None:
