@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from infoflow_smt.deadline import Deadline
 from infoflow_smt.errors import InvalidSpecError, Problem
 from infoflow_smt.lang.expr import (
     BinOp,
@@ -47,6 +47,9 @@ from infoflow_smt.lang.expr import (
 from infoflow_smt.lang.language import domain_to_text, to_text
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.limits import MAX_EVALUATION
+
+if TYPE_CHECKING:
+    from infoflow_smt.deadline import Deadline
 
 _BUDGET = 1 << 21  # numbers per intermediate array (16 MB of float64); a few are alive at once
 
