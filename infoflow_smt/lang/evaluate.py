@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +48,9 @@ from infoflow_smt.lang.language import domain_to_text, to_text
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.limits import MAX_EVALUATION
 
+if TYPE_CHECKING:
+    from infoflow_smt.deadline import Deadline
+
 _BUDGET = 1 << 21  # numbers per intermediate array (16 MB of float64); a few are alive at once
 
 
@@ -55,6 +59,11 @@ class _Context:
     X: np.ndarray
     realization: Realization
     tables: dict = field(default_factory=dict)  # reduction -> its values for every binding of its free variables
+    deadline: Deadline | None = None  # checked before each chunk of tuples
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None:
+            self.deadline.check("the target's evaluation")
 
     @property
     def seq_len(self) -> int:
@@ -108,21 +117,47 @@ def evaluate_expr(expr: Expr, X: np.ndarray, realization: Realization,
 
 
 def evaluate_nested(expr: Expr, X: np.ndarray, realization: Realization,
-                    bound: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+                    bound: Mapping[str, np.ndarray] | None = None, deadline: Deadline | None = None) -> np.ndarray:
     """``evaluate_expr`` of an expression already written by ``nested``, on a checked ``X`` of floats (a
-    target keeps its nested form: evaluated again and again, it is not rewritten each time)."""
+    target keeps its nested form: evaluated again and again, it is not rewritten each time). ``deadline``:
+    checked before each chunk of index tuples, raising ``OutOfTime`` once it has passed."""
     bound = dict(bound or {})
-    batch = X.shape[0]
-    cost = work(expr, X.shape[1], tuple(bound))
+    batch, seq_len, dim = X.shape
+    cost = work(expr, seq_len, dim)
     if cost > MAX_EVALUATION:
-        raise _fail(f"evaluating this target at T={X.shape[1]} compares about {cost:.2g} index tuples per input, "
+        raise _fail(f"evaluating this target at T={seq_len} compares about {cost:.2g} index tuples per input, "
                     f"over the limit of {MAX_EVALUATION:.0g} (infoflow_smt.limits.MAX_EVALUATION): it reads too "
                     "many variables at once")
+    rows = _rows_per_slice(expr, seq_len, dim)
+    parts = []
     # Division by zero and overflow give inf/nan like the numbers they model, not warnings.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        value = _eval(expr, _Context(X, realization), (batch,), bound)
-    shape = (batch, X.shape[2]) if value.vector else (batch,)
-    return np.array(np.broadcast_to(value.data, shape), dtype=float)
+        for start in range(0, max(batch, 1), rows):
+            part = slice(start, min(start + rows, batch))
+            context = _Context(X[part], realization, deadline=deadline)
+            context.check_deadline()
+            value = _eval(expr, context, (part.stop - start,),
+                          {name: positions[part] for name, positions in bound.items()})
+            shape = (part.stop - start, dim) if value.vector else (part.stop - start,)
+            parts.append(np.broadcast_to(value.data, shape))
+    return np.array(np.concatenate(parts), dtype=float)
+
+
+def _rows_per_slice(expr: Expr, seq_len: int, dim: int) -> int:
+    """How many inputs to evaluate at once: as many as keep every table that fits for one input within
+    ``_BUDGET`` (``_tabled``). All at once, a large batch would make tables too large to keep, and each
+    reduction nested in one would be computed under the enclosing tuples, T^k of them for k nested variables
+    where ``work`` counts k * T^2."""
+    widest = max((row for row in _table_rows(expr, seq_len, dim, False) if row <= _BUDGET), default=1)
+    return max(1, _BUDGET // widest)
+
+
+def _table_rows(e: Expr, seq_len: int, dim: int, inside: bool):
+    """For each reduction nested in another: the numbers its table holds per input."""
+    if isinstance(e, Reduce) and inside:
+        yield seq_len ** len(free_variables(e)) * dim
+    for child in children(e):
+        yield from _table_rows(child, seq_len, dim, inside or isinstance(e, Reduce))
 
 
 def nested(e: Expr) -> Expr:
@@ -170,30 +205,42 @@ def _joined(parts: list[tuple[int, Expr]]) -> Expr:
     return Num(0.0) if result is None else result
 
 
-def work(expr: Expr, seq_len: int, outer: tuple[str, ...] = ()) -> int:
-    """How many index tuples evaluating ``expr`` (after ``nested``) at ``seq_len`` visits: each reduction once
-    per tuple of its own variables and the enclosing variables it reads (nested ones are tabled over the
-    latter).
+def work(expr: Expr, seq_len: int, dim: int = 1) -> int:
+    """How many index tuples evaluating ``expr`` (after ``nested``) at ``seq_len`` with tokens of ``dim``
+    numbers visits per input, reduction by reduction as ``_tabled`` evaluates it: one not nested in another
+    once per tuple of its own variables; a nested one whose table over its free variables fits ``_BUDGET``
+    for one input, once per tuple of those and its own (a table, computed once: one that reads no enclosing
+    variable is the case of no free variables); a nested one whose table does not fit, once per tuple of its
+    own for every tuple its enclosing reduction visits (T^k for k nested variables).
 
     >>> from infoflow_smt.lang.language import parse_target_expr
     >>> work(nested(parse_target_expr("min(dot(x[s], x[t]) for s in T for t in T)")), 8)
     72
     """
-    total, scope = 0, set(outer)
+    total, tabled = 0, set()
 
-    def visit(e: Expr, enclosing: frozenset[str]) -> None:
+    def visit(e: Expr, enclosing: int | None) -> None:  # enclosing: the tuples the enclosing reduction visits
         nonlocal total
-        if isinstance(e, Reduce):
-            own = set(e.variables)
-            reads = free_variables(e) & enclosing if enclosing - scope else enclosing
-            total += seq_len ** (len(own) + len(reads))
+        if not isinstance(e, Reduce):
             for child in children(e):
-                visit(child, enclosing | own)
+                visit(child, enclosing)
             return
+        own = seq_len ** len(e.bindings)
+        table = seq_len ** len(free_variables(e))
+        if enclosing is None:
+            visits = own
+        elif table * dim <= _BUDGET:
+            if e in tabled:  # the same reduction twice: one table (``_Context.tables``)
+                return
+            tabled.add(e)
+            visits = table * own
+        else:
+            visits = enclosing * own
+        total += visits
         for child in children(e):
-            visit(child, enclosing)
+            visit(child, visits)
 
-    visit(expr, frozenset(scope))
+    visit(expr, None)
     return total
 
 
@@ -342,6 +389,7 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
     axis = len(lead)
     acc: object = None
     for start in range(0, total, chunk):
+        ctx.check_deadline()
         picks = np.unravel_index(np.arange(start, min(start + chunk, total)), sizes)
         inner = dict(outer)
         for binding, positions, pick in zip(e.bindings, domains, picks):

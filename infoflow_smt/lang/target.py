@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # trees imports sympy and networkx: loaded only when a measur
     import networkx as nx
     import sympy
 
+    from infoflow_smt.deadline import Deadline
+
 
 @dataclass(frozen=True)
 class Target:
@@ -47,8 +49,9 @@ class Target:
         """The concrete parameters, functions and subsets behind this target's names."""
         return Realization(self.seed)
 
-    def evaluate(self, X: np.ndarray) -> np.ndarray:
+    def evaluate(self, X: np.ndarray, deadline: Deadline | None = None) -> np.ndarray:
         """F on every sequence of ``X`` (shape ``(batch, T, d)``): shape ``(batch,)``, or ``(batch, d)``.
+        ``deadline`` (a ``Deadline``): checked as the evaluation goes, raising ``OutOfTime`` once it has passed.
 
         >>> parse_target("x[1] + x[T]").evaluate(np.ones((1, 2, 3))).tolist()
         [[2.0, 2.0, 2.0]]
@@ -66,7 +69,7 @@ class Target:
             problems.append(Problem(f"X (shape {X.shape}) holds non-finite values"))
         if problems:
             raise InvalidSpecError(problems, subject="input")
-        return evaluate_nested(self._evaluated, np.asarray(X, dtype=float), self.realization)
+        return evaluate_nested(self._evaluated, np.asarray(X, dtype=float), self.realization, deadline=deadline)
 
     @cached_property
     def normal_form(self) -> Expr:
@@ -93,14 +96,15 @@ class Target:
                     need = max(need, abs(leaf.index.offset) + 2)
         return need
 
-    def work(self, length: int) -> float:
-        """Index tuples one evaluation visits per input of ``length`` (``evaluate.work``)."""
-        if length not in self._work:
-            self._work[length] = work(self._evaluated, length)
-        return self._work[length]
+    def work(self, length: int, input_dim: int = 1) -> float:
+        """Index tuples one evaluation visits per input of ``length`` with tokens of ``input_dim`` numbers
+        (``evaluate.work``: the token dimension decides which tables fit in memory)."""
+        if (length, input_dim) not in self._work:
+            self._work[(length, input_dim)] = work(self._evaluated, length, input_dim)
+        return self._work[(length, input_dim)]
 
     @cached_property
-    def _work(self) -> dict[int, float]:
+    def _work(self) -> dict[tuple[int, int], float]:
         return {}
 
     @cached_property

@@ -28,7 +28,11 @@ carries a cost level, also chosen by assumptions, so that an unsat core names th
 clash.
 
 The constraints are written as SMT-LIB text and parsed by z3 in one call: building them with z3's Python
-objects costs a hundred times more than solving them.
+objects costs a hundred times more than solving them. A term that many constraints use (the widest input
+class's size, what a class gathers from a source, what every candidate knows, an anchor's acting head) is a
+constant of its own, defined once: copied into each use, the text grew exponentially with the anchors, and
+it is now at most cubic in the selections (``k`` anchors, ``k + 2`` classes each knowing ``k`` nodes, each
+fact gaining from ``O(k)`` others).
 """
 from __future__ import annotations
 
@@ -60,6 +64,7 @@ from infoflow_smt.symbols import T
 IN, OUT = "in", "out"
 TRUE, FALSE = "true", "false"
 _FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
+_LINES_PER_PARSE = 4_000  # lines z3 parses between two checks of the deadline (a tenth of a second or so)
 
 
 class Reader(enum.Enum):
@@ -453,7 +458,8 @@ def encode(target, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED, seq_len: int
 
 def grow(enc: Encoding, arch, deadline=None) -> bool:
     """Extend ``enc`` in place to the larger ``arch`` (more layers, no more heads in the layers it has);
-    False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``)."""
+    False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``). Past ``deadline``
+    ``OutOfTime`` is raised and ``enc`` is left half grown: drop it."""
     return enc._builder is not None and enc._builder.grow(arch, deadline)
 
 
@@ -487,6 +493,7 @@ class _Builder:
         self.pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []   # neighbouring interchangeable groups
         self.ties: dict[str, str] = {}   # a pair's second group -> "still tied" after the last layer written
         self.candidates_know: dict[tuple, str] = {}  # (domain, layer, node) -> every candidate knows it
+        self.candidate_sets: dict[tuple[str, ...], int] = {}  # the classes of some domain's candidates -> a number
         self.deadline = None   # the question's, while building or growing: the builder outlives it
 
     # ---- names and assertions ---------------------------------------------------------------------------
@@ -502,6 +509,16 @@ class _Builder:
 
     def declare_int(self, name: str) -> str:
         return self.declare(name, "Int")
+
+    def named_bool(self, name: str, formula: str) -> str:
+        """``formula`` as a term: itself when it is a constant or a name, else a Boolean constant ``name``
+        defined by it (once: a formula used in many places is written once, not copied into each)."""
+        if not formula.startswith("("):
+            return formula
+        if name not in self.enc._sorts:
+            self.declare_bool(name)
+            self.add(f"(= {quoted(name)} {formula})")
+        return quoted(name)
 
     def add(self, formula: str) -> None:
         if formula != TRUE:
@@ -523,9 +540,8 @@ class _Builder:
         if needs_positional(self.enc.target):  # else no program at any cost
             self.track("goal", self.positional_ok)
         self.costs()
-        self.check_deadline("encoding (handing it to z3)")
         self.enc.text = "\n".join(self.lines)
-        self.enc.solver.from_string(self.enc.text)
+        self.hand_over(self.lines)
         self.enc._builder, self.lines = self, []  # kept to grow the encoding; its lines are in the text
         self.deadline = None
         return self.enc
@@ -545,13 +561,13 @@ class _Builder:
         self.lines, enc.arch, self.deadline = [], arch, deadline
         layers = range(old.layers + 1, arch.layers + 1)
         self.state_variables(layers)
-        try:
+        try:  # cut short, the encoding is half grown: the solver drops it
             self.add_layers(layers)
+            self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
+            text, lines, self.lines = "\n".join(self.lines), self.lines, []
+            self.hand_over(lines)  # the solver's parser knows the names it declared before
         finally:
             self.deadline = None
-        self.level_implications([op for op in enc.op_cost if op not in ops], enc.gathers[gathers:])
-        text, self.lines = "\n".join(self.lines), []
-        enc.solver.from_string(text)  # the solver's parser knows the names it declared before
         enc.text += "\n" + text
         return True
 
@@ -567,6 +583,13 @@ class _Builder:
             self.check_deadline("encoding the sizes")
             self.sizes(layers)
         self.goal(layers)
+
+    def hand_over(self, lines: list[str]) -> None:
+        """Give ``lines`` to the solver, a few thousand at a time with the deadline checked between them: z3
+        parses a large encoding for seconds, and cannot be stopped while it does."""
+        for start in range(0, len(lines), _LINES_PER_PARSE):
+            self.check_deadline("encoding (handing it to z3)")
+            self.enc.solver.from_string("\n".join(lines[start:start + _LINES_PER_PARSE]))
 
     def check_deadline(self, what: str) -> None:
         if self.deadline is not None:
@@ -671,8 +694,9 @@ class _Builder:
         class and every winner of a layer asks it again)."""
         found = self.candidates_know.get((info.domain, l, key))
         if found is None:
-            found = self.candidates_know[(info.domain, l, key)] = self.common(
-                info, l, lambda k, ll: self.know[(k, ll, key)])
+            classes = self.candidate_sets.setdefault(tuple(self.candidates(info)), len(self.candidate_sets))
+            found = self.candidates_know[(info.domain, l, key)] = self.named_bool(
+                f"common:{l}:{classes}:{key}", self.common(info, l, lambda k, ll: self.know[(k, ll, key)]))
         return found
 
     def common(self, info: NodeInfo, l: int, fact) -> str:
@@ -694,6 +718,7 @@ class _Builder:
             enc.heads[(l, h)] = self.declare_bool(f"heads:{l}:{h}")
         averages = any(i.kind == "aggregate" and not i.bound and not i.constant for i in enc.nodes.values())
         for c in [IN, OUT] + enc.inputs[1:]:
+            self.check_deadline(f"encoding layer {l}")
             names = [(OperationName.selection(i), i)
                      for i in enc.nodes.values() if i.kind in ("top1", "kth") and self.admissible(i, c)]
             names += [(GLOBAL_AGGREGATION, None)] + ([(GLOBAL_AVERAGING, None)] if averages else [])
@@ -726,7 +751,7 @@ class _Builder:
             self.add(implies(quoted(keep), quoted(enc.ops[(l, IN, name)])))
             if info is not None:  # the kept head ranks from the anchor's own holdings: what its side reads
                 self.add(implies(quoted(keep), self.ready(info, c, l)))
-            acts = smt_or(quoted(var), quoted(keep))
+            acts = self.named_bool(f"acts:{l}:{c}:{name.text}", smt_or(quoted(var), quoted(keep)))
         self.effective[(l, c, name)] = acts
         return var
 
@@ -751,9 +776,11 @@ class _Builder:
             self.add(f"(= {op} {disj([quoted(v) for v in srcs.values()])})")
             self.add(implies(op, self.positional_ok))
             if j:  # one canonical partition: each block starts after the previous block's first source
-                before = enc.sources[(l, c, slots[j - 1])]
+                before, earlier = enc.sources[(l, c, slots[j - 1])], FALSE  # the previous block has begun
                 for i, ref in enumerate(refs):
-                    self.add(implies(quoted(srcs[ref]), disj([quoted(before[p]) for p in refs[:i]])))
+                    self.add(implies(quoted(srcs[ref]), earlier))
+                    if i + 1 < len(refs):  # named: each prefix is one term longer than the last, not a copy
+                        earlier = self.named_bool(f"begun:{l}:{c}:{j}:{i}", smt_or(earlier, quoted(before[ref])))
         for ref in refs:  # a source in one block at most: a second copy gathers nothing new
             self.add(at_most([quoted(enc.sources[(l, c, name)][ref]) for name in slots], 1, self.portable))
 
@@ -771,9 +798,11 @@ class _Builder:
     def update_rules(self, l: int) -> None:
         """Each fact after layer ``l``: what it was, or what this layer's operations brought."""
         for c in self.enc.classes:
+            self.check_deadline(f"encoding layer {l}")  # a layer of many classes takes seconds
             acting = {name: v for (ll, cc, name), v in self.effective.items() if ll == l and cc == c}
             gathered = self.member_sets(l, c)
-            chosen = {q: disj([m[q] for _, m in gathered]) for q in self.references(c)}
+            chosen = {q: self.named_bool(f"gets:{l}:{c}:{i}", disj([m[q] for _, m in gathered]))
+                      for i, q in enumerate(self.references(c))}
             winners = [(v, self.enc.nodes[name.node]) for name, v in acting.items() if name.selects]
             self.update_all(c, l, acting, chosen, winners)
             for key, info in self.enc.nodes.items():
@@ -843,9 +872,7 @@ class _Builder:
         enc = self.enc
         size, whole = self.size, self.whole
         for l in layers:
-            widest = size[(enc.inputs[0], l - 1)]
-            for k in enc.inputs[1:]:
-                widest = f"(ite (> {size[(k, l - 1)]} {widest}) {size[(k, l - 1)]} {widest})"
+            widest = self.widest(l - 1)
             any_whole = disj([whole[(k, l - 1)] for k in enc.inputs])
             for c in enc.classes:
                 gains, wholes = [], [self.acts(l, c, GLOBAL_AGGREGATION)]
@@ -870,9 +897,20 @@ class _Builder:
                 self.add(f"(= {size[(c, l)]} {total([size[(c, l - 1)]] + gains)})")
                 self.add(f"(= {whole[(c, l)]} {disj([whole[(c, l - 1)]] + wholes)})")
 
+    def widest(self, l: int) -> str:
+        """The largest ``size[k,l]`` over the input classes ``k``, as a term. Each running maximum is a
+        constant of its own: written inline, every class would copy the previous maximum twice, and the
+        text would double with each anchor (one per group with a free selection)."""
+        size, inputs = self.size, self.enc.inputs
+        widest = size[(inputs[0], l)]
+        for i, k in enumerate(inputs[1:], start=1):
+            running = quoted(self.declare_int(f"widest:{l}:{i}"))
+            self.add(f"(= {running} (ite (> {size[(k, l)]} {widest}) {size[(k, l)]} {widest}))")
+            widest = running
+        return widest
+
     def acts(self, l: int, c: str, name: OperationName) -> str:
-        own, kept = self.enc.ops.get((l, c, name)), self.enc.kept.get((l, c, name))
-        return disj([quoted(v) for v in (own, kept) if v is not None])
+        return self.effective[(l, c, name)]
 
     def goal(self, layers: range) -> None:
         """After the last layer the output token computes the target from what it holds; the number of

@@ -79,9 +79,9 @@ def validate_question(target, arch, seq_len: int | None = None, samples: int = W
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
     length = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
-    if target.work(length) > MAX_REPLAY_WORK:  # every answer is replayed: a target too costly to evaluate is refused
+    if target.work(length, arch.input_dim) > MAX_REPLAY_WORK:  # every answer is replayed: too costly a target is refused
         raise InvalidSpecError(f"checking an answer evaluates the target at T={length}, about "
-                               f"{target.work(length):.2g} index tuples per input, over the limit of "
+                               f"{target.work(length, arch.input_dim):.2g} index tuples per input, over the limit of "
                                f"{MAX_REPLAY_WORK:.0g} (infoflow_smt.limits.MAX_REPLAY_WORK): it reads too many variables at once",
                                "target")
     if not _finite(target, arch.input_dim):
@@ -109,7 +109,7 @@ def _witness_length(program, target, arch, seq_len: int | None) -> int:
     gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
     shortest = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
     length = max(shortest, min(1 << (gathered + 1).bit_length(), MAX_WITNESS_LENGTH))
-    while length > shortest and target.work(length) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
+    while length > shortest and target.work(length, arch.input_dim) > MAX_REPLAY_WORK:  # a costly target: the longest it allows
         length -= 1
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
 
@@ -476,7 +476,7 @@ class Questions:
         if key not in self.replayed:
             deadline.check("the witness replay")
             tree = comparison_tree(self.target, program.order_map)
-            inputs, expected = self.samples_of(length, arch.input_dim)
+            inputs, expected = self.samples_of(length, arch.input_dim, deadline)
             truth = self.truth_of(program.order, tree, inputs)
             passed = replay.passes(program, tree, self.target, inputs, expected, arch.positional, truth)
             if passed is None or not passed.all():  # the reference replay decides, and reports
@@ -499,13 +499,13 @@ class Questions:
                 self.truths[key] = None
         return self.truths[key]
 
-    def samples_of(self, length: int, input_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    def samples_of(self, length: int, input_dim: int, deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:
         """The replay's inputs (``samples`` sequences x ~ N(0, I), seed 0) and the target's values on them."""
         key = (length, input_dim)
         if key not in self.inputs:
             inputs = np.random.default_rng(0).standard_normal((self.samples, length, input_dim))
             with np.errstate(all="ignore"):
-                self.inputs[key] = inputs, np.asarray(self.target.evaluate(inputs), dtype=float)
+                self.inputs[key] = inputs, np.asarray(self.target.evaluate(inputs, deadline), dtype=float)
         return self.inputs[key]
 
 

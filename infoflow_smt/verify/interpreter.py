@@ -524,7 +524,8 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     """Replay ``program`` on ``samples`` random inputs ``x ~ N(0, I_d)`` of length ``seq_len``.
 
     Bad arguments (not a program, ``samples < 1``, inputs of the wrong shape) raise ``InvalidSpecError``
-    naming them; a replay is never skipped. ``deadline`` (a ``Deadline``) stops a long scalar replay.
+    naming them; a replay is never skipped. ``deadline`` (a ``Deadline``) stops the target's evaluation and a
+    long scalar replay.
 
     >>> import infoflow_smt as ifs
     >>> from infoflow_smt.model.program import Action, Op, Mode, Program
@@ -557,7 +558,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         rng = np.random.default_rng(seed)
         inputs = rng.standard_normal((samples, seq_len, arch.input_dim))
     with np.errstate(all="ignore"):  # a target may divide by zero; both sides then agree on nan or inf
-        expected = np.asarray(target.evaluate(inputs), dtype=float)
+        expected = np.asarray(target.evaluate(inputs, deadline), dtype=float)
         passed = replay.passes(program, tree, target, inputs, expected, arch.positional)
         if passed is not None and passed.all():  # the batched replay: every sample computed
             return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))

@@ -276,6 +276,22 @@ ENCODING_DEADLINE = [  # each raises OutOfTime, writing nothing
 ENCODING_BOUNDED = [  # each returns soon after its deadline (UNKNOWN unless an earlier answer is reused)
     ("deadline-decide-encoding", (f"import time; s = time.monotonic(); ifs.decide({_SUBSETS}, {_DEEP}, timeout=0.1); "
                                   "assert time.monotonic() - s < 0.1 + 1.5")),
+    # the encoding grows polynomially with the selections summed (it was exponential: 16 ran out of memory)
+    *[(f"deadline-decide-{k}-subset-selections",
+       (f"import time; s = time.monotonic(); ifs.decide(' + '.join(f'min(f{{i}}(x[t]) for t in S{{i}})' "
+        f"for i in range(1, {k + 1})), ifs.Architecture(heads=(2, 2), input_dim=2, positional=True), timeout=5); "
+        "assert time.monotonic() - s < 5 + 1.5")) for k in (16, 32)],
+]
+# the target's evaluation counted before it starts (Target.work: what it visits) and stopped by the deadline
+EVALUATION_BOUNDED = [
+    ("deadline-decide-eight-independent-parts",
+     ("import time; text = 'min(' + ' + '.join(f'f{i}(x[{v}])' for i, v in enumerate('abcdefgh', 1)) + ' ' + "
+      "' '.join(f'for {v} in T' for v in 'abcdefgh') + ')'; assert ifs.parse_target(text).work(20, 2) == 8 * 20; "
+      "s = time.monotonic(); ifs.decide(text, ifs.Architecture(heads=(8,), input_dim=2), timeout=5); "
+      "assert time.monotonic() - s < 6")),
+    ("deadline-decide-chain-of-6-on-100000-samples",  # 2 * 10^9 tuples: past any deadline, stopped at it
+     (f"import time; s = time.monotonic(); ifs.decide({_chain(6, alternate=True)}, {A}, samples=100000, timeout=5); "
+      "assert time.monotonic() - s < 5 + 1.5")),
 ]
 
 CASES: list[tuple[str, str, str]] = (
@@ -290,4 +306,5 @@ CASES: list[tuple[str, str, str]] = (
     + [(i, code, "ok") for i, code in SHARED] + [(i, code, "FrozenInstanceError") for i, code in SHARED_FROZEN]
     + [(i, code, "ok") for i, code in PARTIAL[:-1]] + [(PARTIAL[-1][0], PARTIAL[-1][1], "SolverUnknownError")]
     + [(i, code, "OutOfTime") for i, code in ENCODING_DEADLINE] + [(i, code, "ok") for i, code in ENCODING_BOUNDED]
+    + [(i, code, "ok") for i, code in EVALUATION_BOUNDED]
 )

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.strategies import targets
 
+from infoflow_smt.deadline import Deadline, OutOfTime
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang import catalogue, evaluate
 from infoflow_smt.lang.evaluate import evaluate_expr
@@ -258,3 +259,74 @@ def test_generated_targets_evaluate_to_one_number_per_sequence(text, T, seed):
     values = parse_target(text, seed=seed).evaluate(X)
     assert values.shape == (2,)
     assert np.isfinite(values).all()
+
+
+# ---- work: what an evaluation visits, counted before it starts -------------------------------------------
+def _chain(n: int) -> str:
+    """n dependent selections, each ranking by its distance to the enclosing one's position."""
+    text = f"f1(x[v{n - 1}])"
+    for i in range(n - 1, 0, -1):
+        text = f"{('min', 'max')[i % 2]}(dot(x[v{i - 1}], x[v{i}]) + {text} for v{i} in T)"
+    return f"min(f1(x[v0]) + {text} for v0 in T)"
+
+
+WORK = [
+    "min(" + " + ".join(f"f{i}(x[{v}])" for i, v in enumerate("abcdefgh", 1)) + " "
+    + " ".join(f"for {v} in T" for v in "abcdefgh") + ")",           # eight independent parts: 8 T
+    _chain(4),                                                        # four dependent links: T + 3 T^2
+    "min(norm(x[a] + x[b] + x[c])**2 for a in T for b in T for c in T)",
+    "x[argmax(dot(x[s], x[argmax(dot(x[t], x[T]) for t in T)]) for s in T)]",
+    ("max(f1(x[s]) + min(dot(x[s], x[t]) + min(dot(x[t], x[u]) for u in T) for t in T) for s in T)"
+     " + min(dot(x[t], x[u]) for t in T for u in T)"),  # the same reduction twice: one table
+]
+
+
+def _visits(text: str, X: np.ndarray, monkeypatch) -> int:
+    """The index tuples evaluating ``text`` on ``X`` visits per input (each slice of the batch counts them
+    again: divided by the slices)."""
+    visited = []
+    reduce = evaluate._reduce
+
+    def counting(e, ctx, lead, env):
+        domains = [ctx.realization.domain_positions(b.domain, ctx.seq_len) for b in e.bindings]
+        visited.append(int(np.prod(lead[1:])) * int(np.prod([len(d) for d in domains])))
+        return reduce(e, ctx, lead, env)
+
+    monkeypatch.setattr(evaluate, "_reduce", counting)
+    target = parse_target(text)
+    target.evaluate(X)
+    slices = -(-X.shape[0] // evaluate._rows_per_slice(target._evaluated, X.shape[1], X.shape[2]))
+    return sum(visited) // slices
+
+
+@pytest.mark.parametrize("text", WORK)
+@pytest.mark.parametrize("budget", [evaluate._BUDGET, 64])  # 64: tables over two variables no longer fit
+def test_work_is_what_an_evaluation_visits(text, budget, monkeypatch):
+    monkeypatch.setattr(evaluate, "_BUDGET", budget)
+    X = _X(batch=40, T=7, d=2)
+    assert parse_target(text).work(7, 2) == _visits(text, X, monkeypatch)
+
+
+def test_work_counts_the_enclosing_tuples_when_a_table_does_not_fit(monkeypatch):
+    target = parse_target(_chain(4))
+    assert target.work(20, 2) == 20 + 3 * 20**2
+    monkeypatch.setattr(evaluate, "_BUDGET", 20 * 2 - 1)  # no table over one variable fits: T^k
+    assert parse_target(_chain(4)).work(20, 2) == 20 + 20**2 + 20**3 + 20**4
+
+
+def test_a_large_batch_costs_each_input_what_a_small_one_does(monkeypatch):
+    """Evaluated all at once, 200 inputs' tables would not fit (200 x 7 x 2 > 1024): each link of the chain
+    would be computed under all enclosing tuples, 7^4 per input where work counts 7 + 3 * 7^2."""
+    monkeypatch.setattr(evaluate, "_BUDGET", 1024)
+    one, many = _visits(_chain(4), _X(batch=1, T=7), monkeypatch), _visits(_chain(4), _X(batch=200, T=7), monkeypatch)
+    assert one == many == parse_target(_chain(4)).work(7, 2) == 7 + 3 * 7**2
+
+
+def test_a_sum_of_eight_independent_parts_costs_eight_t_at_t_20(monkeypatch):
+    assert parse_target(WORK[0]).work(20, 2) == _visits(WORK[0], _X(batch=12, T=20), monkeypatch) == 8 * 20
+
+
+def test_an_evaluation_stops_at_its_deadline():
+    X = _X(batch=20000, T=32)
+    with pytest.raises(OutOfTime, match="the target's evaluation"):
+        parse_target(_chain(6)).evaluate(X, deadline=Deadline(0.05))

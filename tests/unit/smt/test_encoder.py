@@ -125,6 +125,24 @@ def test_growing_an_encoding_gives_the_fresh_encoding(index: int, more: tuple[in
     assert max(layer for layer, _, _ in grown.ops) == large.layers
 
 
+# ---- size ------------------------------------------------------------------------------------------------
+def _subset_selections(k: int) -> str:
+    return " + ".join(f"min(f{i}(x[t]) for t in S{i})" for i in range(1, k + 1))
+
+
+def test_an_encoding_grows_polynomially_with_the_subset_selections_it_sums():
+    """k selections make k anchors, so k + 2 classes each knowing k nodes, each fact gaining from O(k) others:
+    cubic at most, a doubling multiplies the text by less than 8. (The widest class's size, copied into
+    each anchor's, made it exponential: 10 times from 4 to 8 selections, a MemoryError at 16.)"""
+    arch = ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2, positional=True)
+    sizes = []
+    for k in (4, 8, 16):  # one at a time: an exponential encoding fails at 8, before 16 exhausts memory
+        enc = encoder.encode(ifs.parse_target(_subset_selections(k)), arch, portable=True)
+        assert len(enc.anchors) == k
+        sizes.append(len(enc.text))
+        assert len(sizes) == 1 or sizes[-1] < 8 * sizes[-2], sizes
+
+
 # ---- the builder ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("index", range(len(CASES)))
 def test_a_builder_has_all_its_state_once_constructed(index: int):
