@@ -25,16 +25,14 @@ import ast
 import contextlib
 import json
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 import sympy
 
-from infoflow_smt.deadline import forget_interrupt, on_interrupt
+from infoflow_smt.deadline import interrupts_remembered
 from infoflow_smt.errors import InfoflowError, InvalidSpecError, WitnessCheckError
 from infoflow_smt.limits import MAX_DIGITS
 from infoflow_smt.symbols import T
@@ -619,16 +617,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:
         from infoflow_smt.demo import demo
         return demo()
-    forget_interrupt()
-    own = threading.current_thread() is threading.main_thread() and \
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler   # not where SIGINT is ignored
-    if own:
-        signal.signal(signal.SIGINT, on_interrupt)
-    try:
+    with interrupts_remembered():   # not where SIGINT is ignored, nor off the main thread
         return _answer(argv, debug)
-    finally:
-        if own:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _answer(argv: list[str], debug: bool) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
+import sys
 import threading
 import time
 
@@ -63,11 +64,23 @@ def interrupts_remembered():
         return
     forget_interrupt()
     signal.signal(signal.SIGINT, on_interrupt)
+    hook, sys.unraisablehook = sys.unraisablehook, _unraisable_unless_remembered(sys.unraisablehook)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = hook
         forget_interrupt()
+
+
+def _unraisable_unless_remembered(hook):
+    """``sys.unraisablehook`` that drops a KeyboardInterrupt raised in a destructor once it is remembered
+    (the next ``Deadline.check`` raises it again): Python would print it as "Exception ignored in ...", and
+    a Ctrl-C must end a command with its one line."""
+    def unraisable(info) -> None:
+        if not (isinstance(info.exc_value, KeyboardInterrupt) and _interrupted.is_set()):
+            hook(info)
+    return unraisable
 
 
 def forget_interrupt() -> None:

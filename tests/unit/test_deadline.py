@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from infoflow_smt.deadline import Deadline, OutOfTime, seconds
+from infoflow_smt.deadline import Deadline, OutOfTime, interrupts_remembered, seconds
 from infoflow_smt.errors import InfoflowError, InvalidSpecError
 from infoflow_smt.limits import DEFAULT_TIMEOUT
 
@@ -46,3 +46,39 @@ def test_timeouts_in_seconds():
     assert seconds(2) == 2.0 and isinstance(seconds(2), float)
     with pytest.raises(InvalidSpecError, match="budget must be"):
         seconds(0, subject="budget")
+
+
+class _RaisesInItsDestructor:
+    def __del__(self):
+        raise KeyboardInterrupt   # where a Ctrl-C lands when z3 frees a term
+
+
+def test_a_remembered_interrupt_in_a_destructor_prints_nothing_and_is_raised_again(monkeypatch):
+    import signal
+    import sys
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are installed on the main thread only")
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    deadline = Deadline(60)
+    with interrupts_remembered():
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        obj = _RaisesInItsDestructor()
+        del obj   # dropped by Python: the remembered interrupt stands for it
+        with pytest.raises(KeyboardInterrupt):
+            deadline.check("solving")
+    assert reported == []
+
+
+def test_an_unremembered_exception_in_a_destructor_still_reaches_the_hook(monkeypatch):
+    import sys
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    with interrupts_remembered():
+        obj = _RaisesInItsDestructor()
+        del obj
+    assert [type(r.exc_value) for r in reported] == [KeyboardInterrupt]
