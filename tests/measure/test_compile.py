@@ -86,8 +86,6 @@ def test_a_stream_too_narrow_for_every_slot_shares_the_layers_scratch():
     model = experiments.compile(verdict)
     assert model.plan.scratch is not None and model.plan.used() <= 32
     assert sum(s.width for s in model.plan.slots) > 32  # it would not fit without sharing
-    # the sums are taken at position 2 alone: the output token's gather of {1, 2} brings them behind its flag
-    assert any(h.gated for h in model.plan.head_plans)
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
