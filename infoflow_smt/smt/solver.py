@@ -141,6 +141,9 @@ class _Effort:
         return Stats(seconds=time.perf_counter() - self.started, solver_calls=self.solver_calls, extra=extra or {})
 
 
+CORE_CHECK_S = 0.25   # the longest a question of ``_Session.minimal_core`` may take before its constraint is kept
+
+
 def _drop_order(name: str) -> tuple:
     """The order ``_Session.minimal_core`` tries to drop tracked constraints: the head budgets of the input
     positions (latest layer first), then the output token's, then depth, positions and the goal last, so
@@ -157,15 +160,14 @@ class _Session:
     into the solver is counted in ``effort``."""
 
     def __init__(self, enc: encoder.Encoding, heads: tuple[int, ...], deadline: Deadline, effort: _Effort,
-                 hint: int | None = None, explained: bool = True):
+                 hint: int | None = None):
         self.enc, self.heads, self.deadline, self.effort = enc, heads, deadline, effort
-        self.explained = explained  # an unsat answer is explained: its minimal core is kept in ``core``
         self.bounded = [i for i, lvl in enumerate(enc.levels) if cost.is_bounded(lvl)]
         self.layers = len(heads)
         self.base = enc.assumptions(heads)
         self.excluded = enc.excluded_levels()
         self.hint = hint       # the fewest operations of a neighbouring question: probed first
-        self.core: set[str] | None = None
+        self.refuted: tuple[list[int], set[str]] | None = None  # the levels of an unsat answer, z3's core
         self.minimal = True    # every minimization question was answered
 
     def ask(self, allowed: list[int], extra=(), at_most: float | None = None, base=None):
@@ -197,8 +199,8 @@ class _Session:
         A binary search over prefixes of ``allowed``: a program within a prefix is within every longer one.
         """
         result = self.ask(allowed)
-        if result == z3.unsat and self.explained:
-            self.core = self.minimal_core(allowed)
+        if result == z3.unsat:
+            self.refuted = (allowed, self.core_names())
         if result != z3.sat:
             return None, None, (self.unknown() if result == z3.unknown else None)
         if not allowed:  # a target that needs no operation with a cost at all
@@ -299,21 +301,24 @@ class _Session:
         # a literal's name, without z3's pretty printer (slow, and it quotes names with a colon)
         return {names.get(c.decl().name(), "level") for c in self.enc.solver.unsat_core()}
 
-    def minimal_core(self, allowed: list[int]) -> set[str]:
-        """A minimal set of tracked constraints that still leaves no program within ``allowed`` (just asked:
-        unsat), the same in every process. z3's own core depends on the history of its context (the order
+    def minimal_core(self) -> set[str]:
+        """A minimal set of tracked constraints that still leaves no program within the levels of the unsat
+        answer (``refuted``), the same in every process. z3's own core depends on the history of its context (the order
         its terms were made), and an explanation built from it would too: so each constraint is dropped, in
         ``_drop_order``, when the question stays unsat without it. z3's core only skips the questions whose
         answer it already shows (a core without the constraint is unsat without it). A question left unknown
-        keeps its constraint, and the deadline keeps all that are left: a larger core, still a true one."""
-        core = self.core_names()
+        after ``CORE_CHECK_S`` keeps its constraint, and the deadline keeps all that are left: a larger core,
+        still a true one (z3 can take seconds to find a program for a question with most constraints dropped,
+        though it answers the others in milliseconds)."""
+        allowed, core = self.refuted
         kept = sorted(self.enc.tracked, key=_drop_order)
         try:
             for name in list(kept):
                 trial = [n for n in kept if n != name]
                 if name in core:
                     literals = [self.enc.tracked[n] for n in trial]
-                    if self.ask(allowed, base=self.enc.assumptions(self.heads, literals)) != z3.unsat:
+                    if self.ask(allowed, base=self.enc.assumptions(self.heads, literals),
+                                at_most=CORE_CHECK_S) != z3.unsat:
                         continue
                     core = self.core_names()
                 kept = trial
@@ -402,20 +407,16 @@ class Questions:
             return reused
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
         anchored = arch.positional and arch.layers >= 2
-        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest,
-                           self.reasons)
+        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
         counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored)
         if counted is None:  # z3 decides what the counts leave open
             level, model, unknown = session.cheapest(session.bounded)
         else:
             level, model, unknown = None, None, None
         if model is None and unknown is None and anchored:
-            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest,
-                               self.reasons)
+            session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest)
             if counted is None:
                 level, model, unknown = session.cheapest(session.bounded)
-        if counted is not None:
-            session.core = set(counted.core)
         if unknown is not None:
             return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=effort.stats(), seq_len=seq_len,
                            reason_unknown=unknown)
@@ -431,7 +432,8 @@ class Questions:
         reasons = ()
         if self.reasons:
             has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
-            reasons = explain.explain(target, arch, session.core or set(),
+            core = set(counted.core) if counted is not None else session.minimal_core()
+            reasons = explain.explain(target, arch, core,
                                       explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
         level, model, unknown = session.cheapest([i for i in every if i not in session.bounded])
