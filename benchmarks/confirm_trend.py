@@ -41,7 +41,7 @@ def run_case(name: str, budget: str, results: str) -> int:
     args = build_parser().parse_args(argv)
     arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
                             positional=args.positional)
-    start = time.perf_counter()
+    load, start = os.getloadavg()[0], time.perf_counter()   # the load others put on the machine, at the start
     verdict = ifs.decide(args.target, arch)
     result = experiments.confirm(verdict, budget=budget, seq_len=args.seq_len, threads=1,
                                  against=args.against or ())
@@ -49,7 +49,7 @@ def run_case(name: str, budget: str, results: str) -> int:
     stem = os.path.join(results, f"confirm_{args.target.split(':')[0]}")
     header = [f"command: python -m experiments {' '.join(argv)}",
               f"   (run as: python benchmarks/confirm_trend.py {name} --budget {budget})",
-              (f"hardware: {cpu_model()}, {os.cpu_count()} cores (shared with other work), one torch thread; "
+              (f"hardware: {cpu_model()}, {os.cpu_count()} cores (load average {load:.1f} at the start), one torch thread; "
               f"torch {torch.__version__}, Python {platform.python_version()}"),
               (f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; wall {wall:.0f} s "
               f"(deciding included)"), ""]
