@@ -228,20 +228,12 @@ def _write_offset(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
     sin of t * ANGLE, 1 at the output token): q.k = S cos((t - p - offset) * ANGLE), peaked at the source,
     and S c at the output token, the sink that wins where the source is outside the sequence."""
     (offset, paths), = hp.blocks
-    pos, one, out = plan.slot("pos").start, plan.slot("one").start, plan.slot("output").start
-    a = offset.offset * ANGLE
-    rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
-    W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
-    W_Q[one, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    pos, out = plan.slot("pos").start, plan.slot("output").start
+    _offset_query(plan, offset, W_Q)
     if hp.part:  # the head does something else at the output token: no query of this part there
-        W_Q[out, 2] = -W_Q[one, 2]
+        W_Q[out, 2] = -W_Q[plan.slot("one").start, 2]
     W_K[pos, 0] = W_K[pos + 1, 1] = W_K[out, 2] = 1.0
-    sources = wp.common_paths(plan.locations[hp.layer - 1])
-    for i, path in enumerate(paths):
-        slot, offset_in, scale = sources[path]
-        start = plan.slot(slot).start + offset_in
-        for j in range(plan.input_dim):
-            W_V[start + j, i * plan.input_dim + j] = scale
+    _copy_paths(plan, hp, paths, W_V)
 
 
 def _write_mixed(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
@@ -250,25 +242,38 @@ def _write_mixed(plan: wp.Plan, hp: wp.HeadPlan, W_Q, W_K, W_V) -> None:
     mixture of the tokens, then the fixed source's outbox (its tokens alone and its weight)."""
     (offset, paths), (fixed, _) = hp.blocks
     one, out, key = plan.slot("one").start, plan.slot("output").start, plan.slot(f"k{hp.name}").start
-    a = offset.offset * ANGLE
-    rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
-    pos = plan.slot("pos").start
-    W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
-    W_Q[one, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    _offset_query(plan, offset, W_Q)
     W_Q[one, 3] = OFFSET_SHARPNESS
     if hp.part:  # the head does something else at the output token: no query of this part there
         W_Q[out, 2:4] = -W_Q[one, 2:4]
     W_K[key, 0] = W_K[key + 1, 1] = W_K[out, 2] = 1.0
     W_K[plan.slot(f"at {wp._fixed(fixed)}").start, 3] = 1.0
-    sources = wp.common_paths(plan.locations[hp.layer - 1])
-    for i, path in enumerate(paths):
-        slot, offset_in, scale = sources[path]
-        start = plan.slot(slot).start + offset_in
-        for j in range(plan.input_dim):
-            W_V[start + j, i * plan.input_dim + j] = scale
+    _copy_paths(plan, hp, paths, W_V)
     outbox = plan.slot(f"o{hp.name}")
     for j in range(outbox.width):
         W_V[outbox.start + j, len(paths) * plan.input_dim + j] = 1.0
+
+
+def _offset_query(plan: wp.Plan, offset, W_Q) -> None:
+    """Columns 0-2 of an offset head's query: the position's (cos, sin) rotated by the offset, and the
+    output token's sink height on the constant coordinate."""
+    a = offset.offset * ANGLE
+    rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
+    pos = plan.slot("pos").start
+    W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
+    W_Q[plan.slot("one").start, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+
+
+def _copy_paths(plan: wp.Plan, hp: wp.HeadPlan, paths, W_V, at: int = 0) -> None:
+    """The tokens along ``paths`` into a head's value from column ``at`` on, ``input_dim`` columns each,
+    read from where the layer's inputs hold them."""
+    sources = wp.common_paths(plan.locations[hp.layer - 1])
+    d = plan.input_dim
+    for i, path in enumerate(paths):
+        slot, offset_in, scale = sources[path]
+        start = plan.slot(slot).start + offset_in
+        for j in range(d):
+            W_V[start + j, at + i * d + j] = scale
 
 
 def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> None:
@@ -300,12 +305,7 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
         W_K[_skip(plan, s.node), coord] = 1.0
         coord += 1
 
-    sources = wp.common_paths(plan.locations[hp.layer - 1])
-    for i, path in enumerate(hp.values):
-        slot, offset, scale = sources[path]
-        start = plan.slot(slot).start + offset
-        for j in range(d):
-            W_V[start + j, v_at + i * d + j] = scale
+    _copy_paths(plan, hp, hp.values, W_V, v_at)
     _write_shared(plan, hp, W_V, v_at + len(hp.values) * d)
 
 

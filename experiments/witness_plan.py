@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import to_text
-from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost
+from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program
 
 INPUT, OUTPUT = "input", "output"
@@ -580,21 +580,17 @@ def _node(e, tree) -> str:
 
 def _global_nodes(e, tree) -> frozenset[str]:
     """The selections and aggregates ``e`` reads that depend on no variable (the same at every position;
-    a count, known everywhere, is not one)."""
-    if isinstance(e, (GroupRef, NodeRef)):
-        node = _node(e, tree)
-        return frozenset() if reads(e, tree) or is_count(node, tree) else frozenset({node})
-    if isinstance(e, ex.Content):
-        if isinstance(e.index, ex.FixedIndex):  # a fixed position's token: the same wherever it is read
-            return frozenset({e.index})
-        return _global_nodes(e.index, tree) if isinstance(e.index, GroupRef) else frozenset()
-    if isinstance(e, ex.BinOp):
-        return _global_nodes(e.left, tree) | _global_nodes(e.right, tree)
-    if isinstance(e, ex.Neg):
-        return _global_nodes(e.operand, tree)
-    if isinstance(e, ex.Call):
-        return frozenset().union(*(_global_nodes(a, tree) for a in e.args))
-    return frozenset()
+    a count, known everywhere, is not one), and the fixed positions' tokens it reads (the same wherever
+    they are read)."""
+    found = set()
+    for sub in walk(e):
+        if isinstance(sub, (GroupRef, NodeRef)):
+            node = _node(sub, tree)
+            if not reads(sub, tree) and not is_count(node, tree):
+                found.add(node)
+        elif isinstance(sub, ex.Content) and isinstance(sub.index, ex.FixedIndex):
+            found.add(sub.index)
+    return frozenset(found)
 
 
 def holds(c, locations: dict, item) -> bool:

@@ -137,6 +137,4 @@ def notes() -> tuple[str, ...]:
 def prove_decoding_cost() -> ProofResult:
     """Theorem 3 of paper 1 and its consequences, on instances and over every architecture (see
     ``STATEMENT`` and ``GENERAL``)."""
-    result = run_proof(NAME, STATEMENT, _evidence, _general)
-    return ProofResult(result.name, result.statement, result.holds, result.evidence, result.seconds, result.general,
-                       notes())
+    return run_proof(NAME, STATEMENT, _evidence, _general, notes)

@@ -127,6 +127,4 @@ def notes() -> tuple[str, ...]:
 def prove_head_count() -> ProofResult:
     """Theorem 2(1)-(2) of paper 2 for D = 2..5 and h = 1..D+1, and over every one-layer architecture
     (see ``STATEMENT`` and ``GENERAL``)."""
-    result = run_proof(NAME, STATEMENT, _evidence, _general)
-    return ProofResult(result.name, result.statement, result.holds, result.evidence, result.seconds, result.general,
-                       notes())
+    return run_proof(NAME, STATEMENT, _evidence, _general, notes)

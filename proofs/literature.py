@@ -194,6 +194,4 @@ def notes() -> tuple[str, ...]:
 
 def prove_literature() -> ProofResult:
     """The published results above, on their instances and over every architecture (see ``STATEMENT``)."""
-    result = run_proof(NAME, STATEMENT, _evidence, _general)
-    return ProofResult(result.name, result.statement, result.holds, result.evidence, result.seconds, result.general,
-                       notes())
+    return run_proof(NAME, STATEMENT, _evidence, _general, notes)

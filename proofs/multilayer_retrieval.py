@@ -106,6 +106,4 @@ def notes() -> tuple[str, ...]:
 
 def prove_multilayer_retrieval() -> ProofResult:
     """Paper 2's Conjecture 1 beside the model (see ``STATEMENT`` and ``GENERAL``)."""
-    result = run_proof(NAME, STATEMENT, _evidence, _general)
-    return ProofResult(result.name, result.statement, result.holds, result.evidence, result.seconds, result.general,
-                       notes())
+    return run_proof(NAME, STATEMENT, _evidence, _general, notes)
