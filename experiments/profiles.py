@@ -6,6 +6,8 @@
              depth-versus-heads experiment at T = 8), with the criteria they must meet; < 20 min on 2 CPU
              cores.
 * ``depth``: the D = 3 depth-versus-heads experiment at T = 8 and 16, two seeds.
+* ``workers``: positions as workers: the D = 4 sum of maxima on 2 layers of 1 head with and without positional
+             encoding, beside 1 layer of 4 and of 3 heads, T = 16 and 32, two seeds.
 * ``paper``: paper 1 Exp. 1 and 2 and paper 2 Table 2 at the papers' T, d, heads and widths, with step
              counts sized to finish within 8 minutes on one H200 (experiments/gpu_run.sh runs it).
 
@@ -205,7 +207,30 @@ PAPER = Profile(
                           ratio=10) for D in range(2, 5)),
               Criterion("range", "triangle", (64,), min_nmse=0.8)))
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, DEPTH, PAPER)}
+# workers: can positions replace heads? With positional encoding fixed positions may run different
+# selections (docs/model.md, "Anchors"), so the solver decides paper 2's sum of D = 4 maxima efficient on 2
+# layers of 1 head (positions 1..4 each retrieve one maximum, the output gathers them), and inefficient
+# without it ((2L - 1) h = 3 < 4), against paper 2's Conjecture 1 (L h >= D). Beside it, 1 layer of 4 heads
+# (efficient) and of 3 (not), one width E = 32 (n = E / h), the depth table's recipe (residual on, 4000
+# steps), T = 16 and 32, seeds 0 and 1; about 20 minutes on 2 CPU cores.
+def _workers(positional: bool, archs: tuple[tuple[int, ...], ...]) -> Table:
+    return Table(name="workers_pe" if positional else "workers_nope", target="linear_max_sum:D=4", input_dim=4,
+                 seq_lens=(16, 32), archs=tuple((h, 32) for h in archs), seeds=(0, 1), train=_CPU_D3,
+                 residual=True, positional=positional)
+
+
+WORKERS = Profile(
+    name="workers", description="positions as workers: linear_max_sum:D=4 on 2 layers of 1 head with and without "
+                                "positional encoding, beside 1 layer of 4 and of 3 heads (with it), E = 32, "
+                                "T = 16 and 32, seeds 0 and 1",
+    nmse_threshold=1e-2,  # as cpu
+    tables=(_workers(True, ((1, 1), (4,), (3,))), _workers(False, ((1, 1),))),
+    default_train=_CPU_D3,
+    # what the solver predicts, fixed before training: (1, 1) with PE and (4,) separate from (3,)
+    criteria=(Criterion("transition", "workers_pe", (16, 32), better=(4,), worse=((3,),), ratio=10),
+              Criterion("transition", "workers_pe", (16, 32), better=(1, 1), worse=((3,),), ratio=10)))
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, DEPTH, WORKERS, PAPER)}
 
 
 def get_profile(name: str | Profile) -> Profile:

@@ -129,6 +129,8 @@ def _parenthesize_kth(text: str) -> tuple[str, tuple[int, ...]]:
     follows the first top-level comma of a ``kth_largest(`` call when that part has a top-level ``for``
     and no other comma. Returns the new text and the offsets of the inserted characters in it.
     """
+    if "kth_largest" not in text:
+        return text, ()  # nothing to wrap: tokenizing costs a tenth of a cold decision
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
