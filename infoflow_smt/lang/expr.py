@@ -77,13 +77,54 @@ class Subset:
 
 @dataclass(frozen=True)
 class Range:
-    """``for t in range(a, b)``: positions a..b-1 (Python's half-open range), bounds fixed or T-relative."""
+    """``for t in range(a, b)``: positions a..b-1 (Python's half-open range). A bound is fixed or T-relative
+    (a ``FixedIndex``), or an enclosing index variable plus a constant (``VarIndex`` for ``s``,
+    ``OffsetIndex`` for ``s + 1``): ``range(1, s)`` is "every position before s", a different set for
+    each binding of ``s`` (``domain_variables``)."""
 
-    start: FixedIndex
-    stop: FixedIndex
+    start: FixedIndex | VarIndex | OffsetIndex
+    stop: FixedIndex | VarIndex | OffsetIndex
 
 
 Domain = AllPositions | Subset | Range
+
+
+def domain_variables(domain: Domain) -> frozenset[str]:
+    """The index variables a domain's bounds read: ``{"s"}`` for ``range(1, s + 1)``, none for ``T``."""
+    if not isinstance(domain, Range):
+        return frozenset()
+    return frozenset(b.name for b in (domain.start, domain.stop) if isinstance(b, (VarIndex, OffsetIndex)))
+
+
+def envelope(domain: Domain) -> Domain:
+    """Every position a domain holds at some binding of the variables its bounds read (each in ``1..T``):
+    ``range(1, s)`` -> ``range(1, T)``, ``range(s+1, T+1)`` -> ``range(2, T+1)``; a domain with fixed bounds
+    is its own envelope."""
+    if not domain_variables(domain):
+        return domain
+
+    def widest(b, low: bool) -> FixedIndex:
+        if isinstance(b, FixedIndex):
+            return b
+        shift = b.offset if isinstance(b, OffsetIndex) else 0
+        return FixedIndex(max(1, 1 + shift)) if low else FixedIndex(-shift, True)  # T + shift
+
+    return Range(widest(domain.start, True), widest(domain.stop, False))
+
+
+def rename_domain(domain: Domain, names: dict[str, str]) -> Domain:
+    """``domain`` with the variables of its bounds renamed by ``names`` (names absent stay)."""
+    if not domain_variables(domain):
+        return domain
+
+    def bound(b):
+        if isinstance(b, VarIndex):
+            return VarIndex(names.get(b.name, b.name))
+        if isinstance(b, OffsetIndex):
+            return OffsetIndex(names.get(b.name, b.name), b.offset)
+        return b
+
+    return Range(bound(domain.start), bound(domain.stop))
 
 
 @dataclass(frozen=True)
@@ -220,8 +261,9 @@ def free_variables(e: Expr) -> frozenset[str]:
     """
     if isinstance(e, Content) and isinstance(e.index, (VarIndex, OffsetIndex)):
         return frozenset({e.index.name})
-    if isinstance(e, Reduce):
-        return free_variables(e.body) - set(e.variables)
+    if isinstance(e, Reduce):  # a range bounded by an enclosing variable depends on it
+        bounds = frozenset().union(*(domain_variables(b.domain) for b in e.bindings))
+        return (free_variables(e.body) | bounds) - set(e.variables)
     return frozenset().union(*(free_variables(c) for c in children(e)))
 
 
@@ -234,7 +276,7 @@ def rename(e: Expr, names: dict[str, str]) -> Expr:
         if isinstance(index, OffsetIndex):
             return Content(OffsetIndex(names.get(index.name, index.name), index.offset))
     if isinstance(e, Reduce):
-        bindings = tuple(Binding(names.get(b.var, b.var), b.domain) for b in e.bindings)
+        bindings = tuple(Binding(names.get(b.var, b.var), rename_domain(b.domain, names)) for b in e.bindings)
         return Reduce(e.kind, rename(e.body, names), bindings, e.k)
     return map_children(e, lambda c: rename(c, names))
 

@@ -431,8 +431,10 @@ def quoted(name: str) -> str:
 
 
 def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
-    """Whether fixed position ``q`` (near the start) is a candidate of ``domain`` for every large ``T``."""
-    return bool(q.resolve(_FAR) in Realization().domain_positions(domain, _FAR))
+    """Whether fixed position ``q`` (near the start) is a candidate of ``domain`` for every large ``T``; of a
+    range bounded by a variable (``range(1, s)``), at some binding of it: there it must hold what the
+    candidates' side reads."""
+    return bool(q.resolve(_FAR) in Realization().domain_positions(ex.envelope(domain), _FAR))
 
 
 def _ref_name(q) -> str:

@@ -171,8 +171,10 @@ class ScalarReplay:
         # outside the sequence: padding, the zero vector, as in Target.evaluate
         return values if inside.all() else np.where(inside[..., None], values, 0.0)
 
-    def domain(self, domain) -> np.ndarray:
-        return self.real.domain_positions(domain, self.T)
+    def domain(self, domain, env: dict | None = None) -> np.ndarray:
+        """The candidates of a domain; a range bounded by a variable (``range(1, s)``) at ``env``'s binding."""
+        bounds = {v: int(env[v]) for v in ex.domain_variables(domain)} if env else None
+        return self.real.domain_positions(domain, self.T, bounds)
 
     def is_vector(self, e) -> bool:
         """Whether an expression has a d-vector value (contents, parameters, sums and means of them)."""
@@ -234,6 +236,8 @@ class ScalarReplay:
         """The value of ``node`` at the bindings of ``env``, computed from what ``view`` holds."""
         data = self.tree.nodes[node]
         env = {v: env[v] for v in data["bound"]}
+        if ex.domain_variables(data["domain"]) and not len(self.domain(data["domain"], env)):
+            return self.empty(node, env)
         if data["kind"] == "aggregate":
             return self.aggregate(node, env, view)
         chosen, side = self.lookup(node, env, view)
@@ -242,6 +246,15 @@ class ScalarReplay:
         sides = dict(view.sides, **{data["var"]: side})
         return self.score(data, dict(env, **{data["var"]: chosen}), Viewpoint(view.selector, view.candidate,
                                                                           view.layer, sides))
+
+    def empty(self, node: str, env: dict) -> float:
+        """A min (max) whose bounded range is empty at this binding: +inf (-inf), so that the joint
+        reduction it stands in (``min(... for s in T for t in range(1, s))`` at ``s = 1``) skips the binding,
+        as ``Target.evaluate`` does; no position needs to hold anything to know that its range is empty."""
+        sense = self.tree.nodes[node]["sense"]
+        if sense in ("min", "max"):
+            return np.inf if sense == "min" else -np.inf
+        raise Poisoned(f"{node} has no candidate at {env}")
 
     def aggregate(self, node: str, env: dict, view: Viewpoint):
         """A sum or mean: known from an averaging head, or computed by a side holding every position."""
@@ -264,7 +277,7 @@ class ScalarReplay:
         """The sum or mean of the node's score over its candidates; ``view`` None: nothing is checked
         (an averaging head checked, when it ran, that every position computed its value)."""
         data = self.tree.nodes[node]
-        candidates = self.domain(data["domain"])
+        candidates = self.domain(data["domain"], env)
         values = []
         for c in candidates:
             local = dict(env, **{data["var"]: int(c)})
@@ -322,7 +335,7 @@ class ScalarReplay:
         """Candidates and their scores; ``candidate_side`` CANDIDATE when each candidate reads its own
         side (a retrieval), None when ``view.selector`` evaluates every score itself."""
         data = self.tree.nodes[node]
-        var, candidates = data["var"], self.domain(data["domain"])
+        var, candidates = data["var"], self.domain(data["domain"], env)
         sides = {v: SELECTOR for v in data["bound"]} | ({var: CANDIDATE} if candidate_side else {})
         self.scanning += 1
         try:
@@ -345,6 +358,8 @@ class ScalarReplay:
 
     def pick(self, node: str, candidates: np.ndarray, scores: np.ndarray) -> int:
         data = self.tree.nodes[node]
+        if not len(candidates):
+            raise Poisoned(f"{node} has no candidate here")
         if data["sense"] in ("min", "argmin"):
             return int(candidates[int(np.argmin(scores))])
         if data["sense"] in ("max", "argmax"):
@@ -407,6 +422,8 @@ def _retrieve(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[di
     """Rank the node's candidates from ``p``'s query side and each candidate's key side; copy the winner."""
     env = _role_env(scalar.tree, op.node, p) if p <= scalar.T else {}
     candidates, scores = scalar.rank(op.node, env, Viewpoint(p, None, prev, {}), CANDIDATE)
+    if not len(candidates):  # a range bounded by p's own position, empty there: nothing to retrieve
+        return []
     chosen = scalar.pick(op.node, candidates, scores)
     known[p - 1][scalar.binding(op.node, env)] = chosen
     return [chosen]

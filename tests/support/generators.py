@@ -136,3 +136,39 @@ def random_case(index: int) -> Case:
 
 # the differential set: fixed, so a failure names a case that reproduces
 DIFFERENTIAL_CASES = [random_case(i) for i in range(200)]
+
+
+# ---- ranges bounded by an index variable (``for t in range(1, s)``) --------------------------------------
+# (outer domain, inner domain) pairs: joint ones may be empty at a binding (the pair set is not), nested
+# ones never are (``range(1, s)`` only under ``s in range(2, T+1)``)
+_JOINT_RANGES = [("T", "range(1, s)"), ("T", "range(1, s+1)"), ("T", "range(s+1, T+1)"), ("T", "range(s, T+1)"),
+                 ("range(2, T+1)", "range(1, s)"), ("S1", "range(1, s+1)")]
+_NESTED_RANGES = [("range(2, T+1)", "range(1, s)"), ("T", "range(1, s+1)"), ("range(1, T)", "range(s+1, T+1)"),
+                  ("T", "range(s, T+1)")]
+
+
+def bounded_target(rng: random.Random) -> str:
+    """A target with a range bounded by an enclosing variable: a joint min/max over ``s`` and ``t`` in a
+    range bounded by ``s``, a reduction nested in one over ``s``, or an argmax over such a range."""
+    gen = _TargetText(rng, positional=True)
+    roll = rng.random()
+    if roll < 0.45:
+        outer, inner = rng.choice(_JOINT_RANGES)
+        body = gen.score([("s", outer), ("t", inner)], ["s", "t"], rng.choice([0, 1]))
+        return f"{rng.choice(['min', 'max'])}({body} for s in {outer} for t in {inner})"
+    outer, inner = rng.choice(_NESTED_RANGES)
+    scope = [("s", outer), ("t", inner)]
+    around = rng.choice(["sum", "mean", "min", "max"])
+    if roll < 0.8:
+        body = gen.score(scope, ["s", "t"], 0)
+        nested = f"{rng.choice(['min', 'max', 'sum', 'mean'])}({body} for t in {inner})"
+    else:
+        nested = f"f1(x[{rng.choice(['argmax', 'argmin'])}({gen.score(scope, ['t', 's'], 0)} for t in {inner})])"
+    return f"{around}({nested} + f2(x[s]) for s in {outer})"
+
+
+def bounded_case(index: int) -> Case:
+    """Case ``index`` of the fixed set of bounded-range targets, on a positional architecture (a bounded
+    range tells positions apart)."""
+    rng = random.Random(10_000 + index)
+    return Case(index, bounded_target(rng), random_architecture(rng, True))
