@@ -112,6 +112,21 @@ def envelope(domain: Domain) -> Domain:
     return Range(widest(domain.start, True), widest(domain.stop, False))
 
 
+def sees_candidates(domain: Domain, var: str) -> bool:
+    """Under a causal mask (``lang/causal.py``): whether, at every binding of ``var`` to a position ``p``,
+    every candidate of ``domain`` is at or before ``p``: a range that stops at ``var + c`` with ``c <= 1``."""
+    stop = domain.stop if isinstance(domain, Range) else None
+    if isinstance(stop, VarIndex):
+        return stop.name == var
+    return isinstance(stop, OffsetIndex) and stop.name == var and stop.offset <= 1
+
+
+def masked_prefix(domain: Domain, var: str) -> bool:
+    """Whether ``domain`` is ``range(1, var+1)``: at ``var``'s position under a causal mask, exactly what the
+    mask lets it see, which needs no positional encoding to tell apart."""
+    return domain == Range(FixedIndex(1), OffsetIndex(var, 1))
+
+
 def rename_domain(domain: Domain, names: dict[str, str]) -> Domain:
     """``domain`` with the variables of its bounds renamed by ``names`` (names absent stay)."""
     if not domain_variables(domain):

@@ -460,15 +460,17 @@ def position_reads(tree: nx.DiGraph) -> tuple[tuple[ex.FixedIndex, ...], tuple[i
     return tuple(sorted(fixed, key=str)), tuple(sorted(offsets))
 
 
-def needs_positional(target) -> bool:
-    """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges)."""
+def needs_positional(target, causal: bool = False) -> bool:
+    """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges); under a causal
+    mask, ``range(1, s+1)`` does not: the mask tells position ``s`` what comes at or before it."""
     output, groups = collect_groups(_expression(target))
     scores = [output] + [g.body for g in groups.values()]
     for score in scores:
         for sub in walk(score):
             if isinstance(sub, ex.Content) and isinstance(sub.index, (ex.FixedIndex, ex.OffsetIndex)):
                 return True
-    return any(not isinstance(d, ex.AllPositions) for g in groups.values() for d in g.domains)
+    return any(not isinstance(d, ex.AllPositions) and not (causal and any(ex.masked_prefix(d, v) for v in ex.domain_variables(d)))
+               for g in groups.values() for d in g.domains)
 
 
 def describe(tree: nx.DiGraph) -> str:

@@ -172,3 +172,39 @@ def bounded_case(index: int) -> Case:
     range tells positions apart)."""
     rng = random.Random(10_000 + index)
     return Case(index, bounded_target(rng), random_architecture(rng, True))
+
+
+# ---- causal (decoder-only) architectures ------------------------------------------------------------
+SYMMETRIC_PAIRS = ["dot(x[s], x[t])", "f1(x[s] + x[t])", "f2(x[s], x[t]) + f2(x[t], x[s])",
+                   "dot(x[s], x[t]) + f1(x[s]) + f1(x[t])", "bilinear(A1, x[s], x[t]) + bilinear(A1, x[t], x[s])"]
+ASYMMETRIC_PAIRS = ["bilinear(A1, x[s], x[t])", "f2(x[s], x[t])", "dot(x[s], x[t]) + f1(x[s])"]
+
+
+def causal_target(rng: random.Random) -> tuple[str, bool]:
+    """A target for a causal architecture and whether it tells positions apart: a joint min/max over a pair of
+    all positions with a symmetric score (decided over its ordered half) or not (refused), a pair written over
+    its ordered half (``range(1, s+1)``, ``range(1, s)``), a bounded-range target, or any random one."""
+    gen = _TargetText(rng, positional=False)
+    roll, kind = rng.random(), rng.choice(["min", "max"])
+    if roll < 0.3:
+        score = rng.choice(SYMMETRIC_PAIRS + ASYMMETRIC_PAIRS)
+        text = f"{kind}({score} for s in T for t in T)"
+        return (f"F0({text}, {gen.group([], 0)})" if rng.random() < 0.3 else text), False
+    if roll < 0.55:
+        inner = rng.choice(["range(1, s+1)", "range(1, s+1)", "range(1, s)"])
+        body = gen.score([("s", "T"), ("t", inner)], ["s", "t"], rng.choice([0, 1]))
+        return f"{kind}({body} for s in T for t in {inner})", inner == "range(1, s)"
+    if roll < 0.75:
+        return bounded_target(rng), True
+    positional = rng.random() < 0.3
+    return random_target(rng, positional), positional
+
+
+def causal_case(index: int) -> Case:
+    """Case ``index`` of the fixed set of causal cases (a constant width: a growing one is refused)."""
+    rng = random.Random(20_000 + index)
+    text, positional = causal_target(rng)
+    layers = rng.choice([1, 2, 2])
+    arch = ifs.Architecture(heads=tuple(rng.choice([1, 2]) for _ in range(layers)), embed_dim=rng.choice([8, 32]),
+                            input_dim=rng.choice([1, 2]), positional=positional, causal=True)
+    return Case(index, text, arch)
