@@ -113,7 +113,7 @@ def envelope(domain: Domain) -> Domain:
 
 
 def sees_candidates(domain: Domain, var: str) -> bool:
-    """Under a causal mask (``lang/causal.py``): whether, at every binding of ``var`` to a position ``p``,
+    """Under a causal mask (``infoflow_smt/lang/causal.py``): whether, at every binding of ``var`` to a position ``p``,
     every candidate of ``domain`` is at or before ``p``: a range that stops at ``var + c`` with ``c <= 1``."""
     stop = domain.stop if isinstance(domain, Range) else None
     if isinstance(stop, VarIndex):

@@ -723,6 +723,8 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     file it replaces is kept)."""
     deadline = Deadline(timeout)
     target = as_target(target)
+    if arch.causal:
+        target = causal.check_supported(target)
     validate_question(target, arch)
     path = plain_file(path, "export")
     if path.is_symlink():
