@@ -6,14 +6,16 @@ made at ``p`` must have every candidate of its binding at or before ``p``: a ran
 variable ``p`` plays (``for t in range(1, s + 1)`` at ``s``: ``sees_candidates``). The mask itself tells
 those candidates from the rest: ``range(1, s + 1)`` needs no positional encoding (``masked_prefix``).
 
-A joint ``min``/``max`` over a pair of all positions covers every unordered pair from its later member when
-its score is symmetric: ``min(g(s, t) for s in T for t in T)`` is ``min(g(s, t) for s in T for t in
-range(1, s + 1))`` when ``g(s, t) = g(t, s)`` (``causal_form``). What the model cannot yet state exactly under
-the mask is refused, one line per reduction (``unsupported``): a pair whose score is not symmetric (the union of
-the two ordered halves needs a binary minimum the language does not write), joint reductions of three or more
-variables (each variable may be the latest: one piece per latest variable), pairs over other domains, and a
-sum or mean over a range ending at its bound (the prefix average a causal head computes, which the model's
-averaging does not name).
+A joint ``min``/``max`` over a pair of all positions is reached from the later member of each pair
+(``causal_form``): ``min(g(s, t) for s in T for t in T)`` is ``min(min(min(g(s, t) for t in range(1, s+1)),
+min(g(t, s) for t in range(1, s+1))) for s in T)``: at each ``s`` the smaller of the pairs it closes from either
+side (``expr.UNION_FUNCTIONS``: a call the parser never makes), a value ``s`` computes once it knows both, so
+that one selection at the output finds the minimum. When ``g(s, t) = g(t, s)`` the two sides are one
+selection, and the joint ``min(g(s, t) for s in T for t in range(1, s+1))`` is the target. What the model
+cannot yet state exactly under the mask is refused, one line per reduction (``unsupported``): joint
+reductions of three or more variables (each variable may be the latest: one piece per latest variable), pairs
+over other domains, and a sum or mean over a range ending at its bound (the prefix average a causal head
+computes, which the model's averaging does not name).
 
 >>> from infoflow_smt.lang.target import parse_target
 >>> causal_form(parse_target("min(dot(x[s], x[t]) for s in T for t in T)")).text
@@ -50,9 +52,14 @@ def _causal_form(target: Target) -> Target:
 def _ordered_halves(e: ex.Expr) -> ex.Expr:
     e = ex.map_children(e, _ordered_halves)
     if (isinstance(e, ex.Reduce) and e.kind in _JOINT and len(e.bindings) == 2
-            and all(isinstance(b.domain, ex.AllPositions) for b in e.bindings) and _symmetric(e)):
+            and all(isinstance(b.domain, ex.AllPositions) for b in e.bindings)):
         s, t = e.variables
-        return ex.Reduce(e.kind, e.body, (e.bindings[0], ex.Binding(t, ex.Range(ex.FixedIndex(1), ex.OffsetIndex(s, 1)))))
+        bindings = (e.bindings[0], ex.Binding(t, ex.Range(ex.FixedIndex(1), ex.OffsetIndex(s, 1))))
+        if _symmetric(e):
+            return ex.Reduce(e.kind, e.body, bindings)
+        # at each s, the better of its own half and the pairs (t, s) with t after s, seen from s as (s, t)
+        halves = tuple(ex.Reduce(e.kind, body, bindings[1:]) for body in (e.body, ex.rename(e.body, {s: t, t: s})))
+        return ex.Reduce(e.kind, ex.Call(e.kind.value, halves), bindings[:1])
     return e
 
 
@@ -89,12 +96,9 @@ def _why(r: ex.Reduce) -> str | None:
     if r.kind in _JOINT and len(r.bindings) >= 3:
         return "a joint min/max of three or more variables (any of them may be the latest position)"
     if r.kind in _JOINT and len(r.bindings) == 2:
-        (s, ds), (_, dt) = ((b.var, b.domain) for b in r.bindings)
+        s, dt = r.bindings[0].var, r.bindings[1].domain
         if sees_candidates(dt, s):
             return None
-        if all(isinstance(d, ex.AllPositions) for d in (ds, dt)):
-            return ("its score is not symmetric, so the pairs with t after s are reached only from t's side: the "
-                    "union of both ordered halves needs a binary minimum the language cannot write")
         return "a pair over these domains (write the later variable first, the other in range(1, s+1))"
     prefix = any(sees_candidates(b.domain, v) for b in r.bindings for v in ex.domain_variables(b.domain))
     if r.kind in (ex.ReduceKind.SUM, ex.ReduceKind.MEAN) and prefix:

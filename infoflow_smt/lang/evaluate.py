@@ -28,6 +28,7 @@ import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError, Problem
 from infoflow_smt.lang.expr import (
+    UNION_FUNCTIONS,
     BinOp,
     Call,
     Content,
@@ -359,6 +360,9 @@ def _call(e: Call, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.nd
         args = [_eval(a, ctx, lead, env) for a in e.args[1:]]
     else:
         args = [_eval(a, ctx, lead, env) for a in e.args]
+    if e.name in UNION_FUNCTIONS:  # the union of two selections (``causal.causal_form``)
+        pick = np.minimum if e.name == "min" else np.maximum
+        return _Value(pick(np.asarray(args[0].data), np.asarray(args[1].data)), False)
     if e.name in ("dot", "norm", "bilinear"):
         arity = {"dot": 2, "norm": 1, "bilinear": 2}[e.name]
         if len(args) != arity or not all(a.vector for a in args):

@@ -234,6 +234,10 @@ class Reduce:
 Expr = Num | Content | Param | Call | BinOp | Neg | Reduce
 
 BUILTIN_FUNCTIONS = frozenset({"dot", "norm", "bilinear"})
+# ``min(a, b)``/``max(a, b)`` as a call: the smaller/larger of two scalar values. Never parsed (the text
+# ``min(a, b)`` is a malformed reduction); only ``causal.causal_form`` writes it, for the union of two
+# selections a position cannot make as one (docs/model.md, "Causal mask").
+UNION_FUNCTIONS = frozenset({"min", "max"})
 
 
 # ---- pure functions of the syntax -------------------------------------------------------------

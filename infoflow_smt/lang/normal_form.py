@@ -554,7 +554,8 @@ def tidy(e: ex.Expr) -> ex.Expr:
         return ex.BinOp(e.op, tidy(e.left), tidy(e.right))
     if isinstance(e, ex.Call):
         args = tuple(tidy(a) for a in e.args)
-        return ex.Call(e.name, tuple(sorted(args, key=to_text)) if e.name == "dot" else args)
+        commutes = e.name == "dot" or e.name in ex.UNION_FUNCTIONS
+        return ex.Call(e.name, tuple(sorted(args, key=to_text)) if commutes else args)
     if isinstance(e, ex.Reduce):
         return ex.Reduce(e.kind, tidy(e.body), e.bindings, e.k)
     if isinstance(e, ex.Content) and isinstance(e.index, ex.Reduce):

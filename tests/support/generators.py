@@ -182,8 +182,9 @@ ASYMMETRIC_PAIRS = ["bilinear(A1, x[s], x[t])", "f2(x[s], x[t])", "dot(x[s], x[t
 
 def causal_target(rng: random.Random) -> tuple[str, bool]:
     """A target for a causal architecture and whether it tells positions apart: a joint min/max over a pair of
-    all positions with a symmetric score (decided over its ordered half) or not (refused), a pair written over
-    its ordered half (``range(1, s+1)``, ``range(1, s)``), a bounded-range target, or any random one."""
+    all positions with a symmetric score (decided over its ordered half) or not (over both halves), a pair
+    written over its ordered half (``range(1, s+1)``, ``range(1, s)``), a bounded-range target, or any random
+    one."""
     gen = _TargetText(rng, positional=False)
     roll, kind = rng.random(), rng.choice(["min", "max"])
     if roll < 0.3:
