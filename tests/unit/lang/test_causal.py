@@ -12,8 +12,8 @@ REWRITTEN = [
     ("min(dot(x[s], x[t]) for s in T for t in T)", "min(dot(x[s], x[t]) for s in T for t in range(1, s+1))"),
     ("max(f1(x[s] + x[t]) for s in T for t in T)", "max(f1(x[s] + x[t]) for s in T for t in range(1, s+1))"),
     ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)",
-     "min(min(min(bilinear(A1, x[t], x[s]) for t in range(1, s+1)), min(bilinear(A1, x[s], x[t]) for t in "
-     "range(1, s+1))) for s in T)"),
+     ("min(min(min(bilinear(A1, x[t], x[s]) for t in range(1, s+1)), min(bilinear(A1, x[s], x[t]) for t in "
+      "range(1, s+1))) for s in T)")),
 ]
 
 
