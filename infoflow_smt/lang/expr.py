@@ -114,8 +114,11 @@ def envelope(domain: Domain) -> Domain:
 
 def sees_candidates(domain: Domain, var: str) -> bool:
     """Under a causal mask (``infoflow_smt/lang/causal.py``): whether, at every binding of ``var`` to a position ``p``,
-    every candidate of ``domain`` is at or before ``p``: a range that stops at ``var + c`` with ``c <= 1``."""
+    every candidate of ``domain`` is at or before ``p``: a range that stops at ``var + c`` with ``c <= 1``, or
+    one that holds position 1 alone (every position sees it; ``var`` may then be None)."""
     stop = domain.stop if isinstance(domain, Range) else None
+    if isinstance(stop, FixedIndex):
+        return not stop.from_end and stop.position <= 2
     if isinstance(stop, VarIndex):
         return stop.name == var
     return isinstance(stop, OffsetIndex) and stop.name == var and stop.offset <= 1

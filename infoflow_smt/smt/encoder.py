@@ -695,7 +695,7 @@ class _Builder:
         (``ex.sees_candidates``), of which ``range(1, s+1)`` is told apart by the mask itself."""
         if not self.mask or c == OUT:
             return self.positional_ok if info.restricted else TRUE
-        sees = any(ex.sees_candidates(info.domain, v) for v in info.bound)
+        sees = any(ex.sees_candidates(info.domain, v) for v in info.bound or (None,))
         prefix = any(ex.masked_prefix(info.domain, v) for v in info.bound)
         return smt_and(self.positional_ok if info.restricted and not prefix else TRUE, TRUE if sees else self.causal_ok)
 

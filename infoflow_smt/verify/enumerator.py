@@ -141,7 +141,7 @@ class _Vocabulary:
         for node, data in sorted(self.tree.nodes(data=True)):
             if data["kind"] not in ("top1", "kth") or len(data["bound"]) > (0 if where == "output" else 1):
                 continue  # the output token plays no variable, an input position at most one
-            if masked and not any(ex.sees_candidates(data["domain"], v) for v in data["bound"]):
+            if masked and not any(ex.sees_candidates(data["domain"], v) for v in data["bound"] or (None,)):
                 continue  # under a causal mask an input position ranks only candidates at or before it
             prefix = masked and any(ex.masked_prefix(data["domain"], v) for v in data["bound"])
             if not isinstance(data["domain"], ex.AllPositions) and not self.arch.positional and not prefix:

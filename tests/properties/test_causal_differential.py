@@ -38,3 +38,23 @@ def test_the_causal_cases_are_varied() -> None:
     refused = [c for c in CASES if _refused(c)]
     decided = [ifs.decide(c.text, c.arch).status for c in CASES if c not in refused]
     assert refused and ifs.Status.FEASIBLE in decided and ifs.Status.INFEASIBLE in decided
+
+
+# spellings of one function: under the mask they get one verdict (the rewrite reads the function, not the text)
+SPELLINGS = [
+    ["min(dot(x[s], x[t]) for s in T for t in T)", "min(dot(x[t], x[s]) for t in T for s in T)",
+     "min(min(dot(x[s], x[t]) for t in T) for s in T)", "min(dot(x[s], x[t]) for s in T for t in range(1, s+1))"],
+    ["min(bilinear(A1, x[s], x[t]) for s in T for t in T)", "min(bilinear(A1, x[u], x[v]) for u in T for v in T)",
+     "min(min(bilinear(A1, x[t], x[s]) for s in T) for t in T)"],
+    ["max(f2(x[s], x[t]) + f2(x[t], x[s]) for s in T for t in T)",
+     "max(f2(x[t], x[s]) + f2(x[s], x[t]) for t in T for s in T)"],
+]
+CAUSAL_ARCHS = [ifs.Architecture(heads=h, embed_dim=32, input_dim=2, causal=True)
+                for h in [(1,), (1, 1), (2, 1), (1, 2), (1, 1, 1)]]
+
+
+@pytest.mark.parametrize("texts", SPELLINGS, ids=lambda texts: texts[0])
+def test_spellings_of_one_function_get_one_verdict_under_a_causal_mask(texts) -> None:
+    for arch in CAUSAL_ARCHS:
+        verdicts = {(v.status, str(v.exponent)) for v in (ifs.decide(t, arch) for t in texts)}
+        assert len(verdicts) == 1, (arch, verdicts)
