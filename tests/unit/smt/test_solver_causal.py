@@ -74,3 +74,12 @@ def test_the_cli_takes_causal_and_names_it(capsys):
     code = cli.main(["decide", "max(f1(x[s], x[t]) for s in S1 for t in S2)", "--heads", "2,2", "--causal"])
     err = capsys.readouterr().err
     assert code == 2 and "under a causal mask" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("heads, efficient", [((1, 1, 1, 1), True), ((2, 2), True), ((3, 1), True), ((1, 3), True),
+                                              ((4,), True), ((1, 1, 1), False), ((2, 1), False)])
+def test_under_a_mask_the_output_token_makes_every_selection_with_no_bound_variable(heads, efficient):
+    # docs/model.md, "Causal mask": linear_max_sum:D needs h_1 + ... + h_L >= D, Conjecture 1's L h >= D
+    target = ifs.catalogue.get("linear_max_sum", D=4)
+    assert ifs.decide(target, _arch(*heads)).feasible == efficient
+    assert ifs.decide(target, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2)).feasible
