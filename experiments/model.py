@@ -52,6 +52,8 @@ class ModelConfig:
     layernorm: bool = False        # pre-LN; both papers' synthetic runs: off
     ffn: bool = True               # token FFN between attention layers (no effect with one layer)
     cls_as_key: bool = True        # the output token is also a key; paper 2's 1-layer formula: False
+    causal: bool = False           # decoder-only: input position p attends to positions q <= p only; the
+                                   # output token T+1 comes last and attends to every position
     attn_beta: float = 1.0           # inverse temperature beta of every head (paper 2 eq. 4 writes it out),
                                      # on top of 1/sqrt(n); the starting value when it is learned
     learn_temperature: bool = False  # learn log beta per head: the same function class, but Adam moves
@@ -82,7 +84,7 @@ class ModelConfig:
     def batch_key(self) -> tuple:
         """Models batch together only when these agree (everything else is padded)."""
         return (self.input_dim, self.seq_len, self.layers, self.output_dim, self.residual, self.layernorm,
-                self.ffn, self.cls_as_key, self.token_embedding)
+                self.ffn, self.cls_as_key, self.token_embedding, self.causal)
 
 
 def _param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -165,7 +167,7 @@ class BatchedTransformer(nn.Module):
         self.configs, self.seeds = list(configs), list(seeds)
         first = configs[0]
         self.layers, self.residual, self.layernorm = first.layers, first.residual, first.layernorm
-        self.ffn, self.cls_as_key = first.ffn, first.cls_as_key
+        self.ffn, self.cls_as_key, self.causal = first.ffn, first.cls_as_key, first.causal
         self.token_mlp = first.token_embedding == "mlp"
         self.learned_temperature = any(c.learn_temperature for c in configs)
         true = [init_params(c, s) for c, s in zip(configs, seeds)]
@@ -288,6 +290,9 @@ class BatchedTransformer(nn.Module):
             scores = (q @ k.transpose(-1, -2)) * scale                          # (M,B,H,P,P)
         if not self.cls_as_key:  # paper 2's single layer: the softmax runs over t = 1..T only
             scores[..., -1] = float("-inf")
+        if self.causal and not cls_only:  # a later key is hidden from each query (the output token is last)
+            later = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).triu(1)
+            scores = scores.masked_fill(later, float("-inf"))
         attn = torch.softmax(scores, dim=-1)
         if self.trace is not None:
             self.trace[f"attn{l}"] = attn.detach()                                # (M,B,H,queries,P)

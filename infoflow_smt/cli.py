@@ -1,6 +1,6 @@
 """The ``infoflow`` command (``python -m infoflow_smt`` is the same command; with no arguments it runs the demo).
 
-    infoflow decide TARGET --heads 2,2 [--embed-dim 32] [--input-dim 2] [--positional] [--seq-len N]
+    infoflow decide TARGET --heads 2,2 [--embed-dim 32] [--input-dim 2] [--positional] [--causal] [--seq-len N]
                            [--timeout S] [--json] [--plot FILE] [--train [--budget 60]]
     infoflow explain TARGET --heads ...            what the target needs and why the answer is what it is
     infoflow minimize TARGET --max-layers 4 --max-heads 8
@@ -143,6 +143,10 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
                    help="positional encoding (default: on exactly when the target tells positions apart: fixed "
                         "positions, offsets, subsets or ranges)")
+    if heads:  # one architecture: it may be decoder-only
+        p.add_argument("--causal", action="store_true",
+                       help="a causal mask: each input position attends to itself and earlier positions only, the "
+                            "output token to all (docs/model.md, 'Causal mask'; a constant --embed-dim)")
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
@@ -254,13 +258,16 @@ def _input_dim(args, target) -> int:
 
 
 def _positional(args, target) -> bool:
-    return bool(target.needs_positional) if args.positional is None else args.positional
+    if args.positional is None:  # under a mask, range(1, s+1) is told apart by the mask itself
+        from infoflow_smt.lang.trees import needs_positional
+        return bool(needs_positional(target, getattr(args, "causal", False)))
+    return args.positional
 
 
 def _architecture(args, target, heads=None):
     from infoflow_smt.model.architecture import Architecture
     return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
-                        positional=_positional(args, target))
+                        positional=_positional(args, target), causal=getattr(args, "causal", False))
 
 
 def _writable(path: str, option: str) -> Path:

@@ -28,6 +28,7 @@ import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError, Problem
 from infoflow_smt.lang.expr import (
+    UNION_FUNCTIONS,
     BinOp,
     Call,
     Content,
@@ -41,16 +42,21 @@ from infoflow_smt.lang.expr import (
     ReduceKind,
     VarIndex,
     children,
+    domain_variables,
+    envelope,
     free_variables,
     map_children,
 )
 from infoflow_smt.lang.language import domain_to_text, to_text
-from infoflow_smt.lang.realization import Realization
+from infoflow_smt.lang.realization import Realization, bound_position
 from infoflow_smt.limits import MAX_EVALUATION
 
 if TYPE_CHECKING:
     from infoflow_smt.deadline import Deadline
 
+# The key under which an environment carries which index tuples a bounded range keeps (not an identifier,
+# so no variable of a target can take it): a table read at a tuple masked out is not checked.
+_VALID = "valid?"
 _BUDGET = 1 << 21  # numbers per intermediate array (16 MB of float64); a few are alive at once
 
 
@@ -59,6 +65,8 @@ class _Context:
     X: np.ndarray
     realization: Realization
     tables: dict = field(default_factory=dict)  # reduction -> its values for every binding of its free variables
+    counts: dict = field(default_factory=dict)  # a reduction over a bounded range -> its tuples per binding, just made
+    table_counts: dict = field(default_factory=dict)  # the same for the reductions in ``tables``
     deadline: Deadline | None = None  # checked before each chunk of tuples
 
     def check_deadline(self) -> None:
@@ -173,7 +181,9 @@ def nested(e: Expr) -> Expr:
     if not isinstance(e, Reduce):
         return map_children(e, nested)
     body = nested(e.body)
-    if e.kind not in (ReduceKind.MIN, ReduceKind.MAX) or len(e.bindings) == 1:
+    if e.kind not in (ReduceKind.MIN, ReduceKind.MAX) or len(e.bindings) == 1 or _internally_bounded(e):
+        # a range bounded by another variable of the same reduction stays joint: nested, ``range(1, s)``
+        # would be an empty reduction at ``s = 1``, where the joint one simply has no pair
         return Reduce(e.kind, body, e.bindings, e.k)
     names = list(e.variables)
     levels: list[list[tuple[int, Expr]]] = [[] for _ in range(len(names) + 1)]
@@ -185,6 +195,10 @@ def nested(e: Expr) -> Expr:
         parts = levels[i + 1] + ([(1, inner)] if inner is not None else [])
         inner = Reduce(e.kind, _joined(parts), (e.bindings[i],))
     return _joined(levels[0] + [(1, inner)])
+
+
+def _internally_bounded(e: Reduce) -> bool:
+    return any(domain_variables(b.domain) & set(e.variables) for b in e.bindings)
 
 
 def _signed(e: Expr, sign: int) -> list[tuple[int, Expr]]:
@@ -277,15 +291,22 @@ def _tabled(e: Reduce, ctx: _Context, lead: tuple[int, ...], env) -> tuple[_Valu
     if len(lead) > 1 and not free:
         return _closed(e, ctx, lead)
     if len(lead) == 1 or size > _BUDGET:
-        return _reduce(e, ctx, lead, env)
+        result = _reduce(e, ctx, lead, env)
+        _check_read(e, ctx, ctx.counts.pop(e, None), env)
+        return result
     if e not in ctx.tables:
         table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
         positions = {v: np.arange(1, ctx.seq_len + 1).reshape((1,) * (i + 1) + (-1,) + (1,) * (len(free) - i - 1))
                      for i, v in enumerate(free)}
         ctx.tables[e] = _reduce(e, ctx, table_lead, positions)
+        if e in ctx.counts:  # a table is made at every binding: checked where it is read
+            ctx.table_counts[e] = ctx.counts.pop(e)
     value, chosen = ctx.tables[e]
     rows = np.arange(lead[0]).reshape((lead[0],) + (1,) * (len(lead) - 1))
     index = (rows,) + tuple(np.asarray(env[v]) - 1 for v in free)
+    if e in ctx.table_counts:
+        table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
+        _check_read(e, ctx, np.broadcast_to(ctx.table_counts[e], table_lead)[index], env)
     data = np.broadcast_to(value.data, (lead[0],) + (ctx.seq_len,) * len(free) + ((ctx.dim,) if value.vector else ()))
     return _Value(data[index], value.vector), (None if chosen is None else
                                                np.broadcast_to(chosen, (lead[0],) + (ctx.seq_len,) * len(free))[index])
@@ -339,6 +360,9 @@ def _call(e: Call, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.nd
         args = [_eval(a, ctx, lead, env) for a in e.args[1:]]
     else:
         args = [_eval(a, ctx, lead, env) for a in e.args]
+    if e.name in UNION_FUNCTIONS:  # the union of two selections (``causal.causal_form``)
+        pick = np.minimum if e.name == "min" else np.maximum
+        return _Value(pick(np.asarray(args[0].data), np.asarray(args[1].data)), False)
     if e.name in ("dot", "norm", "bilinear"):
         arity = {"dot": 2, "norm": 1, "bilinear": 2}[e.name]
         if len(args) != arity or not all(a.vector for a in args):
@@ -363,6 +387,7 @@ def _closed(e: Reduce, ctx: _Context, lead: tuple[int, ...]) -> tuple[_Value, np
     of k such reductions nested by ``nested`` would visit T^k tuples where ``work`` counts k*T."""
     if e not in ctx.tables:
         ctx.tables[e] = _reduce(e, ctx, lead[:1], {})
+        _check_read(e, ctx, ctx.counts.pop(e, None), {})
     value, chosen = ctx.tables[e]
     shape = (lead[0],) + (1,) * (len(lead) - 1)
     data = np.reshape(value.data, shape + ((ctx.dim,) if value.vector and np.ndim(value.data) > 1 else ()))
@@ -374,7 +399,7 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
     """(value, selected positions of the first variable for argmin/argmax, else None)."""
     if not e.bindings:
         raise _fail(f"reduction without variables: {to_text(e)}")
-    domains = [ctx.realization.domain_positions(b.domain, ctx.seq_len) for b in e.bindings]
+    domains = [ctx.realization.domain_positions(envelope(b.domain), ctx.seq_len) for b in e.bindings]
     for binding, positions in zip(e.bindings, domains):
         if positions.size == 0:
             raise _fail(f"the domain of {binding.var} ({domain_to_text(binding.domain)}) is empty at "
@@ -384,6 +409,9 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
     kind = e.kind
     if kind is ReduceKind.KTH_LARGEST and not (isinstance(e.k, int) and 1 <= e.k <= total):
         raise _fail(f"kth_largest needs 1 <= k <= {total} candidates at seq_len={ctx.seq_len}, got k={e.k}")
+    bounded = [b for b in e.bindings if domain_variables(b.domain)]
+    if bounded:
+        return _reduce_bounded(e, ctx, lead, env, domains, bounded)
     chunk = max(1, min(total, _BUDGET // max(1, math.prod(lead) * ctx.dim)))
     outer = {name: positions[..., None] for name, positions in env.items()}  # one more axis: the chunk
     axis = len(lead)
@@ -410,6 +438,75 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
     if kind is ReduceKind.KTH_LARGEST:
         return _Value(acc.min(axis=-1), False), None
     return _Value(acc, body.vector), None
+
+
+def _reduce_bounded(e: Reduce, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray],
+                    domains: list[np.ndarray], bounded: list) -> tuple[_Value, np.ndarray | None]:
+    """``_reduce`` where some range is bounded by an index variable (``for t in range(1, s)``): the candidate
+    tuples of the envelopes, those outside the range at their binding masked out (a min's +inf, a sum's 0).
+    A binding left with no tuple (``range(1, s)`` nested alone, at ``s = 1``) has no value: reading it is an
+    error (``_check_read``), as an empty domain is; ``min(... for s in T for t in range(1, s))`` has pairs."""
+    kind, axis = e.kind, len(lead)
+    sizes = tuple(len(p) for p in domains)
+    total = math.prod(sizes)
+    chunk = max(1, min(total, _BUDGET // max(1, math.prod(lead) * ctx.dim)))
+    outer = {name: positions[..., None] for name, positions in env.items()}
+    acc, count, body = None, np.zeros(lead, dtype=np.int64), None
+    for start in range(0, total, chunk):
+        ctx.check_deadline()
+        picks = np.unravel_index(np.arange(start, min(start + chunk, total)), sizes)
+        inner = dict(outer)
+        for binding, positions, pick in zip(e.bindings, domains, picks):
+            inner[binding.var] = positions[pick].reshape((1,) * axis + (-1,))
+        inner_lead = lead + (len(picks[0]),)
+        valid = np.ones((1,) * len(inner_lead), dtype=bool)
+        for b in bounded:
+            low = bound_position(b.domain.start, ctx.seq_len, inner)
+            high = bound_position(b.domain.stop, ctx.seq_len, inner)
+            valid = valid & (inner[b.var] >= low) & (inner[b.var] < high)
+        valid = np.broadcast_to(valid, inner_lead)
+        count = count + valid.sum(axis=axis)
+        inner[_VALID] = valid & inner[_VALID] if _VALID in inner else valid
+        body = _eval(e.body, ctx, inner_lead, inner)
+        if kind.is_selection and body.vector:
+            if ctx.dim != 1:
+                raise _fail(scalar_tokens_problem(to_text(e), ctx.dim))
+            body = _Value(np.asarray(body.data)[..., 0], False)
+        values = np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
+        mask = valid[..., None] if body.vector else valid
+        fill = {ReduceKind.MIN: np.inf, ReduceKind.ARGMIN: np.inf, ReduceKind.SUM: 0.0, ReduceKind.MEAN: 0.0}
+        values = np.where(mask, values, fill.get(kind, -np.inf))
+        acc = _fold(kind, e.k, acc, values, domains[0][picks[0]], axis)
+    ctx.counts[e] = count  # checked where it is read (``_check_read``): a table holds unread bindings
+    if kind.returns_index:
+        return _Value(acc[1].astype(float), False), acc[1]
+    if kind is ReduceKind.MEAN:
+        return _Value(acc / (count[..., None] if body.vector else count), body.vector), None
+    if kind is ReduceKind.KTH_LARGEST:
+        return _Value(acc.min(axis=-1), False), None
+    return _Value(acc, body.vector), None
+
+
+def _check_read(e: Reduce, ctx: _Context, count: np.ndarray | None, env: Mapping[str, np.ndarray]) -> None:
+    """Refuse a read of a bounded reduction at a binding with no candidate, unless an enclosing bounded range
+    masks that binding out (it reads nothing there)."""
+    if count is None:
+        return
+    if _VALID in env:
+        count = np.where(np.broadcast_to(env[_VALID], np.shape(count)), count, np.iinfo(np.int64).max)
+    _check_count(e, ctx, count, env)
+
+
+def _check_count(e: Reduce, ctx: _Context, count: np.ndarray, env: Mapping[str, np.ndarray]) -> None:
+    """Refuse a reduction read at a binding where its bounded range holds no candidate (fewer than k)."""
+    needed = e.k if e.kind is ReduceKind.KTH_LARGEST else 1
+    short = np.asarray(count) < needed
+    if short.any():
+        at = np.unravel_index(int(np.argmax(short)), short.shape)
+        where = ", ".join(f"{v}={int(np.broadcast_to(p, short.shape)[at])}" for v, p in sorted(env.items())
+                          if v in free_variables(e))
+        raise _fail(f"{to_text(e)} has {int(np.asarray(count)[at])} candidates at {where or 'a binding'} "
+                    f"(seq_len={ctx.seq_len}): a range bounded by an index variable must not be empty there")
 
 
 def _fold(kind: ReduceKind, k: int | None, acc, values: np.ndarray, first: np.ndarray, axis: int):

@@ -77,13 +77,72 @@ class Subset:
 
 @dataclass(frozen=True)
 class Range:
-    """``for t in range(a, b)``: positions a..b-1 (Python's half-open range), bounds fixed or T-relative."""
+    """``for t in range(a, b)``: positions a..b-1 (Python's half-open range). A bound is fixed or T-relative
+    (a ``FixedIndex``), or an enclosing index variable plus a constant (``VarIndex`` for ``s``,
+    ``OffsetIndex`` for ``s + 1``): ``range(1, s)`` is "every position before s", a different set for
+    each binding of ``s`` (``domain_variables``)."""
 
-    start: FixedIndex
-    stop: FixedIndex
+    start: FixedIndex | VarIndex | OffsetIndex
+    stop: FixedIndex | VarIndex | OffsetIndex
 
 
 Domain = AllPositions | Subset | Range
+
+
+def domain_variables(domain: Domain) -> frozenset[str]:
+    """The index variables a domain's bounds read: ``{"s"}`` for ``range(1, s + 1)``, none for ``T``."""
+    if not isinstance(domain, Range):
+        return frozenset()
+    return frozenset(b.name for b in (domain.start, domain.stop) if isinstance(b, (VarIndex, OffsetIndex)))
+
+
+def envelope(domain: Domain) -> Domain:
+    """Every position a domain holds at some binding of the variables its bounds read (each in ``1..T``):
+    ``range(1, s)`` -> ``range(1, T)``, ``range(s+1, T+1)`` -> ``range(2, T+1)``; a domain with fixed bounds
+    is its own envelope."""
+    if not domain_variables(domain):
+        return domain
+
+    def widest(b, low: bool) -> FixedIndex:
+        if isinstance(b, FixedIndex):
+            return b
+        shift = b.offset if isinstance(b, OffsetIndex) else 0
+        return FixedIndex(max(1, 1 + shift)) if low else FixedIndex(-shift, True)  # T + shift
+
+    return Range(widest(domain.start, True), widest(domain.stop, False))
+
+
+def sees_candidates(domain: Domain, var: str) -> bool:
+    """Under a causal mask (``infoflow_smt/lang/causal.py``): whether, at every binding of ``var`` to a position ``p``,
+    every candidate of ``domain`` is at or before ``p``: a range that stops at ``var + c`` with ``c <= 1``, or
+    one that holds position 1 alone (every position sees it; ``var`` may then be None)."""
+    stop = domain.stop if isinstance(domain, Range) else None
+    if isinstance(stop, FixedIndex):
+        return not stop.from_end and stop.position <= 2
+    if isinstance(stop, VarIndex):
+        return stop.name == var
+    return isinstance(stop, OffsetIndex) and stop.name == var and stop.offset <= 1
+
+
+def masked_prefix(domain: Domain, var: str) -> bool:
+    """Whether ``domain`` is ``range(1, var+1)``: at ``var``'s position under a causal mask, exactly what the
+    mask lets it see, which needs no positional encoding to tell apart."""
+    return domain == Range(FixedIndex(1), OffsetIndex(var, 1))
+
+
+def rename_domain(domain: Domain, names: dict[str, str]) -> Domain:
+    """``domain`` with the variables of its bounds renamed by ``names`` (names absent stay)."""
+    if not domain_variables(domain):
+        return domain
+
+    def bound(b):
+        if isinstance(b, VarIndex):
+            return VarIndex(names.get(b.name, b.name))
+        if isinstance(b, OffsetIndex):
+            return OffsetIndex(names.get(b.name, b.name), b.offset)
+        return b
+
+    return Range(bound(domain.start), bound(domain.stop))
 
 
 @dataclass(frozen=True)
@@ -178,6 +237,10 @@ class Reduce:
 Expr = Num | Content | Param | Call | BinOp | Neg | Reduce
 
 BUILTIN_FUNCTIONS = frozenset({"dot", "norm", "bilinear"})
+# ``min(a, b)``/``max(a, b)`` as a call: the smaller/larger of two scalar values. Never parsed (the text
+# ``min(a, b)`` is a malformed reduction); only ``causal.causal_form`` writes it, for the union of two
+# selections a position cannot make as one (docs/model.md, "Causal mask").
+UNION_FUNCTIONS = frozenset({"min", "max"})
 
 
 # ---- pure functions of the syntax -------------------------------------------------------------
@@ -220,8 +283,9 @@ def free_variables(e: Expr) -> frozenset[str]:
     """
     if isinstance(e, Content) and isinstance(e.index, (VarIndex, OffsetIndex)):
         return frozenset({e.index.name})
-    if isinstance(e, Reduce):
-        return free_variables(e.body) - set(e.variables)
+    if isinstance(e, Reduce):  # a range bounded by an enclosing variable depends on it
+        bounds = frozenset().union(*(domain_variables(b.domain) for b in e.bindings))
+        return (free_variables(e.body) | bounds) - set(e.variables)
     return frozenset().union(*(free_variables(c) for c in children(e)))
 
 
@@ -234,7 +298,7 @@ def rename(e: Expr, names: dict[str, str]) -> Expr:
         if isinstance(index, OffsetIndex):
             return Content(OffsetIndex(names.get(index.name, index.name), index.offset))
     if isinstance(e, Reduce):
-        bindings = tuple(Binding(names.get(b.var, b.var), b.domain) for b in e.bindings)
+        bindings = tuple(Binding(names.get(b.var, b.var), rename_domain(b.domain, names)) for b in e.bindings)
         return Reduce(e.kind, rename(e.body, names), bindings, e.k)
     return map_children(e, lambda c: rename(c, names))
 

@@ -42,6 +42,7 @@ from infoflow_smt.lang.expr import (
     ReduceKind,
     Subset,
     VarIndex,
+    domain_variables,
 )
 from infoflow_smt.limits import (
     MAX_DEPTH,
@@ -379,6 +380,10 @@ class _Walker(ast.NodeVisitor):
             self.problem(node, f"reductions nest more than {MAX_NESTING} deep, over the limit of "
                                f"{MAX_NESTING} (infoflow_smt.limits)")
         bindings, inner = self.bindings(gen, scope)
+        if bindings and kind in (ReduceKind.SUM, ReduceKind.MEAN) and _internally_bounded(bindings):
+            self.problem(node, f"{name} binds a variable over a range bounded by another variable of the same "
+                               f"{name}: supported in a joint min/max only; nest it, as in "
+                               f"{name}({name}(... for t in range(1, s)) for s in T)")
         body, body_kind = self.expr(gen.elt, inner)
         self.nesting -= 1
         # a selection of a vector compares numbers only on scalar tokens (d = 1): decide and evaluate check d
@@ -427,14 +432,14 @@ class _Walker(ast.NodeVisitor):
             elif var in here:
                 self.problem(target, f"index variable {var!r} is bound twice in one reduction")
             self.variables.setdefault(var, self.column(target))
+            domain = self.domain(clause.iter, scope + tuple(here))  # earlier clauses enclose this one
             here.append(var)
-            domain = self.domain(clause.iter)
             if domain is not None:
                 result.append(Binding(var, domain))
         # Any problem above makes the whole walk fail, so bindings need no validity flag of their own.
         return tuple(result), scope + tuple(here)
 
-    def domain(self, node: ast.AST) -> Domain | None:
+    def domain(self, node: ast.AST, scope: tuple[str, ...]) -> Domain | None:
         if isinstance(node, ast.Name) and node.id == "T":
             return AllPositions()
         if isinstance(node, ast.Name) and _SUBSET.match(node.id):
@@ -444,14 +449,31 @@ class _Walker(ast.NodeVisitor):
             return Subset(node.id)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
                 and len(node.args) == 2 and not node.keywords):
-            start, stop = self.range_bound(node.args[0]), self.range_bound(node.args[1])
+            start, stop = self.range_bound(node.args[0], scope), self.range_bound(node.args[1], scope)
             return Range(start, stop) if start is not None and stop is not None else None
         self.problem(node, "unsupported domain: expected 'for t in T', 'for t in S1' "
                            "or 'for t in range(a, b)'")
         return None
 
-    def range_bound(self, node: ast.AST) -> FixedIndex | None:
-        """An integer literal >= 1, ``T``, ``T-k`` or ``T+1`` (so that ``range(2, T+1)`` reaches T)."""
+    def range_bound(self, node: ast.AST, scope: tuple[str, ...]) -> FixedIndex | VarIndex | OffsetIndex | None:
+        """An integer literal >= 1, ``T``, ``T-k`` or ``T+1`` (so that ``range(2, T+1)`` reaches T), or an
+        enclosing index variable plus or minus a constant, ``s`` or ``s + 1`` (``range(1, s)``: before s)."""
+        if isinstance(node, ast.Name) and node.id != "T":
+            if node.id in scope:
+                return VarIndex(node.id)
+            self.problem(node, f"range bound {node.id!r} is not an index variable bound before this clause "
+                               "(an enclosing reduction's, or an earlier 'for' of this one)")
+            return None
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.left, ast.Name)
+                and node.left.id != "T" and isinstance(node.right, ast.Constant) and _is_int(node.right.value)):
+            if node.left.id not in scope:
+                self.problem(node, f"range bound {ast.unparse(node)[:40]}: {node.left.id!r} is not an index "
+                                   "variable bound before this clause")
+                return None
+            offset = node.right.value if isinstance(node.op, ast.Add) else -node.right.value
+            if not self.within(node, offset, MAX_OFFSET, "range bound offset"):
+                return None
+            return OffsetIndex(node.left.id, offset) if offset else VarIndex(node.left.id)
         if isinstance(node, ast.Constant) and _is_int(node.value) and node.value >= 1:
             return FixedIndex(node.value) if self.within(node, node.value, MAX_POSITION, "range bound") else None
         if isinstance(node, ast.Name) and node.id == "T":
@@ -463,7 +485,8 @@ class _Walker(ast.NodeVisitor):
                 return FixedIndex(k, True) if self.within(node, k, MAX_POSITION, "range bound T-") else None
             if isinstance(node.op, ast.Add) and k == 1:
                 return FixedIndex(-1, True)
-        self.problem(node, "unsupported range bound: expected a positive integer, T, T-k or T+1")
+        self.problem(node, "unsupported range bound: expected a positive integer, T, T-k, T+1, "
+                           "or an enclosing variable s, s+k, s-k")
         return None
 
     def cross_check(self) -> None:
@@ -471,6 +494,12 @@ class _Walker(ast.NodeVisitor):
             if name in self.variables:
                 self.problems.append(Problem(f"{name!r} is used both as an index variable and as a parameter "
                                              "or function name", column))
+
+
+def _internally_bounded(bindings: tuple[Binding, ...]) -> bool:
+    """Whether a binding's range is bounded by a variable of the same clause list."""
+    own = {b.var for b in bindings}
+    return any(domain_variables(b.domain) & own for b in bindings)
 
 
 def parse_target_expr(text: str) -> Expr:
@@ -561,7 +590,16 @@ def domain_to_text(domain: Domain) -> str:
         return "T"
     if isinstance(domain, Subset):
         return domain.name
-    return f"range({fixed_to_text(domain.start)}, {fixed_to_text(domain.stop)})"
+    return f"range({_bound_text(domain.start)}, {_bound_text(domain.stop)})"
+
+
+def _bound_text(bound) -> str:
+    """A range bound: fixed (``3``, ``T-1``) or an index variable plus a constant (``s``, ``s+1``)."""
+    if isinstance(bound, VarIndex):
+        return bound.name
+    if isinstance(bound, OffsetIndex):
+        return f"{bound.name}{bound.offset:+d}"
+    return fixed_to_text(bound)
 
 
 def _index_text(index) -> str:

@@ -213,7 +213,7 @@ class _Normalizer:
         for min/max, nested reductions of the same direction joined in (rule 2)."""
         names = {b.var: self.temporary(b.var) for b in r.bindings}
         variables = [names[b.var] for b in r.bindings]
-        domains = {names[b.var]: b.domain for b in r.bindings}
+        domains = {names[b.var]: ex.rename_domain(b.domain, names) for b in r.bindings}
         terms = list(sympy.Add.make_args(_expand(self.value(ex.rename(r.body, names)))))
         joined = True
         while joined and r.kind in (ex.ReduceKind.MIN, ex.ReduceKind.MAX):
@@ -226,7 +226,7 @@ class _Normalizer:
                     spelt = self.spelling(inner)
                     more = {b.var: self.temporary(name) for b, name in zip(inner.bindings, spelt)}
                     variables += list(more.values())
-                    domains.update({more[b.var]: b.domain for b in inner.bindings})
+                    domains.update({more[b.var]: ex.rename_domain(b.domain, more) for b in inner.bindings})
                     body = _expand(coefficient * self.value(ex.rename(inner.body, more)))
                     terms = terms[:i] + terms[i + 1:] + list(sympy.Add.make_args(body))
                     joined = True
@@ -257,11 +257,14 @@ class _Normalizer:
         if len(variables) > MAX_COPY_SEARCH:  # 2^n separators: a longer joint reduction keeps its copies
             return None
         reads = [self.variables(t) & set(variables) for t in terms]
+        links = _links(variables, domains)
         keys: dict[tuple[str, ...], tuple[tuple, sympy.Expr]] = {}  # a component's terms do not depend on S
         for size in range(1, len(variables) - 1):
             for separator in itertools.combinations(variables, size):
+                if any(ex.domain_variables(domains[v]) - set(separator) & set(variables) for v in separator):
+                    continue  # a held variable ranging up to a component's: the components are not free
                 candidates: dict[tuple, list[tuple[tuple[str, ...], list[int]]]] = {}
-                for component in _components([v for v in variables if v not in separator], reads):
+                for component in _components([v for v in variables if v not in separator], reads + links):
                     own = [i for i, vs in enumerate(reads) if vs & set(component)]
                     if own:  # (a variable no term reads is rule 4's)
                         shape = (len(component), len(own), tuple(sorted(map(str, (domains[v] for v in component)))))
@@ -288,7 +291,7 @@ class _Normalizer:
             names = {v: f"_c{i}" for i, v in enumerate(order)}
             texts = sorted((to_text(tidy(ex.rename(m, names))) if m is not None else "", c) for c, m in monomials)
             return (tuple(text for text, _ in texts), tuple(c / texts[0][1] for _, c in texts),
-                    tuple(domains[v] for v in order), texts[0][1] > 0), texts[0][1]
+                    tuple(ex.rename_domain(domains[v], names) for v in order), texts[0][1] > 0), texts[0][1]
 
         return min((key(order) for order in itertools.permutations(component)), key=lambda k: str(k[0]))
 
@@ -300,6 +303,8 @@ class _Normalizer:
         / 2`` (Cauchy-Schwarz). A min likewise when ``-q`` is such a form."""
         sign = 1 if kind is ex.ReduceKind.MAX else -1
         for s, t in itertools.combinations(variables, 2):
+            if any(ex.domain_variables(domains[v]) & {s, t} for v in variables):
+                continue  # a range bounded by s or t: the others are not held apart from the pair
             own = [i for i, term in enumerate(terms) if self.variables(term) & {s, t}]
             if domains[s] == domains[t] and self.semidefinite(s, t, [sign * terms[i] for i in own]):
                 pair = self.expr(sum((terms[i] for i in own), sympy.Integer(0)))
@@ -383,7 +388,7 @@ class _Normalizer:
     def reduce_terms(self, r: ex.Reduce, variables: list[str], domains: dict, terms: list[sympy.Expr]):
         """The reduction ``r.kind`` over ``variables`` of the sum of ``terms``, split and hoisted (rules 3-5)."""
         total = sympy.Integer(0)
-        for group, group_terms in self.split(r.kind, variables, terms):
+        for group, group_terms in self.split(r.kind, variables, domains, terms):
             rest = [domains[v] for v in variables if v not in group]
             count = self.atom(_count(rest)) if r.kind is ex.ReduceKind.SUM and rest else 1
             if not group:  # hoisted (rule 3)
@@ -393,14 +398,16 @@ class _Normalizer:
                 total += count * factor * self.atom(reduction)
         return total
 
-    def split(self, kind: ex.ReduceKind, variables: list[str],
+    def split(self, kind: ex.ReduceKind, variables: list[str], domains: dict,
               terms: list[sympy.Expr]) -> list[tuple[tuple[str, ...], list[sympy.Expr]]]:
-        """The terms by connected group of variables (rule 4); ``()`` holds the terms that read none."""
+        """The terms by connected group of variables (rule 4); ``()`` holds the terms that read none. A range
+        bounded by another variable (``t in range(1, s)``) ties the two into one group, read or not: the pairs
+        are not a product, ``min_{s, t<s} f(s) + g(t)`` is not ``min_s f + min_t g``."""
         reads = [self.variables(t) & set(variables) for t in terms]
         if kind not in _SPLITS:
             return [((), [t for t, v in zip(terms, reads) if not v]),
                     (tuple(variables), [t for t, v in zip(terms, reads) if v])]
-        component_of = {v: c for c in _components(variables, reads) for v in c}
+        component_of = {v: c for c in _components(variables, reads + _links(variables, domains)) for v in c}
         groups: dict[tuple[str, ...], list[sympy.Expr]] = {}
         for term, vs in zip(terms, reads):
             groups.setdefault(component_of[min(vs)] if vs else (), []).append(term)
@@ -412,7 +419,7 @@ class _Normalizer:
         """The canonical reduction over ``group`` with ``terms`` (rules 5 and 7), and its factor."""
         monomials = [self.monomial(t) for t in terms]
         height = 1 + max(ex.height(m) for _, m in monomials if m is not None)
-        names, ordered = self.label(group, monomials, height)
+        names, ordered = self.label(group, monomials, height, domains)
         leading = ordered[0][0]
         factor = leading
         if leading < 0 and kind in _FLIP:
@@ -421,12 +428,13 @@ class _Normalizer:
             factor = -leading
         body = _sum((c / factor, m) for c, m in ordered)
         variables = sorted(group, key=lambda v: names[v])
-        reduction = tidy(ex.Reduce(kind, body, tuple(ex.Binding(names[v], domains[v]) for v in variables), k))
+        bindings = tuple(ex.Binding(names[v], ex.rename_domain(domains[v], names)) for v in variables)
+        reduction = tidy(ex.Reduce(kind, body, bindings, k))
         self.names_of.setdefault(_shape(reduction), tuple(self.origin.get(v, v) for v in variables))
         return (sympy.Integer(1) if kind.returns_index else factor), reduction
 
-    def label(self, group: tuple[str, ...], monomials: list[_Term],
-              height: int) -> tuple[dict[str, str], list[_Term]]:
+    def label(self, group: tuple[str, ...], monomials: list[_Term], height: int,
+              domains: dict) -> tuple[dict[str, str], list[_Term]]:
         """Canonical names for ``group``: the labelling whose renamed terms, sorted, read smallest (with
         coefficients relative to the leading term). Variables of enclosing reductions are read as one
         placeholder, so the choice does not depend on how those were spelt. Returns the names (height and
@@ -441,10 +449,10 @@ class _Normalizer:
                            key=lambda t: t[1])
             return tuple(text for _, text in terms), tuple(c / terms[0][0] for c, _ in terms)
 
-        if len(group) <= MAX_LABELLED:
-            order = min(itertools.permutations(group), key=key)
+        if len(group) <= MAX_LABELLED:  # a range's bound is bound before it (its name comes first)
+            order = min((o for o in itertools.permutations(group) if _bounds_first(o, domains)), key=key)
         else:
-            order = tuple(sorted(group, key=lambda v: self.signature(v, group, monomials)))
+            order = _bounds_first_order(sorted(group, key=lambda v: self.signature(v, group, monomials)), domains)
         names = {v: f"_h{height}_{i}" for i, v in enumerate(order)}
         terms = sorted(((c, tidy(ex.rename(m, names))) for c, m in monomials if m is not None),
                        key=lambda t: to_text(t[1]))
@@ -546,7 +554,8 @@ def tidy(e: ex.Expr) -> ex.Expr:
         return ex.BinOp(e.op, tidy(e.left), tidy(e.right))
     if isinstance(e, ex.Call):
         args = tuple(tidy(a) for a in e.args)
-        return ex.Call(e.name, tuple(sorted(args, key=to_text)) if e.name == "dot" else args)
+        commutes = e.name == "dot" or e.name in ex.UNION_FUNCTIONS
+        return ex.Call(e.name, tuple(sorted(args, key=to_text)) if commutes else args)
     if isinstance(e, ex.Reduce):
         return ex.Reduce(e.kind, tidy(e.body), e.bindings, e.k)
     if isinstance(e, ex.Content) and isinstance(e.index, ex.Reduce):
@@ -613,7 +622,7 @@ def _first_position(domain: ex.Domain) -> ex.FixedIndex | None:
     if isinstance(domain, ex.Subset):  # realization.subset_mask: t in S_i iff (t - i) mod 4 in {0, 1}
         i = int(domain.name[1:])
         return ex.FixedIndex(next(t for t in range(1, 5) if (t - i) % 4 in (0, 1)))
-    if isinstance(domain, ex.Range) and not domain.start.from_end:
+    if isinstance(domain, ex.Range) and isinstance(domain.start, ex.FixedIndex) and not domain.start.from_end:
         return ex.FixedIndex(domain.start.position)
     return None
 
@@ -621,6 +630,28 @@ def _first_position(domain: ex.Domain) -> ex.FixedIndex | None:
 def _side(e: ex.Expr, me: str, other: str) -> str:
     """``e`` with ``me`` and ``other`` named by their role: one side of a form, compared across the pair."""
     return to_text(tidy(ex.rename(e, {me: "_p", other: "_q"})))
+
+
+def _links(variables: list[str], domains: dict) -> list[frozenset[str]]:
+    """Each variable with the variables of the same reduction its range is bounded by: read together, as
+    ``_components`` reads a term (``t in range(1, s)`` ties ``t`` to ``s``)."""
+    return [frozenset({v}) | (ex.domain_variables(domains[v]) & set(variables)) for v in variables]
+
+
+def _bounds_first(order: tuple[str, ...], domains: dict) -> bool:
+    """Whether every variable of ``order`` comes after the variables of ``order`` its range reads."""
+    return all(ex.domain_variables(domains[v]) & set(order) <= set(order[:i]) for i, v in enumerate(order))
+
+
+def _bounds_first_order(order: list[str], domains: dict) -> tuple[str, ...]:
+    """``order`` with each variable moved after the variables its range reads (stable otherwise)."""
+    placed: list[str] = []
+    waiting = list(order)
+    while waiting:
+        ready = next(v for v in waiting if ex.domain_variables(domains[v]) & set(order) <= set(placed))
+        placed.append(ready)
+        waiting.remove(ready)
+    return tuple(placed)
 
 
 def _components(variables: list[str], reads: list[frozenset[str]]) -> list[tuple[str, ...]]:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError, Problem
-from infoflow_smt.lang.expr import AllPositions, Domain, Range, Subset
+from infoflow_smt.lang.expr import AllPositions, Domain, FixedIndex, Range, Subset, VarIndex, domain_variables
 
 _SUBSET = re.compile(r"S([1-9][0-9]*)\Z")
 
@@ -121,16 +122,26 @@ class Realization:
         t = np.arange(1, seq_len + 1)
         return np.isin((t - int(match.group(1))) % 4, (0, 1))
 
-    def domain_positions(self, domain: Domain, seq_len: int) -> np.ndarray:
+    def domain_positions(self, domain: Domain, seq_len: int, env: Mapping[str, int] | None = None) -> np.ndarray:
         """The 1-based positions a domain ranges over at ``seq_len``, ascending (may be empty for ranges).
 
         ``Range`` is half-open, ``[start, stop)`` after resolving T-relative bounds, clipped to 1..seq_len.
+        A bound on an index variable (``range(1, s)``) reads its position from ``env``.
 
-        >>> from infoflow_smt.lang.expr import FixedIndex
+        >>> from infoflow_smt.lang.expr import FixedIndex, VarIndex
         >>> Realization().domain_positions(Range(FixedIndex(2), FixedIndex(0, True)), 5)
         array([2, 3, 4])
+        >>> Realization().domain_positions(Range(FixedIndex(1), VarIndex("s")), 5, {"s": 3})
+        array([1, 2])
         """
         _check_size("seq_len", seq_len)
+        if domain_variables(domain):
+            missing = sorted(domain_variables(domain) - set(env or {}))
+            if missing:
+                raise _fail(f"the range's bound reads {', '.join(missing)}, which is not bound")
+            start = max(bound_position(domain.start, seq_len, env), 1)
+            stop = min(bound_position(domain.stop, seq_len, env), seq_len + 1)
+            return np.arange(start, max(start, stop))
         if isinstance(domain, AllPositions):
             return np.arange(1, seq_len + 1)
         if isinstance(domain, Subset):
@@ -140,3 +151,11 @@ class Realization:
             stop = min(domain.stop.resolve(seq_len), seq_len + 1)
             return np.arange(start, max(start, stop))
         raise InvalidSpecError([Problem(f"not a domain: {domain!r}")], subject="realization")
+
+
+def bound_position(bound, seq_len: int, env: Mapping | None = None):
+    """The position a range bound names: fixed, T-relative, or an index variable's position (from ``env``,
+    an integer or an array of them) plus a constant."""
+    if isinstance(bound, FixedIndex):
+        return bound.resolve(seq_len)
+    return env[bound.name] + (0 if isinstance(bound, VarIndex) else bound.offset)

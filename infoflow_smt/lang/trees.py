@@ -86,9 +86,20 @@ class Group:
         return self.domains[self.variables.index(var)]
 
     @property
+    def bounds(self) -> frozenset[str]:
+        """The enclosing variables its ranges are bounded by (``s`` for ``for t in range(1, s)``)."""
+        return frozenset().union(*(ex.domain_variables(d) for d in self.domains)) - set(self.variables)
+
+    def holds_order(self, order: tuple[str, ...]) -> bool:
+        """Whether ``order`` (outermost first) eliminates a variable before the variables its range reads:
+        ``t in range(1, s)`` is a set of positions only once ``s`` is held, so ``s`` must be outer."""
+        return all(ex.domain_variables(self.domain_of(v)) & set(self.variables) <= set(order[:i])
+                   for i, v in enumerate(order))
+
+    @property
     def orders(self) -> tuple[tuple[str, ...], ...]:
-        """Every variable order (outermost first); a single-variable group has one."""
-        return tuple(itertools.permutations(self.variables))
+        """Every variable order (outermost first) that ``holds_order``; a single-variable group has one."""
+        return tuple(o for o in itertools.permutations(self.variables) if self.holds_order(o))
 
 
 # ---- free variables and reads --------------------------------------------------------------------
@@ -98,7 +109,7 @@ def free_variables(e, groups: Mapping[str, Group]) -> frozenset[str]:
         return _index_variables(e.index, groups)
     if isinstance(e, GroupRef):
         g = groups[e.group]
-        return free_variables(g.body, groups) - set(g.variables)
+        return (free_variables(g.body, groups) - set(g.variables)) | g.bounds
     if isinstance(e, ex.Call):
         return frozenset().union(*(free_variables(a, groups) for a in e.args))
     if isinstance(e, ex.BinOp):
@@ -230,9 +241,12 @@ def _admissible_orders(group: Group, groups: Mapping[str, Group], width: int = 1
             found.setdefault(factors, eliminated[::-1])
             return
         for v in sorted(remaining):
+            if any(v in ex.domain_variables(group.domain_of(u)) for u in remaining - {v}):
+                continue  # a range bounded by v needs v held: v is eliminated after it (``holds_order``)
             own = frozenset(i for i, vs in enumerate(term_vars) if v in vs and not vs & set(eliminated))
             children = frozenset(f for f in factors if v in f[1])
-            depends = frozenset().union(*(term_vars[i] for i in own), *(f[1] for f in children))
+            depends = frozenset().union(*(term_vars[i] for i in own), *(f[1] for f in children),
+                                        ex.domain_variables(group.domain_of(v)))
             if len(depends - {v}) <= width:
                 node = ((v, own, frozenset(f[0] for f in children)), depends - {v})
                 search(remaining - {v}, (factors - children) | {node}, eliminated + (v,))
@@ -284,6 +298,9 @@ def _tree(expression, order: tuple) -> nx.DiGraph:
     for gid, vars_ in order:
         if gid not in groups or sorted(vars_) != sorted(groups[gid].variables):
             raise InvalidSpecError(f"order {gid}={vars_!r} is not a permutation of a group's variables", "variable order")
+        if not groups[gid].holds_order(tuple(vars_)):
+            raise InvalidSpecError(f"order {gid}={vars_!r} puts a variable outside the one its range is bounded by",
+                                   "variable order")
         chosen[gid] = tuple(vars_)
     tree = nx.DiGraph(order=chosen, output=output, groups=groups)
     tree.add_node("output", kind="output", var=None, bound=frozenset(), sense=None, k=1, domain=None,
@@ -322,7 +339,7 @@ def _add_node(tree: nx.DiGraph, g: Group, var: str, bound: frozenset, terms: lis
 
 def _add_chain(tree: nx.DiGraph, g: Group, order: tuple[str, ...], groups) -> None:
     """The innermost node reduces the body, each outer one the value of the next node in."""
-    body_free = free_variables(g.body, groups)
+    body_free = free_variables(g.body, groups) | g.bounds  # a bounded range is made for each binding
     for i, var in enumerate(order):
         terms = [(1, NodeRef(node_id(g.id, order[i + 1])))] if i + 1 < len(order) else additive_terms(g.body)
         _add_node(tree, g, var, body_free - set(order[i:]), terms)
@@ -337,7 +354,8 @@ def _add_elimination(tree: nx.DiGraph, g: Group, order: tuple[str, ...], groups)
     for var in reversed(order):
         own = sorted(i for i in unused if var in reads[i])
         children = [f for f in factors if var in f[1]]
-        depends = frozenset().union(*(reads[i] for i in own), *(f[1] for f in children)) - {var}
+        depends = frozenset().union(*(reads[i] for i in own), *(f[1] for f in children),
+                                    ex.domain_variables(g.domain_of(var))) - {var}
         _add_node(tree, g, var, depends, [terms[i] for i in own] + [(1, NodeRef(c)) for c, _ in children])
         factors = [f for f in factors if f not in children] + [(node_id(g.id, var), depends)]
         unused -= set(own)
@@ -358,6 +376,8 @@ def selection_nodes(tree: nx.DiGraph) -> list[str]:
 def _domain_size(domain) -> sympy.Expr:
     if isinstance(domain, ex.Subset):
         return T / 2  # realization.subset_mask keeps half of the positions
+    if isinstance(domain, ex.Range) and ex.domain_variables(domain):
+        return T  # a range bounded by a variable: at most every position
     if isinstance(domain, ex.Range):
         def bound(i: ex.FixedIndex):
             return T - i.position if i.from_end else sympy.Integer(i.position)
@@ -440,15 +460,17 @@ def position_reads(tree: nx.DiGraph) -> tuple[tuple[ex.FixedIndex, ...], tuple[i
     return tuple(sorted(fixed, key=str)), tuple(sorted(offsets))
 
 
-def needs_positional(target) -> bool:
-    """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges)."""
+def needs_positional(target, causal: bool = False) -> bool:
+    """Whether the target tells positions apart (fixed positions, offsets, subsets, ranges); under a causal
+    mask, ``range(1, s+1)`` does not: the mask tells position ``s`` what comes at or before it."""
     output, groups = collect_groups(_expression(target))
     scores = [output] + [g.body for g in groups.values()]
     for score in scores:
         for sub in walk(score):
             if isinstance(sub, ex.Content) and isinstance(sub.index, (ex.FixedIndex, ex.OffsetIndex)):
                 return True
-    return any(not isinstance(d, ex.AllPositions) for g in groups.values() for d in g.domains)
+    return any(not isinstance(d, ex.AllPositions) and not (causal and any(ex.masked_prefix(d, v) for v in ex.domain_variables(d)))
+               for g in groups.values() for d in g.domains)
 
 
 def describe(tree: nx.DiGraph) -> str:

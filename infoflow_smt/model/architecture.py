@@ -58,6 +58,7 @@ class Architecture:
     embed_dim: int | sympy.Expr = 32
     input_dim: int = 1
     positional: bool = False
+    causal: bool = False  # decoder-only: an input position attends to itself and earlier positions only
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -93,6 +94,13 @@ class Architecture:
             problems.append(Problem(f"input_dim {d} is over the limit of {MAX_INPUT_DIM} (infoflow_smt.limits)"))
         if not isinstance(self.positional, bool):
             problems.append(Problem(f"positional must be True or False, got {self.positional!r}"))
+        if not isinstance(self.causal, bool):
+            problems.append(Problem(f"causal must be True or False, got {self.causal!r}"))
+        elif self.causal and width is not None and not width.is_number:
+            # an input position's average of its prefix decodes up to T tokens: efficient only at such a width,
+            # and the model leaves it out (docs/model.md, "Causal mask")
+            problems.append(Problem("causal=True with a width that grows with T is not supported yet: "
+                                    "use a constant embed_dim"))
         if problems:
             raise InvalidSpecError(problems, subject="architecture")
         object.__setattr__(self, "heads", heads)
@@ -125,8 +133,8 @@ class Architecture:
         >>> Architecture(heads=(1, 2, 2)).covers(Architecture(heads=(2, 1)))
         True
         """
-        if (str(self.embed_dim), self.input_dim, self.positional) != (str(other.embed_dim), other.input_dim,
-                                                                      other.positional):
+        if (str(self.embed_dim), self.input_dim, self.positional, self.causal) != (
+                str(other.embed_dim), other.input_dim, other.positional, other.causal):
             return False
         shift = self.layers - other.layers
         return shift >= 0 and all(self.heads[i + shift] >= h for i, h in enumerate(other.heads))
@@ -138,11 +146,12 @@ class Architecture:
 
     def with_heads(self, heads: tuple[int, ...]) -> Architecture:
         return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
-                            positional=self.positional)
+                            positional=self.positional, causal=self.causal)
 
     def __str__(self) -> str:
         pe = ", positional" if self.positional else ""
-        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}"
+        mask = ", causal" if self.causal else ""
+        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}{mask}"
 
 
 def shape_text(heads: tuple[int, ...]) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import networkx as nx
 import sympy
 
+from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
 from infoflow_smt.lang.rank import score_rank
@@ -112,6 +113,8 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
             "looks alike to every head, so no program computes it at any cost.")),)
     sels = selection_nodes(tree)
     reasons = _order(tree, sels) + _depth(tree, sels, arch, core) + _budgets(tree, sels, arch, core)
+    if "causal" in core:
+        reasons.append(_masked(tree, sels))
     if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
         needed = [describe_node(tree, n) for n in tree.successors("output")]
         reasons.append(Reason("goal", (
@@ -123,6 +126,17 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
         reasons.append(Reason("level", f"The operations that could close the gap grow with T: {costs}, so they "
                                        "are not efficient."))
     return tuple(reasons)
+
+
+def _masked(tree, sels) -> Reason:
+    """The causal mask's sentence: what an input position cannot do under it (docs/model.md, "Causal mask")."""
+    hidden = [describe_node(tree, n) for n in sels if len(tree.nodes[n]["bound"]) == 1
+              and not any(ex.sees_candidates(tree.nodes[n]["domain"], v) for v in tree.nodes[n]["bound"])]
+    which = (f": {'; '.join(hidden)} ranks candidates after the position that makes it" if hidden else "")
+    return Reason("causal", "Under the causal mask an input position sees only itself and the positions before "
+                            "it, so it cannot make a selection whose candidates come after it" + which + ", nor "
+                            "gather the whole sequence or a later position; only the output token sees every "
+                            "position.")
 
 
 def _order(tree, sels) -> list[Reason]:

@@ -431,8 +431,10 @@ def quoted(name: str) -> str:
 
 
 def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
-    """Whether fixed position ``q`` (near the start) is a candidate of ``domain`` for every large ``T``."""
-    return bool(q.resolve(_FAR) in Realization().domain_positions(domain, _FAR))
+    """Whether fixed position ``q`` (near the start) is a candidate of ``domain`` for every large ``T``; of a
+    range bounded by a variable (``range(1, s)``), at some binding of it: there it must hold what the
+    candidates' side reads."""
+    return bool(q.resolve(_FAR) in Realization().domain_positions(ex.envelope(domain), _FAR))
 
 
 def _ref_name(q) -> str:
@@ -476,10 +478,12 @@ class _Builder:
         self.law, self.seq_len, self.portable, self.ordered = law, seq_len, portable, ordered
         self.use_anchors = anchors
         self.pe = arch.positional
+        self.mask = arch.causal  # input positions see themselves and the positions before them only
         # bounded gathers cost by their size unless the width grows with T (the width is every layer's)
         self.by_size = not cost.at(arch.width, seq_len).has(T)
         self.lines: list[str] = []   # what is not yet given to the solver
         self.positional_ok = quoted(self.declare_bool("allow:positional"))
+        self.causal_ok = quoted(self.declare_bool("allow:causal"))  # false under a mask (``initial_state``)
         self.fixed_sources, self.source_class = self.position_classes()
         self.candidate_classes: dict[ex.Domain, list[str]] = {}
         self.all: dict = {}   # the facts by (class, layer[, node or position]): ``state_variables``
@@ -537,7 +541,7 @@ class _Builder:
         self.state_variables(range(self.enc.arch.layers + 1))
         self.initial_state()
         self.add_layers(range(1, self.enc.arch.layers + 1))
-        if needs_positional(self.enc.target):  # else no program at any cost
+        if needs_positional(self.enc.target, self.mask):  # else no program at any cost
             self.track("goal", self.positional_ok)
         self.costs()
         self.enc.text = "\n".join(self.lines)
@@ -610,7 +614,8 @@ class _Builder:
         enc = self.enc
         enc.fixed, enc.offsets = position_reads(comparison_tree(enc.target))
         n_free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
-        if self.use_anchors and self.pe and enc.arch.layers >= 2:
+        if self.use_anchors and self.pe and enc.arch.layers >= 2 and not self.mask:  # (a fixed position near the
+            # start sees too little under a mask to stand in for the others: docs/model.md, "Causal mask")
             enc.anchors = {f"a{q}": ex.FixedIndex(q) for q in range(1, n_free + 1)}
         enc.inputs = [IN] + list(enc.anchors)
         enc.classes = enc.inputs + [OUT]
@@ -644,6 +649,9 @@ class _Builder:
         if not self.pe:  # an assumption, so that an unsat core can say when positions were the obstacle
             denied = self.enc.tracked["positional"] = self.declare_bool("deny:positional")
             self.add(implies(quoted(denied), neg(self.positional_ok)))
+        if self.mask:  # likewise for what the causal mask hides from the input positions
+            denied = self.enc.tracked["causal"] = self.declare_bool("deny:causal")
+            self.add(implies(quoted(denied), neg(self.causal_ok)))
 
     # ---- what a class holds ---------------------------------------------------------------------------
     def admissible(self, info: NodeInfo, c: str) -> bool:
@@ -679,8 +687,17 @@ class _Builder:
         r, before = info.reads, l - 1
         selector = smt_or(self.all[(c, before)], conj([self.holds(c, before, nd) for nd in r.selector]))
         sides = [smt_or(self.holds(c, before, nd), self.every_candidate(info, before, [nd])) for nd in r.either]
-        gate = self.positional_ok if info.restricted else TRUE
-        return conj([selector, self.every_candidate(info, before, r.candidate, r.both), *sides, gate])
+        return conj([selector, self.every_candidate(info, before, r.candidate, r.both), *sides, self.gate(info, c)])
+
+    def gate(self, info: NodeInfo, c: str) -> str:
+        """What class ``c`` needs beyond holdings to make ``info``: positions, to tell a subset or range of
+        candidates apart; under a causal mask, at an input position, candidates at or before its binding
+        (``ex.sees_candidates``), of which ``range(1, s+1)`` is told apart by the mask itself."""
+        if not self.mask or c == OUT:
+            return self.positional_ok if info.restricted else TRUE
+        sees = any(ex.sees_candidates(info.domain, v) for v in info.bound or (None,))
+        prefix = any(ex.masked_prefix(info.domain, v) for v in info.bound)
+        return smt_and(self.positional_ok if info.restricted and not prefix else TRUE, TRUE if sees else self.causal_ok)
 
     def averaged(self, info: NodeInfo, l: int) -> str:
         """Can an averaging head in layer ``l`` learn aggregate ``info``: every position computes its
@@ -722,10 +739,14 @@ class _Builder:
             names = [(OperationName.selection(i), i)
                      for i in enc.nodes.values() if i.kind in ("top1", "kth") and self.admissible(i, c)]
             names += [(GLOBAL_AGGREGATION, None)] + ([(GLOBAL_AVERAGING, None)] if averages else [])
+            masked = {GLOBAL_AGGREGATION, GLOBAL_AVERAGING} if self.mask and c != OUT else set()
             refs = self.references(c)
             enc.widest = max(enc.widest, len(names) + len(refs))  # distinct operations a layer offers here
             names += [(OperationName(Mode.POSITIONS, slot=j), None) for j in range(1, min(H, len(refs)) + 1)]
             used = [self.operation(l, c, name, info) for name, info in names]
+            for name, var in zip((n for n, _ in names), used):  # an input's aggregation under a mask: a prefix
+                if name in masked:
+                    self.add(implies(quoted(var), self.causal_ok))
             used += [enc.kept[(l, c, n)] for n, _ in names if (l, c, n) in enc.kept]
             self.slots(l, c, [n for n, _ in names if n.mode is Mode.POSITIONS], refs)
             for h in range(1, H + 1):
@@ -775,6 +796,10 @@ class _Builder:
             op = quoted(enc.ops[(l, c, name)])
             self.add(f"(= {op} {disj([quoted(v) for v in srcs.values()])})")
             self.add(implies(op, self.positional_ok))
+            if self.mask and c != OUT:  # every input position sees position 1 and those before it, no other
+                for ref in refs:
+                    if not (ref == ex.FixedIndex(1) or isinstance(ref, Offset) and ref.offset < 0):
+                        self.add(implies(quoted(srcs[ref]), self.causal_ok))
             if j:  # one canonical partition: each block starts after the previous block's first source
                 before, earlier = enc.sources[(l, c, slots[j - 1])], FALSE  # the previous block has begun
                 for i, ref in enumerate(refs):

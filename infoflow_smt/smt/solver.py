@@ -29,6 +29,7 @@ import z3
 from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending, interrupts_remembered
 from infoflow_smt.errors import InvalidSpecError, WitnessCheckError
 from infoflow_smt.files import plain_file, write_atomic
+from infoflow_smt.lang import causal
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
 from infoflow_smt.lang.trees import comparison_tree
@@ -144,6 +145,9 @@ class _Effort:
 CORE_CHECK_S = 0.25   # the longest a question of ``_Session.minimal_core`` may take before its constraint is kept
 
 
+_LAST = ("initial", "positional", "causal", "goal")  # tracked constraints dropped last, in this order
+
+
 def _drop_order(name: str) -> tuple:
     """The order ``_Session.minimal_core`` tries to drop tracked constraints: the head budgets of the input
     positions (latest layer first), then the output token's, then depth, positions and the goal last, so
@@ -151,8 +155,7 @@ def _drop_order(name: str) -> tuple:
     if name.startswith("budget:"):
         _, layer, where = name.split(":")
         return (1 if where == "out" else 0, -int(layer), where)
-    return (2, ("initial", "positional", "goal").index(name) if name in ("initial", "positional", "goal") else -1,
-            name)
+    return (2, _LAST.index(name) if name in _LAST else -1, name)
 
 
 class _Session:
@@ -345,7 +348,7 @@ class Questions:
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     context: z3.Context | None = field(default=None, repr=False, compare=False)
-    encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
+    encodings: dict = field(default_factory=dict)       # (E, d, positional, causal, anchors) -> Encoding
     replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
     truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
@@ -353,7 +356,7 @@ class Questions:
     optimal: list = field(default_factory=list)         # (architecture, witness) of fully minimized answers
 
     def encoding(self, arch: Architecture, anchors: bool, deadline: Deadline) -> encoder.Encoding:
-        key = (str(arch.embed_dim), arch.input_dim, arch.positional, anchors)
+        key = (str(arch.embed_dim), arch.input_dim, arch.positional, arch.causal, anchors)
         found = self.encodings.get(key)
         if found is not None and found.arch.layers >= arch.layers and all(
                 H >= h for H, h in zip(found.arch.heads, arch.heads)):
@@ -406,7 +409,7 @@ class Questions:
         if reused is not None:
             return reused
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
-        anchored = arch.positional and arch.layers >= 2
+        anchored = arch.positional and arch.layers >= 2 and not arch.causal  # no anchors under a mask
         session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
         counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored)
         if counted is None:  # z3 decides what the counts leave open
@@ -474,13 +477,14 @@ class Questions:
     def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:
         """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
         length = _witness_length(program, self.target, arch, self.seq_len)
-        key = (program, length, arch.input_dim, arch.positional)
+        key = (program, length, arch.input_dim, arch.positional, arch.causal)
         if key not in self.replayed:
             deadline.check("the witness replay")
             tree = comparison_tree(self.target, program.order_map)
             inputs, expected = self.samples_of(length, arch.input_dim, deadline)
             truth = self.truth_of(program.order, tree, inputs)
-            passed = replay.passes(program, tree, self.target, inputs, expected, arch.positional, truth)
+            passed = None if arch.causal else replay.passes(program, tree, self.target, inputs, expected,
+                                                            arch.positional, truth)
             if passed is None or not passed.all():  # the reference replay decides, and reports
                 report = check(program, self.target, arch, inputs=inputs, deadline=deadline)
                 if not report.ok:
@@ -538,6 +542,8 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     deadline = Deadline(timeout)
     target = as_target(target)
     validate_question(target, arch, seq_len, samples)
+    if arch.causal:  # the spelling whose selections a masked input position can make, or a refusal
+        target = causal.check_supported(target)
     seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         return questions.decide(arch, deadline)
@@ -717,6 +723,8 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     file it replaces is kept)."""
     deadline = Deadline(timeout)
     target = as_target(target)
+    if arch.causal:
+        target = causal.check_supported(target)
     validate_question(target, arch)
     path = plain_file(path, "export")
     if path.is_symlink():

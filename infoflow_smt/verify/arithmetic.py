@@ -49,6 +49,8 @@ def apply_call(name: str, args: Sequence, vectors: Sequence[bool], *, matrix: np
         return np.sum(np.multiply(args[0], args[1]), axis=-1)
     if name == "norm":
         return np.linalg.norm(args[0], axis=-1)
+    if name in ("min", "max"):  # the union of two selections (``causal.causal_form``)
+        return (np.minimum if name == "min" else np.maximum)(np.asarray(args[0]), np.asarray(args[1]))
     columns = [np.asarray(a, dtype=float) if vector else np.asarray(a, dtype=float)[..., None]
                for a, vector in zip(args, vectors)]
     points = np.broadcast_shapes(*(c.shape[:-1] for c in columns))

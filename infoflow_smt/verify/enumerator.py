@@ -42,6 +42,7 @@ import sympy
 from infoflow_smt.deadline import Deadline, OutOfTime
 from infoflow_smt.deadline import seconds as checked_seconds
 from infoflow_smt.errors import InfoflowError, InvalidSpecError
+from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.trees import all_orders, comparison_tree, needs_positional, position_reads
@@ -90,12 +91,17 @@ def sources(target, positional: bool) -> tuple[tuple[ex.FixedIndex, ...], tuple[
 def anchor_positions(target, arch) -> tuple[ex.FixedIndex, ...]:
     """Positions ``1..K`` that may override the inputs' heads, as the solver has them: positional encoding,
     two layers or more, ``K`` the groups with a selection node that binds no variable (in some order)."""
-    if not arch.positional or arch.layers < 2:
-        return ()
+    if not arch.positional or arch.layers < 2 or arch.causal:  # under a mask a fixed position near the
+        return ()                                                # start sees too little to stand in for others
     free = {data["group"] for order in all_orders(target)
             for _, data in comparison_tree(target, order).nodes(data=True)
             if data["kind"] in ("top1", "kth") and not data["bound"]}
     return tuple(ex.FixedIndex(i) for i in range(1, len(free) + 1))
+
+
+def _decided(target, arch):
+    """The spelling the model decides on ``arch``: under a causal mask, ``causal.check_supported``."""
+    return causal.check_supported(target) if arch.causal else target
 
 
 def replay_length(target, arch) -> int:
@@ -131,10 +137,14 @@ class _Vocabulary:
     def ops(self, layer: int, where: Where) -> list[Op]:
         """Every operation one head may run in ``layer`` at ``where`` (the efficient search: bounded ones)."""
         ops: list[Op] = []
+        masked = self.arch.causal and where != "output"
         for node, data in sorted(self.tree.nodes(data=True)):
             if data["kind"] not in ("top1", "kth") or len(data["bound"]) > (0 if where == "output" else 1):
                 continue  # the output token plays no variable, an input position at most one
-            if not isinstance(data["domain"], ex.AllPositions) and not self.arch.positional:
+            if masked and not any(ex.sees_candidates(data["domain"], v) for v in data["bound"] or (None,)):
+                continue  # under a causal mask an input position ranks only candidates at or before it
+            prefix = masked and any(ex.masked_prefix(data["domain"], v) for v in data["bound"])
+            if not isinstance(data["domain"], ex.AllPositions) and not self.arch.positional and not prefix:
                 continue  # the interpreter refuses candidate subsets without positions
             if data["kind"] == "top1":
                 ops.append(Op(Mode.RETRIEVE, node))
@@ -142,13 +152,15 @@ class _Vocabulary:
                                                                           self.arch.head_dim(layer))):
                 ops.append(Op(Mode.KTH, node))
         aggregation = cost.decode(T_SYMBOL, self.arch.input_dim, self.arch.width, self.law)
-        if not self.efficient or cost.is_bounded(aggregation):
+        if (not self.efficient or cost.is_bounded(aggregation)) and not masked:
             ops.append(Op(Mode.AGGREGATE))
-        if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)):
+        if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)) and not masked:
             ops.append(Op(Mode.AVERAGE))  # linear statistics: exponent 1
         # specific-position aggregation is always bounded here: a set reaches T only after a global
         # aggregation, which the efficient search admits only when decoding T tokens is bounded
         refs = list(self.fixed) + ([Offset(k) for k in self.offsets] if where != "output" else [])
+        if masked:  # what every input position sees: position 1 and the positions before it
+            refs = [q for q in refs if q == ex.FixedIndex(1) or isinstance(q, Offset) and q.offset < 0]
         subsets = [tuple(refs)] if self.maximal and refs else [
             c for r in range(1, len(refs) + 1) for c in itertools.combinations(refs, r)]
         return ops + [Op(Mode.POSITIONS, positions=q) for q in subsets]
@@ -189,6 +201,8 @@ class _Search(_Vocabulary):
                  deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
         self.sample_replays = [ScalarReplay(self.tree, X, target.realization) for X in inputs]
+        for replay in self.sample_replays:
+            replay.causal = arch.causal
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
         self.deadline = deadline  # None: search to the end
 
@@ -199,7 +213,7 @@ class _Search(_Vocabulary):
         for op in self.ops(layer, where):  # one head's effect on every sample; a poisoned score drops it
             program = Program((Action(1, 1, where, op),), layers=1)
             try:
-                usable[op] = [step_layer(r, program, 1, s, self.arch.positional)
+                usable[op] = [step_layer(r, program, 1, s, self.arch.positional, self.arch.causal)
                               for r, s in zip(self.sample_replays, state)]
             except Poisoned:
                 continue
@@ -336,10 +350,10 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     >>> enumerate_programs("min_pairwise_dot", arch.with_heads((2,))).found is None
     True
     """
-    started, target = time.perf_counter(), as_target(target)
+    started, target = time.perf_counter(), _decided(as_target(target), arch)
     deadline = None if budget_s is None else Deadline(checked_seconds(budget_s, "budget_s"))
     length = seq_len if seq_len is not None else replay_length(target, arch)
-    if needs_positional(target) and not arch.positional:
+    if needs_positional(target, arch.causal) and not arch.positional:
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
@@ -385,9 +399,9 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     >>> result.explored, len(result.found.actions)
     (72, 2)
     """
-    started, target = time.perf_counter(), as_target(target)
+    started, target = time.perf_counter(), _decided(as_target(target), arch)
     length = replay_length(target, arch)
-    if needs_positional(target) and not arch.positional:
+    if needs_positional(target, arch.causal) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
     with np.errstate(all="ignore"):
@@ -460,6 +474,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")
     if problems:
         raise InvalidSpecError(problems, "brute force")
+    target = _decided(target, arch)
     budget_s = checked_seconds(budget_s, "budget_s")   # NaN and infinity refused; None is the default deadline
 
     def search(efficient: bool) -> EnumerationResult | None:

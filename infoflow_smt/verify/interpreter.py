@@ -28,6 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
@@ -142,6 +143,7 @@ class ScalarReplay:
         self.trace: set[int] | None = None  # positions read along the chain (for R_F)
         self.scanning = 0
         self.made: dict[tuple, int] = {}    # selections made by positions holding every token
+        self.causal = False                 # set by ``run``: input positions see no later position
 
     # ---- reading contents -----------------------------------------------------------------------
     def content(self, q, side: str | None, view: Viewpoint) -> np.ndarray:
@@ -171,8 +173,10 @@ class ScalarReplay:
         # outside the sequence: padding, the zero vector, as in Target.evaluate
         return values if inside.all() else np.where(inside[..., None], values, 0.0)
 
-    def domain(self, domain) -> np.ndarray:
-        return self.real.domain_positions(domain, self.T)
+    def domain(self, domain, env: dict | None = None) -> np.ndarray:
+        """The candidates of a domain; a range bounded by a variable (``range(1, s)``) at ``env``'s binding."""
+        bounds = {v: int(env[v]) for v in ex.domain_variables(domain)} if env else None
+        return self.real.domain_positions(domain, self.T, bounds)
 
     def is_vector(self, e) -> bool:
         """Whether an expression has a d-vector value (contents, parameters, sums and means of them)."""
@@ -234,6 +238,8 @@ class ScalarReplay:
         """The value of ``node`` at the bindings of ``env``, computed from what ``view`` holds."""
         data = self.tree.nodes[node]
         env = {v: env[v] for v in data["bound"]}
+        if ex.domain_variables(data["domain"]) and not len(self.domain(data["domain"], env)):
+            return self.empty(node, env)
         if data["kind"] == "aggregate":
             return self.aggregate(node, env, view)
         chosen, side = self.lookup(node, env, view)
@@ -242,6 +248,15 @@ class ScalarReplay:
         sides = dict(view.sides, **{data["var"]: side})
         return self.score(data, dict(env, **{data["var"]: chosen}), Viewpoint(view.selector, view.candidate,
                                                                           view.layer, sides))
+
+    def empty(self, node: str, env: dict) -> float:
+        """A min (max) whose bounded range is empty at this binding: +inf (-inf), so that the joint
+        reduction it stands in (``min(... for s in T for t in range(1, s))`` at ``s = 1``) skips the binding,
+        as ``Target.evaluate`` does; no position needs to hold anything to know that its range is empty."""
+        sense = self.tree.nodes[node]["sense"]
+        if sense in ("min", "max"):
+            return np.inf if sense == "min" else -np.inf
+        raise Poisoned(f"{node} has no candidate at {env}")
 
     def aggregate(self, node: str, env: dict, view: Viewpoint):
         """A sum or mean: known from an averaging head, or computed by a side holding every position."""
@@ -264,7 +279,7 @@ class ScalarReplay:
         """The sum or mean of the node's score over its candidates; ``view`` None: nothing is checked
         (an averaging head checked, when it ran, that every position computed its value)."""
         data = self.tree.nodes[node]
-        candidates = self.domain(data["domain"])
+        candidates = self.domain(data["domain"], env)
         values = []
         for c in candidates:
             local = dict(env, **{data["var"]: int(c)})
@@ -322,7 +337,7 @@ class ScalarReplay:
         """Candidates and their scores; ``candidate_side`` CANDIDATE when each candidate reads its own
         side (a retrieval), None when ``view.selector`` evaluates every score itself."""
         data = self.tree.nodes[node]
-        var, candidates = data["var"], self.domain(data["domain"])
+        var, candidates = data["var"], self.domain(data["domain"], env)
         sides = {v: SELECTOR for v in data["bound"]} | ({var: CANDIDATE} if candidate_side else {})
         self.scanning += 1
         try:
@@ -345,6 +360,8 @@ class ScalarReplay:
 
     def pick(self, node: str, candidates: np.ndarray, scores: np.ndarray) -> int:
         data = self.tree.nodes[node]
+        if not len(candidates):
+            raise Poisoned(f"{node} has no candidate here")
         if data["sense"] in ("min", "argmin"):
             return int(candidates[int(np.argmin(scores))])
         if data["sense"] in ("max", "argmax"):
@@ -360,10 +377,11 @@ def _reads_selections(terms) -> bool:
 
 
 # ---- one layer of a program ---------------------------------------------------------------------------
-def step_layer(scalar: ScalarReplay, program: Program, layer_no: int, prev: LayerState, positional: bool
-               ) -> LayerState:
+def step_layer(scalar: ScalarReplay, program: Program, layer_no: int, prev: LayerState, positional: bool,
+               causal: bool = False) -> LayerState:
     """Every position applies its heads' operations to what every position held after the layer before.
-    Raises ``Poisoned`` when an operation reads content its position does not hold."""
+    Raises ``Poisoned`` when an operation reads content its position does not hold, or, under a causal mask,
+    an input position's head would attend to a position after it."""
     T = scalar.T
     held, known = _carried(prev)
     for p in range(1, T + 2):
@@ -376,6 +394,8 @@ def step_layer(scalar: ScalarReplay, program: Program, layer_no: int, prev: Laye
         for a in acts.values():
             try:
                 sources = _OPERATIONS[a.op.mode](scalar, a.op, p, prev, known)
+                if causal and p <= T and max(sources, default=0) > p:
+                    raise Poisoned(f"under the causal mask it cannot see position {max(sources)}")
             except Poisoned as err:
                 raise Poisoned(f"{a} at position {p} is poisoned: {err}") from None
             for s in sources:
@@ -407,6 +427,10 @@ def _retrieve(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[di
     """Rank the node's candidates from ``p``'s query side and each candidate's key side; copy the winner."""
     env = _role_env(scalar.tree, op.node, p) if p <= scalar.T else {}
     candidates, scores = scalar.rank(op.node, env, Viewpoint(p, None, prev, {}), CANDIDATE)
+    if not len(candidates):  # a range bounded by p's own position, empty there: nothing to retrieve
+        return []
+    if p <= scalar.T and scalar.causal and candidates.max() > p:  # a masked softmax cannot rank what it cannot see
+        raise Poisoned(f"under the causal mask it cannot see candidate {int(candidates.max())}")
     chosen = scalar.pick(op.node, candidates, scores)
     known[p - 1][scalar.binding(op.node, env)] = chosen
     return [chosen]
@@ -453,8 +477,13 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
             problems.append(f"{a}: the output token cannot play the bound variable(s) {sorted(data['bound'])}")
         if len(data["bound"]) > 1:
             problems.append(f"{a}: one position cannot play {len(data['bound'])} variables at once")
-        if not isinstance(data["domain"], ex.AllPositions) and not arch.positional:
+        prefix = arch.causal and a.where == "input" and any(ex.masked_prefix(data["domain"], v) for v in data["bound"])
+        if not isinstance(data["domain"], ex.AllPositions) and not arch.positional and not prefix:
             problems.append(f"{a}: restricting candidates to a subset needs positional encoding")
+    if arch.causal:
+        problems += [f"{a}: under a causal mask an input position's {a.op.mode.value} sees only the positions "
+                     "before it, which this model leaves out (docs/model.md, 'Causal mask')"
+                     for a in program.actions if a.where != "output" and a.op.mode in (Mode.AGGREGATE, Mode.AVERAGE)]
     return problems
 
 
@@ -468,16 +497,17 @@ def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int
     return frozenset(scalar.trace)
 
 
-def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool):
+def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool, causal: bool = False):
     """Run a program on one input; returns (the output's value, what the output token holds).
 
     Raises ``Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
     scalar = ScalarReplay(tree, X, realization)
+    scalar.causal = causal
     T = scalar.T
     layer = LayerState.start(T)
     try:
         for layer_no in range(1, program.layers + 1):
-            layer = step_layer(scalar, program, layer_no, layer, positional)
+            layer = step_layer(scalar, program, layer_no, layer, positional, causal)
         reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
         if len(reached) == T:  # the output token holds every token: it computes any function of them
             return EVERYTHING, reached
@@ -545,9 +575,11 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
         from infoflow_smt.lang.evaluate import scalar_tokens_problem
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
+    if arch.causal:  # the spelling decided under the mask (``causal.check_supported``)
+        target = causal.check_supported(target)
     tree = comparison_tree(target, program.order_map)
     problems = _action_problems(program, tree, arch)
-    if needs_positional(target) and not arch.positional:
+    if needs_positional(target, arch.causal) and not arch.positional:
         problems.append("the target tells positions apart (fixed positions, offsets or subsets), and an "
                         "architecture without positional encoding cannot, whatever its heads hold")
     if program.layers != arch.layers:
@@ -559,7 +591,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         inputs = rng.standard_normal((samples, seq_len, arch.input_dim))
     with np.errstate(all="ignore"):  # a target may divide by zero; both sides then agree on nan or inf
         expected = np.asarray(target.evaluate(inputs, deadline), dtype=float)
-        passed = replay.passes(program, tree, target, inputs, expected, arch.positional)
+        passed = None if arch.causal else replay.passes(program, tree, target, inputs, expected, arch.positional)
         if passed is not None and passed.all():  # the batched replay: every sample computed
             return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))
         return _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
@@ -577,7 +609,7 @@ def passes_every_input(program: Program, tree, target, arch, inputs: np.ndarray,
     with np.errstate(all="ignore"):
         for X, want in zip(inputs, expected):
             try:
-                value, _ = run(program, tree, X, target.realization, arch.positional)
+                value, _ = run(program, tree, X, target.realization, arch.positional, arch.causal)
             except Poisoned:
                 return False
             if not computes_exactly(value, want):
@@ -592,7 +624,7 @@ def _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_f
         if deadline is not None:
             deadline.check("the witness replay")
         try:
-            value, reached = run(program, tree, X, target.realization, arch.positional)
+            value, reached = run(program, tree, X, target.realization, arch.positional, arch.causal)
         except Poisoned as err:
             failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
         else:

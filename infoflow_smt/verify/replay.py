@@ -15,7 +15,8 @@ report) only the samples it does not pass. Two observations make it cheap:
 It is never more permissive than the scalar interpreter: where that one lets a position make a selection
 itself from the candidates it holds, this one asks that it hold every token (or that the score read
 nothing), and falls back to the scalar replay when it refuses. A table too large for the memory budget
-(``BUDGET`` numbers) also falls back.
+(``BUDGET`` numbers) also falls back, and so does a tree with a range bounded by an index variable
+(``range(1, s)``: its candidates differ per binding, which these tables over whole axes do not hold).
 """
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ class Truth:
         self.real = realization
         self.choice: dict[str, Field] = {}
         self.value: dict[str, Field] = {}
+        if any(ex.domain_variables(d) for _, d in tree.nodes(data="domain") if d is not None):
+            raise TooLarge("a range bounded by an index variable (the scalar replay masks it per binding)")
         for node in reversed(list(_topological(tree))):
             data = tree.nodes[node]
             if data["kind"] in ("top1", "kth", "aggregate"):

@@ -347,3 +347,20 @@ def test_soft_program_is_the_target_when_sharp_and_a_mean_when_flat() -> None:
     assert soft_program_nmse(target, ds.X_train, ds.y_train, 2, 1e4, 1e4) < 1e-12
     flat = soft_program_nmse(target, ds.X_train, ds.y_train, 2, 0.0, 0.0)
     assert flat > 0.1 and flat > soft_program_nmse(target, ds.X_train, ds.y_train, 2, 2.0, 2.0)
+
+
+def test_a_causal_model_hides_later_tokens_from_each_input_position():
+    import torch
+    cfg = ModelConfig(input_dim=2, seq_len=6, heads=(2, 1), embed_dim=8, residual=True, causal=True)
+    model = BatchedTransformer([cfg], [0], dtype=torch.float64)
+    x = torch.randn(1, 3, 6, 2, dtype=torch.float64)
+    changed = x.clone()
+    changed[:, :, 4] += 1.0   # position 5 of 6
+    states = []
+    for inputs in (x, changed):
+        model.trace = {}
+        model(inputs)
+        states.append(model.trace["ffn_out0"])
+    assert torch.allclose(states[0][:, :, :4], states[1][:, :, :4])   # positions 1..4 never saw it
+    assert not torch.allclose(states[0][:, :, 4:], states[1][:, :, 4:])  # position 5 and the output token did
+    assert ModelConfig(causal=True).batch_key() != ModelConfig().batch_key()

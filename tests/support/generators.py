@@ -136,3 +136,76 @@ def random_case(index: int) -> Case:
 
 # the differential set: fixed, so a failure names a case that reproduces
 DIFFERENTIAL_CASES = [random_case(i) for i in range(200)]
+
+
+# ---- ranges bounded by an index variable (``for t in range(1, s)``) --------------------------------------
+# (outer domain, inner domain) pairs: joint ones may be empty at a binding (the pair set is not), nested
+# ones never are (``range(1, s)`` only under ``s in range(2, T+1)``)
+_JOINT_RANGES = [("T", "range(1, s)"), ("T", "range(1, s+1)"), ("T", "range(s+1, T+1)"), ("T", "range(s, T+1)"),
+                 ("range(2, T+1)", "range(1, s)"), ("S1", "range(1, s+1)")]
+_NESTED_RANGES = [("range(2, T+1)", "range(1, s)"), ("T", "range(1, s+1)"), ("range(1, T)", "range(s+1, T+1)"),
+                  ("T", "range(s, T+1)")]
+
+
+def bounded_target(rng: random.Random) -> str:
+    """A target with a range bounded by an enclosing variable: a joint min/max over ``s`` and ``t`` in a
+    range bounded by ``s``, a reduction nested in one over ``s``, or an argmax over such a range."""
+    gen = _TargetText(rng, positional=True)
+    roll = rng.random()
+    if roll < 0.45:
+        outer, inner = rng.choice(_JOINT_RANGES)
+        body = gen.score([("s", outer), ("t", inner)], ["s", "t"], rng.choice([0, 1]))
+        return f"{rng.choice(['min', 'max'])}({body} for s in {outer} for t in {inner})"
+    outer, inner = rng.choice(_NESTED_RANGES)
+    scope = [("s", outer), ("t", inner)]
+    around = rng.choice(["sum", "mean", "min", "max"])
+    if roll < 0.8:
+        body = gen.score(scope, ["s", "t"], 0)
+        nested = f"{rng.choice(['min', 'max', 'sum', 'mean'])}({body} for t in {inner})"
+    else:
+        nested = f"f1(x[{rng.choice(['argmax', 'argmin'])}({gen.score(scope, ['t', 's'], 0)} for t in {inner})])"
+    return f"{around}({nested} + f2(x[s]) for s in {outer})"
+
+
+def bounded_case(index: int) -> Case:
+    """Case ``index`` of the fixed set of bounded-range targets, on a positional architecture (a bounded
+    range tells positions apart)."""
+    rng = random.Random(10_000 + index)
+    return Case(index, bounded_target(rng), random_architecture(rng, True))
+
+
+# ---- causal (decoder-only) architectures ------------------------------------------------------------
+SYMMETRIC_PAIRS = ["dot(x[s], x[t])", "f1(x[s] + x[t])", "f2(x[s], x[t]) + f2(x[t], x[s])",
+                   "dot(x[s], x[t]) + f1(x[s]) + f1(x[t])", "bilinear(A1, x[s], x[t]) + bilinear(A1, x[t], x[s])"]
+ASYMMETRIC_PAIRS = ["bilinear(A1, x[s], x[t])", "f2(x[s], x[t])", "dot(x[s], x[t]) + f1(x[s])"]
+
+
+def causal_target(rng: random.Random) -> tuple[str, bool]:
+    """A target for a causal architecture and whether it tells positions apart: a joint min/max over a pair of
+    all positions with a symmetric score (decided over its ordered half) or not (over both halves), a pair
+    written over its ordered half (``range(1, s+1)``, ``range(1, s)``), a bounded-range target, or any random
+    one."""
+    gen = _TargetText(rng, positional=False)
+    roll, kind = rng.random(), rng.choice(["min", "max"])
+    if roll < 0.3:
+        score = rng.choice(SYMMETRIC_PAIRS + ASYMMETRIC_PAIRS)
+        text = f"{kind}({score} for s in T for t in T)"
+        return (f"F0({text}, {gen.group([], 0)})" if rng.random() < 0.3 else text), False
+    if roll < 0.55:
+        inner = rng.choice(["range(1, s+1)", "range(1, s+1)", "range(1, s)"])
+        body = gen.score([("s", "T"), ("t", inner)], ["s", "t"], rng.choice([0, 1]))
+        return f"{kind}({body} for s in T for t in {inner})", inner == "range(1, s)"
+    if roll < 0.75:
+        return bounded_target(rng), True
+    positional = rng.random() < 0.3
+    return random_target(rng, positional), positional
+
+
+def causal_case(index: int) -> Case:
+    """Case ``index`` of the fixed set of causal cases (a constant width: a growing one is refused)."""
+    rng = random.Random(20_000 + index)
+    text, positional = causal_target(rng)
+    layers = rng.choice([1, 2, 2])
+    arch = ifs.Architecture(heads=tuple(rng.choice([1, 2]) for _ in range(layers)), embed_dim=rng.choice([8, 32]),
+                            input_dim=rng.choice([1, 2]), positional=positional, causal=True)
+    return Case(index, text, arch)

@@ -25,6 +25,7 @@ from infoflow_smt.lang.expr import (
     ReduceKind,
     VarIndex,
 )
+from infoflow_smt.lang.language import parse_target_expr
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.target import parse_target
 
@@ -330,3 +331,46 @@ def test_an_evaluation_stops_at_its_deadline():
     X = _X(batch=20000, T=32)
     with pytest.raises(OutOfTime, match="the target's evaluation"):
         parse_target(_chain(6)).evaluate(X, deadline=Deadline(0.05))
+
+
+# ---- ranges bounded by an index variable: the definition, tuple by tuple ---------------------------------
+def _pairs_min(X, score, pairs):
+    return np.array([min(score(x, s, t) for s, t in pairs(len(x))) for x in X])
+
+
+@pytest.mark.parametrize("text, pairs", [
+    ("min(dot(x[s], x[t]) for s in T for t in range(1, s))", lambda n: [(s, t) for s in range(n) for t in range(s)]),
+    ("min(dot(x[s], x[t]) for s in T for t in range(1, s+1))",
+     lambda n: [(s, t) for s in range(n) for t in range(s + 1)]),
+    ("min(dot(x[s], x[t]) for s in T for t in range(s+1, T+1))",
+     lambda n: [(s, t) for s in range(n) for t in range(s + 1, n)]),
+    ("min(dot(x[s], x[t]) for s in range(2, T+1) for t in range(1, s-1))",
+     lambda n: [(s, t) for s in range(1, n) for t in range(s - 1)]),
+])
+def test_a_joint_reduction_over_a_bounded_range_is_over_its_pairs(text, pairs):
+    X = np.random.default_rng(3).standard_normal((4, 6, 2))
+    expected = _pairs_min(X, lambda x, s, t: x[s] @ x[t], pairs)
+    np.testing.assert_allclose(evaluate_expr(parse_target_expr(text), X, Realization(0)), expected)
+
+
+def test_a_nested_reduction_over_a_bounded_range_is_per_binding():
+    X = np.random.default_rng(4).standard_normal((3, 7, 2))
+    text = "sum(mean(f1(x[t]) for t in range(s, T+1)) + max(dot(x[s], x[t]) for t in range(1, s)) for s in range(2, T+1))"
+    f1 = Realization(0).function("f1", 2)
+    expected = [sum(np.mean([f1(x[t]) for t in range(s, 7)]) + max(x[s] @ x[t] for t in range(s)) for s in range(1, 7))
+                for x in X]
+    np.testing.assert_allclose(evaluate_expr(parse_target_expr(text), X, Realization(0)), expected)
+
+
+def test_an_argmax_over_a_bounded_range_picks_per_binding():
+    X = np.random.default_rng(5).standard_normal((3, 6, 2))
+    text = "sum(x[argmax(dot(x[t], x[s]) for t in range(1, s))] for s in range(2, T+1))"
+    expected = [sum(x[max(range(s), key=lambda t: x[t] @ x[s])] for s in range(1, 6)) for x in X]
+    np.testing.assert_allclose(evaluate_expr(parse_target_expr(text), X, Realization(0)), expected)
+
+
+@pytest.mark.parametrize("text", ["sum(min(dot(x[s], x[t]) for t in range(1, s)) for s in T)",
+                                  "sum(x[argmax(dot(x[t], x[s]) for t in range(1, s))] for s in T)"])
+def test_a_bounded_range_read_where_it_is_empty_is_refused(text):
+    with pytest.raises(InvalidSpecError, match="has 0 candidates at s=1"):
+        evaluate_expr(parse_target_expr(text), np.ones((2, 5, 2)), Realization(0))

@@ -286,3 +286,35 @@ def test_absurd_nesting_is_an_input_error():
     # Python's own parser or the depth limit refuses it first, depending on the stack left to the caller
     with pytest.raises(InvalidSpecError, match="nested too deeply|operations deep, over the limit"):
         parse_target_expr("1+" * 5000 + "1")
+
+
+# ---- ranges bounded by an index variable -------------------------------------------------------------
+@pytest.mark.parametrize("text, stop", [
+    ("min(dot(x[s], x[t]) for s in T for t in range(1, s))", VarIndex("s")),
+    ("min(dot(x[s], x[t]) for s in T for t in range(1, s+1))", OffsetIndex("s", 1)),
+    ("sum(max(f1(x[t]) for t in range(1, s-2)) for s in T)", OffsetIndex("s", -2)),
+])
+def test_a_range_may_be_bounded_by_an_enclosing_variable(text, stop):
+    e = parse_target_expr(text)
+    inner = e.bindings[1] if len(e.bindings) == 2 else e.body.bindings[0]
+    assert inner.domain == Range(FixedIndex(1), stop)
+    assert parse_target_expr(to_text(e)) == e
+
+
+def test_a_range_may_start_at_a_variable():
+    e = parse_target_expr("max(dot(x[s], x[t]) for s in T for t in range(s+1, T+1))")
+    assert e.bindings[1].domain == Range(OffsetIndex("s", 1), FixedIndex(-1, True))
+    assert domain_to_text(e.bindings[1].domain) == "range(s+1, T+1)"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("min(dot(x[s], x[t]) for t in range(1, s) for s in T)", "range bound 's' is not an index variable bound"),
+    ("min(f1(x[t]) for t in range(1, t))", "range bound 't' is not an index variable bound"),
+    ("min(f1(x[t]) for t in range(1, u + 1))", "'u' is not an index variable bound"),
+    ("sum(dot(x[s], x[t]) for s in T for t in range(1, s))", "supported in a joint min/max only"),
+    ("min(f1(x[t]) for t in range(1, 2 * s))", "unsupported range bound"),
+])
+def test_a_bad_bound_is_refused_in_one_line(text, message):
+    with pytest.raises(InvalidSpecError, match=message) as caught:
+        parse_target_expr(text)
+    assert "\n" not in str(caught.value)

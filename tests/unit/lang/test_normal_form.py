@@ -10,6 +10,7 @@ import pytest
 
 import infoflow_smt as ifs
 from infoflow_smt.lang import normal_form
+from infoflow_smt.lang.evaluate import evaluate_expr
 from infoflow_smt.lang.language import parse_target_expr, to_text
 from infoflow_smt.lang.normal_form import normalize
 from infoflow_smt.lang.target import parse_target
@@ -183,3 +184,48 @@ def test_eight_variable_joint_reductions_stay_fast():
     assert _normal(f"min({dense} for {clauses})").count(" for ") == 8   # no copies, no form: kept whole
     assert _normal(f"max({pairs} for {clauses})") == "64 * max(dot(x[_h1_0], x[_h1_0]) for _h1_0 in T)"
     assert time.perf_counter() - start < 30
+
+
+# ---- ranges bounded by an index variable: rules that assume independent domains ------------------------
+BOUNDED_SAME = [
+    ("2 a nested bounded selection joins", "min(f1(x[s]) + min(dot(x[s], x[t]) for t in range(1, s)) for s in range(2, T+1))",
+     "min(dot(x[s], x[t]) + f1(x[s]) for s in range(2, T+1) for t in range(1, s))"),
+    ("9 copies under a held bound merge", "max(dot(x[s], x[t]) + dot(x[s], x[u]) for s in T for t in range(1, s) for u in range(1, s))",
+     "2 * max(dot(x[s], x[t]) for s in T for t in range(1, s))"),
+    ("9 two ordered halves written twice", "min(dot(x[s], x[t]) for s in T for t in range(1, s)) + min(dot(x[t], x[s]) for t in T for s in range(1, t))",
+     "2 * min(dot(x[s], x[t]) for s in T for t in range(1, s))"),
+    ("10 a diagonal inside a held bound", "max(dot(x[t], x[u]) for s in T for t in range(1, s) for u in range(1, s))",
+     "max(dot(x[t], x[t]) for s in T for t in range(1, s))"),
+]
+BOUNDED_DISTINCT = [
+    # the pairs are not a product: no split, and the unread t keeps s off position 1
+    ("min(f1(x[s]) + f2(x[t]) for s in T for t in range(1, s))",
+     "min(f1(x[s]) for s in T) + min(f2(x[t]) for t in T)"),
+    ("min(f1(x[s]) for s in T for t in range(1, s))", "min(f1(x[s]) for s in T)"),
+    # a component bounded by its separator's other side is no copy
+    ("min(bilinear(A1, x[s], x[t]) + bilinear(A1, x[u], x[t]) for t in T for s in range(t, T+1) for u in range(1, t+1))",
+     "2 * min(bilinear(A1, x[s], x[t]) for t in T for s in range(t, T+1))"),
+    # a max of dot over ordered pairs t < s holds no diagonal pair
+    ("max(dot(x[s], x[t]) for s in T for t in range(1, s))", "max(dot(x[s], x[s]) for s in T)"),
+]
+
+
+@pytest.mark.parametrize("rule, text, canonical", BOUNDED_SAME, ids=[c[0] for c in BOUNDED_SAME])
+def test_a_sound_rewrite_applies_over_bounded_ranges(rule, text, canonical):
+    one, other = normalize(parse_target_expr(text)), normalize(parse_target_expr(canonical))
+    assert one == other
+    X = np.random.default_rng(2).standard_normal((4, 7, 2))
+    np.testing.assert_allclose(ifs.parse_target(text).evaluate(X), ifs.parse_target(canonical).evaluate(X))
+
+
+@pytest.mark.parametrize("one, other", BOUNDED_DISTINCT)
+def test_an_unsound_rewrite_does_not_apply_over_bounded_ranges(one, other):
+    assert normalize(parse_target_expr(one)) != normalize(parse_target_expr(other))
+    X = np.random.default_rng(2).standard_normal((4, 7, 2))
+    first = ifs.parse_target(one)
+    np.testing.assert_allclose(first.evaluate(X), evaluate_normal(first, X))
+    assert not np.allclose(first.evaluate(X), ifs.parse_target(other).evaluate(X))
+
+
+def evaluate_normal(target, X):
+    return evaluate_expr(target.normal_form, X, target.realization)

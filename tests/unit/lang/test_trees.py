@@ -106,3 +106,18 @@ def test_elimination_tree_of_a_separable_joint_min():
 def test_describe_lists_every_node():
     text = trees.describe(catalogue.get("intrinsic_dimension", D=2).tree())
     assert text.count("max over") == 4
+
+
+# ---- ranges bounded by an index variable -------------------------------------------------------------
+def test_a_node_over_a_bounded_range_binds_its_bound():
+    tree = trees.comparison_tree(ifs.parse_target("sum(max(f1(x[t]) for t in range(1, s+1)) for s in T)"))
+    inner = next(n for n, d in tree.nodes(data=True) if d.get("sense") == "max")
+    assert tree.nodes[inner]["bound"] == frozenset({"s"})  # made for each s, though its score reads t alone
+
+
+def test_a_bounded_variable_is_eliminated_inside_its_bound():
+    target = ifs.parse_target("min(bilinear(A1, x[s], x[t]) for s in T for t in range(1, s))")
+    assert trees.useful_orders(target) == {"g0": (("s", "t"),)}
+    assert [o for order in trees.all_orders(target) for o in order.values()] == [("s", "t")]
+    with pytest.raises(ifs.InvalidSpecError, match="bounded by"):
+        trees.comparison_tree(target, {"g0": ("t", "s")})

@@ -74,3 +74,17 @@ def test_with_heads_keeps_everything_else():
     arch = ifs.Architecture(heads=(1,), embed_dim=16, input_dim=3, positional=True)
     assert arch.with_heads((2, 2)) == ifs.Architecture(heads=(2, 2), embed_dim=16, input_dim=3, positional=True)
     assert str(arch) == "heads=(1,), E=16, d=3, positional"
+
+
+def test_a_causal_architecture_says_so_and_covers_only_causal_ones():
+    causal = Architecture(heads=(1, 1), embed_dim=16, input_dim=2, causal=True)
+    assert str(causal).endswith(", causal") and causal.with_heads((2, 2)).causal
+    assert not causal.covers(Architecture(heads=(1, 1), embed_dim=16, input_dim=2))
+    assert causal.with_heads((2, 2)).covers(causal)
+
+
+def test_a_causal_architecture_refuses_a_width_that_grows_with_t():
+    with pytest.raises(InvalidSpecError, match="causal=True with a width that grows with T"):
+        Architecture(heads=(1,), embed_dim=T * 2, causal=True)
+    with pytest.raises(InvalidSpecError, match="causal must be True or False"):
+        Architecture(heads=(1,), causal="yes")

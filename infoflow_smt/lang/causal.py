@@ -1,0 +1,106 @@
+"""Targets under a causal mask: which candidates an input position sees, and the target the model decides.
+
+Under a causal mask (``Architecture(causal=True)``, docs/model.md, "Causal mask") an input position ``p``
+attends to positions ``q <= p`` only; the output token comes last and sees every position. So a selection
+made at ``p`` must have every candidate of its binding at or before ``p``: a range that ends at the
+variable ``p`` plays (``for t in range(1, s + 1)`` at ``s``: ``sees_candidates``). The mask itself tells
+those candidates from the rest: ``range(1, s + 1)`` needs no positional encoding (``masked_prefix``).
+
+A joint ``min``/``max`` over a pair of all positions is reached from the later member of each pair
+(``causal_form``): ``min(g(s, t) for s in T for t in T)`` is ``min(min(min(g(s, t) for t in range(1, s+1)),
+min(g(t, s) for t in range(1, s+1))) for s in T)``: at each ``s`` the smaller of the pairs it closes from either
+side (``expr.UNION_FUNCTIONS``: a call the parser never makes), a value ``s`` computes once it knows both, so
+that one selection at the output finds the minimum. When ``g(s, t) = g(t, s)`` the two sides are one
+selection, and the joint ``min(g(s, t) for s in T for t in range(1, s+1))`` is the target. What the model
+cannot yet state exactly under the mask is refused, one line per reduction (``unsupported``): joint
+reductions of three or more variables (each variable may be the latest: one piece per latest variable), pairs
+over other domains, and a sum or mean over a range ending at its bound (the prefix average a causal head
+computes, which the model's averaging does not name).
+
+>>> from infoflow_smt.lang.target import parse_target
+>>> causal_form(parse_target("min(dot(x[s], x[t]) for s in T for t in T)")).text
+'min(dot(x[s], x[t]) for s in T for t in range(1, s+1))'
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.language import to_text
+from infoflow_smt.lang.normal_form import normalize
+from infoflow_smt.lang.target import Target
+
+_JOINT = (ex.ReduceKind.MIN, ex.ReduceKind.MAX)
+sees_candidates, masked_prefix = ex.sees_candidates, ex.masked_prefix
+
+
+def causal_form(target: Target) -> Target:
+    """``target`` with every joint min/max over a symmetric pair of all positions written over its ordered
+    half (module docstring); the same function, the spelling whose selections an input position can make."""
+    return _causal_form(target)
+
+
+@lru_cache(maxsize=256)
+def _causal_form(target: Target) -> Target:
+    rewritten = normalize(_ordered_halves(target.normal_form))
+    if rewritten == target.normal_form:
+        return target
+    return Target(expr=rewritten, text=to_text(rewritten), name=target.name, seed=target.seed)
+
+
+def _ordered_halves(e: ex.Expr) -> ex.Expr:
+    e = ex.map_children(e, _ordered_halves)
+    if (isinstance(e, ex.Reduce) and e.kind in _JOINT and len(e.bindings) == 2
+            and all(isinstance(b.domain, ex.AllPositions) for b in e.bindings)):
+        s, t = e.variables
+        bindings = (e.bindings[0], ex.Binding(t, ex.Range(ex.FixedIndex(1), ex.OffsetIndex(s, 1))))
+        if _symmetric(e):
+            return ex.Reduce(e.kind, e.body, bindings)
+        # at each s, the better of its own half and the pairs (t, s) with t after s, seen from s as (s, t)
+        halves = tuple(ex.Reduce(e.kind, body, bindings[1:]) for body in (e.body, ex.rename(e.body, {s: t, t: s})))
+        return ex.Reduce(e.kind, ex.Call(e.kind.value, halves), bindings[:1])
+    return e
+
+
+def _symmetric(pair: ex.Reduce) -> bool:
+    """Whether the pair's score is the same function with its two variables swapped."""
+    s, t = pair.variables
+    return normalize(pair.body) == normalize(ex.rename(pair.body, {s: t, t: s}))
+
+
+def unsupported(target: Target) -> list[str]:
+    """One line per reduction of ``causal_form(target)`` the model cannot yet decide exactly under a mask."""
+    return [f"under a causal mask, {to_text(r)} is not supported yet: {why}"
+            for r, why in _problems(causal_form(target).normal_form)]
+
+
+def check_supported(target: Target) -> Target:
+    """``causal_form(target)``, or ``InvalidSpecError`` naming every reduction ``unsupported`` lists."""
+    problems = unsupported(target)
+    if problems:
+        raise InvalidSpecError([Problem(p) for p in problems], subject="causal target")
+    return causal_form(target)
+
+
+def _problems(e: ex.Expr):
+    if isinstance(e, ex.Reduce):
+        why = _why(e)
+        if why:
+            yield e, why
+    for child in ex.children(e):
+        yield from _problems(child)
+
+
+def _why(r: ex.Reduce) -> str | None:
+    if r.kind in _JOINT and len(r.bindings) >= 3:
+        return "a joint min/max of three or more variables (any of them may be the latest position)"
+    if r.kind in _JOINT and len(r.bindings) == 2:
+        s, dt = r.bindings[0].var, r.bindings[1].domain
+        if sees_candidates(dt, s):
+            return None
+        return "a pair over these domains (write the later variable first, the other in range(1, s+1))"
+    prefix = any(sees_candidates(b.domain, v) for b in r.bindings for v in ex.domain_variables(b.domain))
+    if r.kind in (ex.ReduceKind.SUM, ex.ReduceKind.MEAN) and prefix:
+        return "a sum or mean over a prefix (what a causal averaging head computes, which the model leaves out)"
+    return None

@@ -1,0 +1,53 @@
+"""The spelling decided under a causal mask (``lang/causal.py``): the same function, over ordered halves."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import infoflow_smt as ifs
+from infoflow_smt.lang import causal
+from infoflow_smt.lang import expr as ex
+
+REWRITTEN = [
+    ("min(dot(x[s], x[t]) for s in T for t in T)", "min(dot(x[s], x[t]) for s in T for t in range(1, s+1))"),
+    ("max(f1(x[s] + x[t]) for s in T for t in T)", "max(f1(x[s] + x[t]) for s in T for t in range(1, s+1))"),
+    ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)",
+     ("min(min(min(bilinear(A1, x[t], x[s]) for t in range(1, s+1)), min(bilinear(A1, x[s], x[t]) for t in "
+      "range(1, s+1))) for s in T)")),
+]
+
+
+@pytest.mark.parametrize("text, form", REWRITTEN)
+def test_a_pair_over_all_positions_is_read_from_its_later_member(text, form):
+    target = ifs.parse_target(text)
+    assert causal.causal_form(target).text == form
+    X = np.random.default_rng(0).standard_normal((5, 9, 2))
+    np.testing.assert_allclose(causal.causal_form(target).evaluate(X), target.evaluate(X))
+
+
+@pytest.mark.parametrize("text", ["sum(min(dot(x[s], x[t]) for t in T) for s in T)", "max(f1(x[t]) for t in T)",
+                                  "min(bilinear(A1, x[s], x[t]) for s in T for t in range(1, s))"])
+def test_what_is_not_a_pair_over_all_positions_is_left_as_it_is(text):
+    target = ifs.parse_target(text)
+    assert causal.causal_form(target) == target and causal.unsupported(target) == []
+
+
+@pytest.mark.parametrize("text, why", [
+    ("min(bilinear(A1, x[s], x[t]) + bilinear(A2, x[t], x[u]) for s in T for t in T for u in T)", "three or more"),
+    ("min(bilinear(A1, x[s], x[t]) for s in S1 for t in S2)", "a pair over these domains"),
+    ("max(bilinear(A1, x[s], x[t]) for s in T for t in range(s+1, T+1))", "a pair over these domains"),
+    ("sum(mean(f1(x[t]) for t in range(1, s+1)) for s in T)", "prefix"),
+])
+def test_what_the_mask_cannot_yet_decide_is_refused_in_one_line(text, why):
+    with pytest.raises(ifs.InvalidSpecError, match=why) as caught:
+        causal.check_supported(ifs.parse_target(text))
+    assert "\n" not in str(caught.value)
+
+
+def test_the_mask_sees_a_range_that_ends_at_its_player():
+    assert ex.sees_candidates(ex.Range(ex.FixedIndex(1), ex.VarIndex("s")), "s")
+    assert ex.sees_candidates(ex.Range(ex.FixedIndex(1), ex.OffsetIndex("s", 1)), "s")
+    assert not ex.sees_candidates(ex.Range(ex.FixedIndex(1), ex.OffsetIndex("s", 2)), "s")
+    assert not ex.sees_candidates(ex.AllPositions(), "s")
+    assert ex.masked_prefix(ex.Range(ex.FixedIndex(1), ex.OffsetIndex("s", 1)), "s")
+    assert not ex.masked_prefix(ex.Range(ex.FixedIndex(1), ex.VarIndex("s")), "s")  # without s itself

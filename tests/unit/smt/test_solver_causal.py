@@ -1,0 +1,85 @@
+"""Causal (decoder-only) architectures: the model's answers under the mask (docs/model.md, "Causal mask"),
+checked against the brute force where it is small, and the intrinsic-dimension predictions as a regression set."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import infoflow_smt as ifs
+from infoflow_smt import cli
+from infoflow_smt.verify.enumerator import brute_force_decide
+
+
+def _arch(*heads: int, **options) -> ifs.Architecture:
+    return ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, causal=True, **options)
+
+
+# (target, architecture, efficient): each also decided by the brute force
+SMALL = [
+    ("min(dot(x[s], x[t]) for s in T for t in T)", _arch(1, 1), True),      # dot is symmetric: one half
+    ("min(dot(x[s], x[t]) for s in T for t in T)", _arch(1), False),
+    ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _arch(1, 1), False),  # t after s: a second head
+    ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _arch(2, 1), True),
+    ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _arch(1, 1, 1), True),
+    ("sum(min(dot(x[s], x[t]) for t in T) for s in T)", _arch(2, 2), False),  # s cannot see the t after it
+    ("sum(max(f1(x[s], x[t]) for t in range(1, s+1)) for s in T)", _arch(1, 1), True),
+    ("x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]", _arch(1, 1, positional=True), True),
+]
+
+
+@pytest.mark.parametrize("text, arch, efficient", SMALL, ids=[f"{t} on {a.heads}" for t, a, _ in SMALL])
+def test_the_solver_decides_as_the_brute_force_under_a_mask(text, arch, efficient):
+    verdict = ifs.decide(text, arch)
+    assert verdict.feasible == efficient
+    answer = brute_force_decide(text, arch, budget_s=60)
+    assert answer is not None and answer.feasible == efficient and answer.exponent == verdict.exponent
+
+
+def test_an_infeasible_causal_verdict_names_the_mask():
+    verdict = ifs.decide("sum(min(dot(x[s], x[t]) for t in T) for s in T)", _arch(2, 2))
+    sentences = " ".join(r.sentence for r in verdict.explanation)
+    assert "Under the causal mask" in sentences and "the min over t of dot(x[t], x[s]), for each s" in sentences
+
+
+def _symmetric(D: int) -> str:
+    return " + ".join(f"max(bilinear(A{i}, x[s], x[t]) + bilinear(A{i}, x[t], x[s]) for s in T for t in T)"
+                      for i in range(1, D + 1))
+
+
+# docs/model.md, "Causal mask": intrinsic_dimension:D needs (D, D) without the mask; under it, D heads at the
+# inputs with symmetric A_i (one ordered half per group), 2D with non-symmetric ones (both sides of each pair)
+INTRINSIC = [(D, heads, symmetric, efficient)
+             for D in (2, 3)
+             for heads, symmetric, efficient in [((D, D), True, True), ((D, D), False, False),
+                                                 ((2 * D - 1, D), False, False), ((2 * D, D), False, True),
+                                                 ((2 * D, D - 1), False, False), ((D, D - 1), True, False),
+                                                 ((D, D, D), False, True)]]
+
+
+@pytest.mark.parametrize("D, heads, symmetric, efficient", INTRINSIC)
+def test_intrinsic_dimension_under_a_causal_mask(D, heads, symmetric, efficient):
+    target = ifs.parse_target(_symmetric(D)) if symmetric else ifs.catalogue.get("intrinsic_dimension", D=D)
+    assert ifs.decide(target, _arch(*heads)).feasible == efficient
+    if not symmetric:  # without the mask, (D, D) is enough
+        assert ifs.decide(target, ifs.Architecture(heads=(D, D), embed_dim=32, input_dim=2)).feasible
+
+
+def test_the_cli_takes_causal_and_names_it(capsys):
+    code = cli.main(["decide", "min(dot(x[s], x[t]) for s in T for t in T)", "--heads", "1,1", "--causal", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["architecture"]["causal"] is True and document["status"] == "feasible"
+    code = cli.main(["decide", "min_pairwise_dot", "--heads", "1,1", "--causal"])
+    assert code == 0 and "causal mask" in capsys.readouterr().out
+    code = cli.main(["decide", "max(f1(x[s], x[t]) for s in S1 for t in S2)", "--heads", "2,2", "--causal"])
+    err = capsys.readouterr().err
+    assert code == 2 and "under a causal mask" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("heads, efficient", [((1, 1, 1, 1), True), ((2, 2), True), ((3, 1), True), ((1, 3), True),
+                                              ((4,), True), ((1, 1, 1), False), ((2, 1), False)])
+def test_under_a_mask_the_output_token_makes_every_selection_with_no_bound_variable(heads, efficient):
+    # docs/model.md, "Causal mask": linear_max_sum:D needs h_1 + ... + h_L >= D, Conjecture 1's L h >= D
+    target = ifs.catalogue.get("linear_max_sum", D=4)
+    assert ifs.decide(target, _arch(*heads)).feasible == efficient
+    assert ifs.decide(target, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2)).feasible
