@@ -30,6 +30,7 @@ from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import to_text
 from infoflow_smt.lang.normal_form import normalize
 from infoflow_smt.lang.target import Target
+from infoflow_smt.lang.trees import SELECTION_KINDS, comparison_tree
 
 _JOINT = (ex.ReduceKind.MIN, ex.ReduceKind.MAX)
 sees_candidates, masked_prefix = ex.sees_candidates, ex.masked_prefix
@@ -75,12 +76,25 @@ def unsupported(target: Target) -> list[str]:
             for r, why in _problems(causal_form(target).normal_form)]
 
 
-def check_supported(target: Target) -> Target:
-    """``causal_form(target)``, or ``InvalidSpecError`` naming every reduction ``unsupported`` lists."""
+def check_supported(target: Target, arch=None) -> Target:
+    """``causal_form(target)``, or ``InvalidSpecError`` naming every reduction ``unsupported`` lists, and, on an
+    architecture ``arch`` with positional encoding and two layers or more, a selection that binds no variable:
+    position ``T`` sees every position and positional encoding tells it apart, so it could make such a
+    selection for the output token to gather, a worker the model does not include yet (refused, not
+    answered without it)."""
     problems = unsupported(target)
+    if arch is not None and arch.positional and arch.layers >= 2 and _binds_nothing(causal_form(target)):
+        problems.append("under a causal mask with positional encoding, position T sees every position and can be "
+                        "told apart, so it could make a selection that binds no variable for the output token; "
+                        "the model does not include that yet (decide without positional encoding, or on one layer)")
     if problems:
         raise InvalidSpecError([Problem(p) for p in problems], subject="causal target")
     return causal_form(target)
+
+
+def _binds_nothing(target: Target) -> bool:
+    tree = comparison_tree(target)
+    return any(d["kind"] in SELECTION_KINDS and not d["bound"] for _, d in tree.nodes(data=True))
 
 
 def _problems(e: ex.Expr):

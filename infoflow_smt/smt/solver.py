@@ -543,7 +543,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     target = as_target(target)
     validate_question(target, arch, seq_len, samples)
     if arch.causal:  # the spelling whose selections a masked input position can make, or a refusal
-        target = causal.check_supported(target)
+        target = causal.check_supported(target, arch)
     seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         return questions.decide(arch, deadline)
@@ -724,7 +724,7 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     deadline = Deadline(timeout)
     target = as_target(target)
     if arch.causal:
-        target = causal.check_supported(target)
+        target = causal.check_supported(target, arch)
     validate_question(target, arch)
     path = plain_file(path, "export")
     if path.is_symlink():

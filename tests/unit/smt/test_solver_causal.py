@@ -24,8 +24,19 @@ SMALL = [
     ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _arch(1, 1, 1), True),
     ("sum(min(dot(x[s], x[t]) for t in T) for s in T)", _arch(2, 2), False),  # s cannot see the t after it
     ("sum(max(f1(x[s], x[t]) for t in range(1, s+1)) for s in T)", _arch(1, 1), True),
-    ("x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]", _arch(1, 1, positional=True), True),
 ]
+
+
+@pytest.mark.parametrize("text", ["x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]",
+                                  "min(dot(x[s], x[t]) for s in T for t in T)"])
+def test_a_selection_position_T_could_make_is_refused_with_positional_encoding(text) -> None:
+    """Position T sees every position and positional encoding tells it apart: it could work for the output
+    token, which the model does not include yet, so the question is refused rather than answered without it."""
+    with pytest.raises(ifs.InvalidSpecError, match="position T sees every position"):
+        ifs.decide(text, _arch(1, 1, positional=True))
+    with pytest.raises(ifs.InvalidSpecError, match="position T sees every position"):
+        brute_force_decide(text, _arch(1, 1, positional=True), budget_s=5)
+    assert ifs.decide(text, _arch(1, positional=True)).status in (ifs.Status.FEASIBLE, ifs.Status.INFEASIBLE)
 
 
 @pytest.mark.parametrize("text, arch, efficient", SMALL, ids=[f"{t} on {a.heads}" for t, a, _ in SMALL])
