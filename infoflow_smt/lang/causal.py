@@ -76,23 +76,17 @@ def unsupported(target: Target) -> list[str]:
             for r, why in _problems(causal_form(target).normal_form)]
 
 
-def check_supported(target: Target, arch=None) -> Target:
-    """``causal_form(target)``, or ``InvalidSpecError`` naming every reduction ``unsupported`` lists, and, on an
-    architecture ``arch`` with positional encoding and two layers or more, a selection that binds no variable:
-    position ``T`` sees every position and positional encoding tells it apart, so it could make such a
-    selection for the output token to gather, a worker the model does not include yet (refused, not
-    answered without it)."""
+def check_supported(target: Target) -> Target:
+    """``causal_form(target)``, or ``InvalidSpecError`` naming every reduction ``unsupported`` lists."""
     problems = unsupported(target)
-    if arch is not None and arch.positional and arch.layers >= 2 and _binds_nothing(causal_form(target)):
-        problems.append("under a causal mask with positional encoding, position T sees every position and can be "
-                        "told apart, so it could make a selection that binds no variable for the output token; "
-                        "the model does not include that yet (decide without positional encoding, or on one layer)")
     if problems:
         raise InvalidSpecError([Problem(p) for p in problems], subject="causal target")
     return causal_form(target)
 
 
-def _binds_nothing(target: Target) -> bool:
+def binds_nothing(target: Target) -> bool:
+    """Whether ``target`` has a selection that binds no variable (under a mask: one no input position makes
+    whole, ``solver.open_under_mask``)."""
     tree = comparison_tree(target)
     return any(d["kind"] in SELECTION_KINDS and not d["bound"] for _, d in tree.nodes(data=True))
 

@@ -19,7 +19,7 @@ import functools
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -383,7 +383,7 @@ class Questions:
         """The checked verdict for ``arch`` (see ``decide``)."""
         effort = _Effort()
         try:
-            return self._decide(arch, deadline, effort)
+            return open_under_mask(self._decide(arch, deadline, effort))
         except OutOfTime as late:
             return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=effort.stats(), seq_len=self.seq_len,
                            reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
@@ -515,6 +515,30 @@ class Questions:
         return self.inputs[key]
 
 
+NOT_ESTABLISHED = "under the causal mask, infeasible is not established"
+
+
+def open_under_mask(verdict: Verdict) -> Verdict:
+    """``verdict``, or UNKNOWN where its INFEASIBLE rests on programs the causal model leaves out.
+
+    Under a mask an input position can still make a selection that binds no variable over its own prefix, and
+    a later layer can collect position ``T``'s prefix selections, which are the whole ones: with positional
+    encoding by gathering position ``T`` (or letting ``T`` work for the output token), without it by a retrieval
+    whose score grows along the prefix (the sum of the prefix values: every position at or after the last
+    winner ties, and each holds the same winners). The model here does not include those programs yet, so
+    on two layers or more an INFEASIBLE answer for a target with such a selection is not a proof; a FEASIBLE
+    one is (its witness is replayed)."""
+    arch = verdict.architecture
+    if not (arch.causal and arch.layers >= 2 and verdict.status is Status.INFEASIBLE
+            and causal.binds_nothing(verdict.target)):
+        return verdict
+    return replace(verdict, status=Status.UNKNOWN, exponent=sympy.nan, explanation=(), best_program=None,
+                   reason_unknown=f"{NOT_ESTABLISHED}: the programs the model covers reach exponent "
+                                  f"{verdict.exponent} at best, but an input position can also make a selection "
+                                  "that binds no variable over its prefix, and a later layer collect position T's "
+                                  "(whole) ones, which the model does not include yet")
+
+
 def _interruptible(function):
     """``function`` with Ctrl-C remembered while it runs (``deadline.interrupts_remembered``)."""
     @functools.wraps(function)
@@ -543,7 +567,7 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     target = as_target(target)
     validate_question(target, arch, seq_len, samples)
     if arch.causal:  # the spelling whose selections a masked input position can make, or a refusal
-        target = causal.check_supported(target, arch)
+        target = causal.check_supported(target)
     seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         return questions.decide(arch, deadline)
@@ -724,7 +748,7 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     deadline = Deadline(timeout)
     target = as_target(target)
     if arch.causal:
-        target = causal.check_supported(target, arch)
+        target = causal.check_supported(target)
     validate_question(target, arch)
     path = plain_file(path, "export")
     if path.is_symlink():

@@ -101,7 +101,7 @@ def anchor_positions(target, arch) -> tuple[ex.FixedIndex, ...]:
 
 def _decided(target, arch):
     """The spelling the model decides on ``arch``: under a causal mask, ``causal.check_supported``."""
-    return causal.check_supported(target, arch) if arch.causal else target
+    return causal.check_supported(target) if arch.causal else target
 
 
 def replay_length(target, arch) -> int:

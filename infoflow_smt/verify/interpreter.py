@@ -576,7 +576,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         from infoflow_smt.lang.evaluate import scalar_tokens_problem
         raise InvalidSpecError(scalar_tokens_problem(target.text, arch.input_dim), "target")
     if arch.causal:  # the spelling decided under the mask (``causal.check_supported``)
-        target = causal.check_supported(target, arch)
+        target = causal.check_supported(target)
     tree = comparison_tree(target, program.order_map)
     problems = _action_problems(program, tree, arch)
     if needs_positional(target, arch.causal) and not arch.positional:

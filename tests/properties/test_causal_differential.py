@@ -17,7 +17,7 @@ BUDGET_S = 20  # the enumeration's budget per case; a case past it is left uncon
 
 def _refused(case) -> list[str]:
     try:
-        causal.check_supported(ifs.parse_target(case.text), case.arch)
+        causal.check_supported(ifs.parse_target(case.text))
     except ifs.InvalidSpecError as refusal:
         return [p.message for p in refusal.problems]
     return []

@@ -26,6 +26,7 @@ from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Action, Mode
 from infoflow_smt.verify.enumerator import enumerate_programs, replay_length
+from infoflow_smt.smt.solver import NOT_ESTABLISHED
 
 CHECK_SAMPLES = 4   # fresh inputs for the re-check (seed 1: neither the solver nor the search saw them)
 WORKERS = 2         # the cases are spread over two processes (the suite's budget is 2 cores)
@@ -50,7 +51,10 @@ def disagreements(case: Case, budget_s: float | None = None) -> list[str]:
         return [f"{case}: the solver's witness fails its replay: {err}"]
     found = enumerate_programs(target, case.arch, budget_s=budget_s)
     problems = []
-    if verdict.status is ifs.Status.UNKNOWN:
+    if verdict.status is ifs.Status.UNKNOWN and verdict.reason_unknown.startswith(NOT_ESTABLISHED):
+        if found is not None and found.found is not None:  # inside the causal model it covers, still a "no"
+            problems.append(f"{case}: the solver says unknown under the mask, the enumerator found\n{found.found}")
+    elif verdict.status is ifs.Status.UNKNOWN:
         problems.append(f"{case}: the solver says unknown ({verdict.reason_unknown})")
     elif found is not None and verdict.feasible != (found.found is not None):
         problems.append(f"{case}: solver {verdict.status.value}, enumerator "
