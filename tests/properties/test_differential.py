@@ -25,8 +25,8 @@ from infoflow_smt.lang.language import to_text
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Action, Mode
-from infoflow_smt.verify.enumerator import enumerate_programs, replay_length
 from infoflow_smt.smt.solver import NOT_ESTABLISHED
+from infoflow_smt.verify.enumerator import enumerate_programs, replay_length
 
 CHECK_SAMPLES = 4   # fresh inputs for the re-check (seed 1: neither the solver nor the search saw them)
 WORKERS = 2         # the cases are spread over two processes (the suite's budget is 2 cores)
