@@ -174,6 +174,7 @@ class _Job:
 def _key(target, arch: Architecture, settings: dict) -> str:
     record = [MODEL_VERSION, target.text, target.seed, list(arch.heads), str(arch.embed_dim), arch.input_dim,
               arch.positional, settings["decode_law"], settings["seq_len"], settings["samples"]]
+    record += ["rank_aware"] if arch.rank_aware else []  # the keys of the papers' questions stay as they were
     return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
 
 
