@@ -55,6 +55,7 @@ class Frontier:
     explanation: tuple[str, ...] = ()
     seconds: float = 0.0
     undecided: tuple[tuple[int, int], ...] = ()   # (L, h) the solver could not decide by the deadline
+    rank_aware: bool = False        # the rank rule (Architecture.rank_aware)
 
     @property
     def none(self) -> bool:
@@ -71,7 +72,8 @@ class Frontier:
         return tuple((v.architecture.layers, v.architecture.heads[0]) for v in self.points)
 
     def __str__(self) -> str:
-        where = f"{self.target} at {self.width}, d={self.input_dim}{', positional' if self.positional else ''}"
+        where = (f"{self.target} at {self.width}, d={self.input_dim}{', positional' if self.positional else ''}"
+                 f"{', rank-aware' if self.rank_aware else ''}")
         if self.none:
             head = f"{where}: inefficient for every number of layers and heads"
         else:
@@ -97,7 +99,8 @@ class Frontier:
                 "head_bound": self.head_bound, "layer_bound": self.layer_bound, "fixpoint": self.fixpoint,
                 "facts": self.facts, "decided": self.decided, "explanation": list(self.explanation),
                 "grid": {f"{L},{h}": s for (L, h), s in sorted(self.grid.items())}, "seconds": round(self.seconds, 3),
-                "complete": self.complete, "undecided": [list(c) for c in self.undecided]}
+                "complete": self.complete, "undecided": [list(c) for c in self.undecided],
+                "rank_aware": self.rank_aware}
 
 
 def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: int | None = None,
@@ -164,8 +167,12 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     points = _minimal(verdicts)
     rule = f"E={head_dim}*h" if head_dim else f"E={embed_dim}"
     why = _explanation(target, points, heads, facts, fixpoint, layers, rule, head_dim is None)
+    if probe.rank_aware:
+        rank = (f"Rank: every head is {head_dim} wide whatever h (E = {head_dim}*h), so the rank rule rules out "
+                "the same retrievals in every cell, and a head more never hurts.")
+        why = (*why[:1], rank, *why[1:])
     return Frontier(target, rule, input_dim, positional, points, heads, layers, fixpoint, facts, decided, grid,
-                    why, time.perf_counter() - started, tuple(undecided))
+                    why, time.perf_counter() - started, tuple(undecided), probe.rank_aware)
 
 
 def _infer(grid: dict, layers: int, heads: int) -> None:

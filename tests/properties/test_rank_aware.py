@@ -98,3 +98,65 @@ def test_a_score_of_no_bounded_rank_is_ruled_out_for_every_width() -> None:
     verdict = ifs.decide("min(f1(x[s] + x[t]) for s in T for t in T)", arch)
     assert verdict.status is ifs.Status.INFEASIBLE
     assert "no bilinear form of bounded rank" in str(verdict)
+
+
+# ---- the metamorphic laws under the rule ----------------------------------------------------------------
+def _no_worse(small: ifs.Verdict, large: ifs.Verdict) -> None:
+    if small.feasible:
+        assert large.feasible, f"{small}\n--- became ---\n{large}"
+
+
+def _with(arch: ifs.Architecture, **changes) -> ifs.Architecture:
+    fields = {"heads": arch.heads, "embed_dim": arch.embed_dim, "input_dim": arch.input_dim,
+              "positional": arch.positional, "rank_aware": arch.rank_aware}
+    return ifs.Architecture(**(fields | changes))
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_adding_a_layer_never_hurts_under_the_rule(index: int) -> None:
+    text, arch = rank_case(index)
+    _no_worse(ifs.decide(text, arch), ifs.decide(text, _with(arch, heads=(1,) + arch.heads)))
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_widening_never_hurts_under_the_rule(index: int) -> None:
+    text, arch = rank_case(index)
+    _no_worse(ifs.decide(text, arch), ifs.decide(text, _with(arch, embed_dim=4 * arch.embed_dim)))
+
+
+def test_a_head_more_can_hurt_under_the_rule_and_covers_says_so() -> None:
+    """At a fixed E a second head halves every head: the law "adding a head never hurts" fails, so neither
+    witness reuse nor a sweep's inference may go from one head count to another (``Architecture.covers``)."""
+    one = ifs.Architecture(heads=(1, 1), embed_dim=8, input_dim=8, rank_aware=True)
+    two = _with(one, heads=(2, 1))
+    assert ifs.decide("min_pairwise_dot", one).feasible and not ifs.decide("min_pairwise_dot", two).feasible
+    assert not two.covers(one) and _with(two, rank_aware=False).covers(_with(one, rank_aware=False))
+    assert _with(one, heads=(1, 1, 1)).covers(one)   # a layer more, idle, still covers
+
+
+def test_a_sweep_under_the_rule_infers_nothing_across_head_counts() -> None:
+    archs = [ifs.Architecture(heads=(h,) * L, embed_dim=8, input_dim=8, rank_aware=True)
+             for L in (1, 2) for h in (1, 2)]
+    cells = {c.architecture.heads: c for c in ifs.sweep(["min_pairwise_dot"], archs, cache=False, workers=1).cells}
+    assert cells[(1, 1)].status is ifs.Status.FEASIBLE and cells[(2, 2)].status is ifs.Status.INFEASIBLE
+    assert not cells[(2, 2)].inferred
+
+
+def test_decide_all_under_the_rule_needs_a_head_width() -> None:
+    with pytest.raises(ifs.InvalidSpecError, match="rank_aware=True needs head_dim"):
+        ifs.decide_all("min_pairwise_dot", rank_aware=True)
+    assert ifs.decide_all("min_pairwise_dot", head_dim=8, input_dim=8, rank_aware=True).shapes == ((2, 1),)
+    assert ifs.decide_all("min_pairwise_dot", head_dim=4, input_dim=8, rank_aware=True).none
+
+
+def test_the_cli_takes_the_rule_and_names_it(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "infoflow_smt", "decide", "min_pairwise_dot", "--heads", "1,1",
+               "--embed-dim", "4", "--input-dim", "8", "--rank-aware"]
+    text = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert text.returncode == 1 and "rank-aware" in text.stdout and "rank-8 score" in text.stdout
+    record = json.loads(subprocess.run(command + ["--json"], capture_output=True, text=True, check=False).stdout)
+    assert record["architecture"]["rank_aware"] is True and record["status"] == "infeasible"
