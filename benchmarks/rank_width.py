@@ -69,18 +69,19 @@ def run(cfg: RankWidthConfig) -> list[str]:
     started = time.perf_counter()
     metrics = train_models(data, configs, seeds, recipe)
     wall = time.perf_counter() - started
-    lines = [f"command: python benchmarks/rank_width.py --budget {cfg.budget_s:g}",
-             f"hardware: {platform.processor() or platform.machine()}, 2-core CPU shared with other jobs "
-             f"(three other engineers' tests), one torch thread; torch {torch.__version__}, "
-             f"Python {platform.python_version()}",
+    hardware = (f"hardware: {platform.processor() or platform.machine()}, 2-core CPU shared with other jobs "
+                f"(three other engineers' tests), one torch thread; torch {torch.__version__}, "
+                f"Python {platform.python_version()}")
+    setting = (f"target: {cfg.target}, d = {cfg.input_dim} (layer 1's score has rank {cfg.input_dim}), "
+               f"T = {cfg.seq_len}, heads (1, 1), E = {cfg.embed_dim}, head width n as listed")
+    recipe_line = (f"recipe: profiles.confirm_setup({cfg.target!r}) with {cfg.n_train} training sequences, "
+                   f"{cfg.budget_s:g} s of wall time shared by the {len(configs)} models of one batched job")
+    papers = "model (papers' law)"
+    header = f"{'n':>3} {'seed':>4} {'best val NMSE':>14} {'steps':>6}  {papers:<27}model (rank rule)"
+    lines = [f"command: python benchmarks/rank_width.py --budget {cfg.budget_s:g}", hardware,
              f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; training wall {wall:.0f} s",
-             f"target: {cfg.target}, d = {cfg.input_dim} (layer 1's score has rank {cfg.input_dim}), T = "
-             f"{cfg.seq_len}, heads (1, 1), E = {cfg.embed_dim}, head width n as listed",
-             f"recipe: profiles.confirm_setup({cfg.target!r}) with {cfg.n_train} training sequences, "
-             f"{cfg.budget_s:g} s of wall time shared by the {len(configs)} models of one batched job",
-             "", f"{'n':>3} {'seed':>4} {'best val NMSE':>14} {'steps':>6}  model (papers' law)        "
-             "model (rank rule)"]
-    for (cfg_i, seed, m) in zip(configs, seeds, metrics):
+             setting, recipe_line, "", header]
+    for cfg_i, seed, m in zip(configs, seeds, metrics):
         plain, ranked = verdicts(cfg, cfg_i.head_dim)
         lines.append(f"{cfg_i.head_dim:>3} {seed:>4} {m.nmse_best:>14.3e} {m.steps:>6}  {plain:<27} {ranked}")
     return lines
