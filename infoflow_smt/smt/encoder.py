@@ -154,7 +154,8 @@ class NodeInfo:
     domain: ex.Domain
     reads: Reads                # ranking its candidates (a selection), or one token's value (an aggregate)
     constant: bool              # its score reads nothing: known everywhere from the start
-    rank: int | None = None     # under the rank rule: its score's bilinear rank (lang/rank.py; None: unbounded)
+    rank: int | None = None     # under the rank rule: its score's bilinear rank (None: unbounded), as
+                                # infoflow_smt/lang/rank.py counts it
 
     @property
     def restricted(self) -> bool:  # candidates restricted to a subset or range: positions tell them apart
@@ -343,7 +344,8 @@ def _node_infos(target, rank_dim: int | None = None
                                lambda n, gid=gid, order=order: _key(gid, order, n.split(".", 1)[1]))
                 score_free = tree_free_variables(data["score"], tree.graph["groups"])
                 key = _key(gid, order, var)
-                rank = score_rank(tree, f"{gid}.{var}", rank_dim) if rank_dim and data["kind"] != "aggregate" else None
+                selects = rank_dim and data["kind"] != "aggregate"
+                rank = score_rank(tree, f"{gid}.{var}", rank_dim) if selects else None
                 here[key] = NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
                                      data["domain"], reads, constant=reads.empty and not score_free, rank=rank)
             top = _key(gid, order, order[0])

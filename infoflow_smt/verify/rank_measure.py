@@ -2,11 +2,11 @@
 
 Under ``Architecture(rank_aware=True)`` a retrieval head ranks its candidates by ``<W_Q h_s, W_K h_t>``, a
 bilinear form in what the selecting position (``h_s``) and the candidate (``h_t``) hold, computed in the
-head's ``E / h_l`` dimensions (docs/model.md, "Head width and rank"). The encoder counts a score's rank from
-its text (``lang/rank.py``); the interpreter and the enumerator measure it here instead, and share nothing
-with that count: the score is evaluated, with the target's own realization (its matrices, vectors and smooth
-functions), on a grid of independent draws of the two sides' holdings, and the rank is the numerical rank
-of that grid of scores.
+head's ``E / h_l`` dimensions (docs/model.md, "Head width and rank"). The encoder counts a score's rank
+from its text (``infoflow_smt/lang/rank.py``); the interpreter and the enumerator measure it here
+instead, and share nothing with that count: the score is evaluated, with the target's own realization (its
+matrices, vectors and smooth functions), on a grid of independent draws of the two sides' holdings, and the
+rank is the numerical rank of that grid of scores.
 
 * What a side holds: a read tied to the candidate's variable (its token, an offset from it, a selection made
   for it) is drawn per column; every other read (the selector's variables, fixed positions, selections made
