@@ -147,6 +147,9 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
         p.add_argument("--causal", action="store_true",
                        help="a causal mask: each input position attends to itself and earlier positions only, the "
                             "output token to all (docs/model.md, 'Causal mask'; a constant --embed-dim)")
+    p.add_argument("--rank-aware", action="store_true",
+                   help="a retrieval head may rank only by a score whose bilinear rank fits its width E/h "
+                        "(default: the papers' cost law, which abstracts the rank away; docs/model.md)")
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
@@ -267,7 +270,8 @@ def _positional(args, target) -> bool:
 def _architecture(args, target, heads=None):
     from infoflow_smt.model.architecture import Architecture
     return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
-                        positional=_positional(args, target), causal=getattr(args, "causal", False))
+                        positional=_positional(args, target), causal=getattr(args, "causal", False),
+                        rank_aware=args.rank_aware)
 
 
 def _writable(path: str, option: str) -> Path:
@@ -364,7 +368,7 @@ def cmd_minimize(args) -> int:
     target = _target(args.target)
     front = minimize(target, args.max_layers, args.max_heads, embed_dim=args.embed_dim,
                      input_dim=_input_dim(args, target), positional=_positional(args, target),
-                     seq_len=args.seq_len, timeout=args.timeout)
+                     seq_len=args.seq_len, timeout=args.timeout, rank_aware=args.rank_aware)
     # an undecided architecture may be a missing point, or lower a listed one: the answer depends on it
     code = 3 if front.undecided else 0 if front else 1
     if args.json:
@@ -402,7 +406,8 @@ def cmd_frontier(args) -> int:
     _one_output(args)
     target = _target(args.target)
     frontier = decide_all(target, embed_dim=args.embed_dim, head_dim=args.head_dim,
-                          input_dim=_input_dim(args, target), positional=args.positional, timeout=args.timeout)
+                          input_dim=_input_dim(args, target), positional=args.positional, timeout=args.timeout,
+                          rank_aware=args.rank_aware)
     if args.json:
         _print_json(frontier.to_json())
     elif args.format == "text":
@@ -433,7 +438,8 @@ def cmd_sweep(args) -> int:
             specs = [args.targets[i] for i in by_dim]
             first = targets[by_dim[0]]
             archs = [Architecture(heads=(h,) * L, embed_dim=args.embed_dim, input_dim=_input_dim(args, first),
-                                  positional=_positional(args, first)) for L, h in grid]
+                                  positional=_positional(args, first), rank_aware=args.rank_aware)
+                     for L, h in grid]
             offset = len(cells)
             result = sweep(specs, archs, timeout=args.timeout, cache=cache, workers=args.workers,
                            backend=args.backend, address=args.address, infer=not args.no_infer,

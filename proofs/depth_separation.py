@@ -47,6 +47,9 @@ TWO_LAYERS = (
     architecture((1, 1, 1), 24, 3),
 )
 
+# the instance at E < d again with the rank rule, and at the narrowest width that holds the rank
+RANK_AWARE = (architecture((1, 1), 4, 8, rank_aware=True), architecture((1, 1), 8, 8, rank_aware=True))
+
 
 def _evidence() -> Iterator[Evidence]:
     for E, d in ONE_LAYER_WIDTHS:
@@ -58,6 +61,14 @@ def _evidence() -> Iterator[Evidence]:
                   linear(aggregation_exponent(32, 2)), mentions=CHAIN)
     for arch in TWO_LAYERS:
         yield observe(TARGET, arch, "feasible", exactly(1))
+    # E = 4 < d = 8 above keeps the papers' abstraction of the head's rank (its verdict carries the note);
+    # under the rank rule (docs/model.md, "Head width and rank") layer 1's retrieval needs a head d = 8 wide
+    for arch in RANK_AWARE:
+        if arch.embed_dim < arch.input_dim:
+            yield observe(TARGET, arch, "infeasible", linear(aggregation_exponent(arch.embed_dim, arch.input_dim)),
+                          mentions="cannot hold the rank-8 score")
+        else:
+            yield observe(TARGET, arch, "feasible", exactly(1))
 
 
 GENERAL = ("Over every architecture of L layers of h heads (any L, any h) at a constant width: no one-layer "

@@ -205,9 +205,10 @@ def general_claim(statement: str, checks: Iterable[FrontierCheck]) -> GeneralCla
 
 
 def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim: int,
-                 positional: bool = False) -> ifs.Architecture:
+                 positional: bool = False, rank_aware: bool = False) -> ifs.Architecture:
     """``ifs.Architecture`` with positional arguments, to keep the proofs' tables short."""
-    return ifs.Architecture(heads=heads, embed_dim=embed_dim, input_dim=input_dim, positional=positional)
+    return ifs.Architecture(heads=heads, embed_dim=embed_dim, input_dim=input_dim, positional=positional,
+                            rank_aware=rank_aware)
 
 
 def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sympy.Expr = T) -> sympy.Expr:

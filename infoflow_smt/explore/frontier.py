@@ -55,6 +55,7 @@ class Frontier:
     explanation: tuple[str, ...] = ()
     seconds: float = 0.0
     undecided: tuple[tuple[int, int], ...] = ()   # (L, h) the solver could not decide by the deadline
+    rank_aware: bool = False        # the rank rule (Architecture.rank_aware)
 
     @property
     def none(self) -> bool:
@@ -71,7 +72,8 @@ class Frontier:
         return tuple((v.architecture.layers, v.architecture.heads[0]) for v in self.points)
 
     def __str__(self) -> str:
-        where = f"{self.target} at {self.width}, d={self.input_dim}{', positional' if self.positional else ''}"
+        where = (f"{self.target} at {self.width}, d={self.input_dim}{', positional' if self.positional else ''}"
+                 f"{', rank-aware' if self.rank_aware else ''}")
         if self.none:
             head = f"{where}: inefficient for every number of layers and heads"
         else:
@@ -97,12 +99,13 @@ class Frontier:
                 "head_bound": self.head_bound, "layer_bound": self.layer_bound, "fixpoint": self.fixpoint,
                 "facts": self.facts, "decided": self.decided, "explanation": list(self.explanation),
                 "grid": {f"{L},{h}": s for (L, h), s in sorted(self.grid.items())}, "seconds": round(self.seconds, 3),
-                "complete": self.complete, "undecided": [list(c) for c in self.undecided]}
+                "complete": self.complete, "undecided": [list(c) for c in self.undecided],
+                "rank_aware": self.rank_aware}
 
 
 def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: int | None = None,
                positional: bool | None = None, timeout: float | None = None,
-               decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED) -> Frontier:
+               decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, rank_aware: bool = False) -> Frontier:
     """Decide ``target`` on every architecture of ``h`` heads in each of ``L`` layers, for every ``L, h``.
 
     The width is ``embed_dim`` (a constant), or, with ``head_dim=n``, ``E = n*h``. Returns the frontier of
@@ -111,7 +114,9 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     (``complete`` is then False and the points are only bounds); a deadline that passes before the
     saturation bounds are found raises ``SolverUnknownError``: without them there is no grid to answer on. ``input_dim=None`` is the
     target's own token dimension (``Target.token_dim``: 1 when it compares tokens as numbers, else 2), as in
-    ``minimize`` and the CLI.
+    ``minimize`` and the CLI. ``rank_aware`` (the rank rule, ``Architecture``) needs ``head_dim``: at a fixed
+    ``E`` a head more narrows every head, and the walk's monotonicity in ``h`` fails; at ``E = n*h`` every head
+    is ``n`` wide whatever ``h``, and the bounds and the walk hold as they are.
 
     >>> import infoflow_smt as ifs
     >>> ifs.decide_all("min_pairwise_dot").shapes
@@ -124,12 +129,17 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     if head_dim is not None and (whole(head_dim) is None or head_dim < 1):
         raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
     head_dim = None if head_dim is None else int(head_dim)
+    if rank_aware and head_dim is None:
+        raise InvalidSpecError([Problem("decide_all with rank_aware=True needs head_dim (E = n*h): at a fixed E a "
+                                        "head more narrows every head, so more heads may hurt and the frontier "
+                                        "walk does not apply")], "decide_all")
     width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
-    probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional)
+    probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional,
+                         rank_aware=bool(rank_aware))
     validate_question(target, probe)
     law = cost.as_law(decode_law)
     try:
-        heads, facts, fixpoint = _saturation(target, probe, law, deadline)
+        heads, facts, fixpoint = _saturation(target, probe, law, deadline, width)
     except OutOfTime as late:
         raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
     layers = max(facts, 1)
@@ -141,7 +151,8 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     h = heads
     for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count
         while h >= 1:
-            arch = Architecture(heads=(h,) * L, embed_dim=width(h), input_dim=input_dim, positional=positional)
+            arch = Architecture(heads=(h,) * L, embed_dim=width(h), input_dim=input_dim, positional=positional,
+                                rank_aware=probe.rank_aware)
             verdict = (columns.get(h) or shared).decide(arch, deadline)
             decided += 1
             grid[(L, h)] = verdict.status.value
@@ -156,8 +167,12 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     points = _minimal(verdicts)
     rule = f"E={head_dim}*h" if head_dim else f"E={embed_dim}"
     why = _explanation(target, points, heads, facts, fixpoint, layers, rule, head_dim is None)
+    if probe.rank_aware:
+        rank = (f"Rank: every head is {head_dim} wide whatever h (E = {head_dim}*h), so the rank rule rules out "
+                "the same retrievals in every cell, and a head more never hurts.")
+        why = (*why[:1], rank, *why[1:])
     return Frontier(target, rule, input_dim, positional, points, heads, layers, fixpoint, facts, decided, grid,
-                    why, time.perf_counter() - started, tuple(undecided))
+                    why, time.perf_counter() - started, tuple(undecided), probe.rank_aware)
 
 
 def _infer(grid: dict, layers: int, heads: int) -> None:
@@ -183,9 +198,11 @@ def _minimal(verdicts: dict) -> tuple[Verdict, ...]:
                  if not any((l2, h2) != (L, h) and l2 <= L and h2 <= h for l2, h2 in keys))
 
 
-def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[int, int, int]:
+def _saturation(target, probe: Architecture, law, deadline: Deadline, width) -> tuple[int, int, int]:
     """(H, F, l*): the heads beyond which nothing changes, the facts efficient programs can make true, and
-    the layer after which none becomes reachable (module docstring)."""
+    the layer after which none becomes reachable (module docstring). Under the rank rule the facts are
+    those of ``H`` heads each as wide as the grid's (``width(H) / H``), not of ``probe``'s width shared by
+    ``H``."""
     from infoflow_smt.smt import encoder
 
     heads = encoder.encode(target, probe.with_heads((1, 1)), law).widest
@@ -196,7 +213,11 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline) -> tuple[i
                                "with decide or sweep instead", "decide_all")
     layers, reached = 2, []
     while True:
-        enc = encoder.encode(target, probe.with_heads((heads,) * layers), law)
+        arch = probe.with_heads((heads,) * layers)
+        if probe.rank_aware:
+            arch = Architecture(heads=arch.heads, embed_dim=width(heads), input_dim=probe.input_dim,
+                                positional=probe.positional, rank_aware=True)
+        enc = encoder.encode(target, arch, law)
         reached = [_maximal_facts(enc, L, heads, deadline) for L in range(1, layers + 1)]
         for L in range(1, layers):
             if len(reached[L]) == len(reached[L - 1]):

@@ -71,7 +71,8 @@ class Cell:
     def to_json(self) -> dict:
         arch = self.architecture
         return {"target": self.target, "heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
-                "input_dim": arch.input_dim, "positional": arch.positional, "status": self.status.value,
+                "input_dim": arch.input_dim, "positional": arch.positional, "rank_aware": arch.rank_aware,
+                "status": self.status.value,
                 "exponent": self.exponent, "bound": self.bound, "inferred": self.inferred,
                 "inferred_from": list(self.inferred_from) if self.inferred_from else None,
                 "witness": self.witness.to_json() if self.witness else None,
@@ -174,6 +175,7 @@ class _Job:
 def _key(target, arch: Architecture, settings: dict) -> str:
     record = [MODEL_VERSION, target.text, target.seed, list(arch.heads), str(arch.embed_dim), arch.input_dim,
               arch.positional, settings["decode_law"], settings["seq_len"], settings["samples"]]
+    record += ["rank_aware"] if arch.rank_aware else []  # the keys of the papers' questions stay as they were
     return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
 
 

@@ -7,11 +7,18 @@ of the score, ``n`` the token dimension ``d``:
 
 * a term that reads only the selector's variables is the same for every candidate: no dimension;
 * a term that reads only the candidate (``f1(x[t])``, ``dot(a1, x[t])``) needs one, shared by all such
-  terms (a constant coordinate on the query side times their sum on the key side);
-* ``dot(x[s], x[t])`` and ``bilinear(A, x[s], x[t])`` on two token contents are forms of rank ``d`` (``A``
-  is drawn at random: generic, so of full rank); several of them add up to one ``d x d`` matrix, so
-  together they need ``d`` (the query holds ``x_s`` mapped once, the key ``x_t``);
-* a product of factors each of which reads one side only (``f1(x[s]) * f2(x[t])``) needs one;
+  terms (a constant coordinate on the query side times their sum on the key side); more generally the
+  separable terms, a selector factor (``1`` for a term that reads the candidate alone) times a candidate
+  factor, share a dimension through a shared factor (``f1(x[t]) + c * f1(x[t])`` needs one): they need the
+  fewest factors touching every term, counted as for the forms below;
+* ``dot(u, v)`` and ``bilinear(A, u, v)`` of a vector ``u`` one side holds and a vector ``v`` the other
+  holds (``x[s]``, ``x[t-1]``, a sum of tokens, a token another selection chose) are forms of rank ``d``
+  (``A`` is drawn at random: generic, so of full rank). Several forms share dimensions through a shared
+  vector: ``dot(x[s], x[t]) + bilinear(A, x[s], x[t-1])`` needs ``d`` (the query holds ``x_s`` mapped once),
+  ``dot(x[s], x[t]) + dot(x[s-1], x[t-1])`` needs ``2d``. Generically the forms need ``d`` times the fewest
+  vectors that touch every form (a minimum vertex cover of the graph whose edges are the forms and whose
+  vertices are their vectors, the size of its maximum matching by Konig's theorem);
+* a product of factors each of which reads one side only (``f1(x[s]) * f2(x[t])``) is such a term;
 * anything else that reads both sides (``f2(x[s], x[t])``, ``f1(x[s] + x[t])``, a value another selection
   computed from both) is no bilinear form of bounded rank: ``score_rank`` says ``None``, the model's cost
   law is silent on it, and so is the rank note.
@@ -34,21 +41,31 @@ def score_rank(tree: nx.DiGraph, node: str, input_dim: int) -> int | None:
     when its score is not a bilinear form in what the two sides hold."""
     info = tree.nodes[node]
     sides = _Sides(tree, info["var"], info["bound"])
-    forms = products = 0
-    candidate_only = False
+    forms: list[tuple[object, object]] = []       # (the selector's vector, the candidate's)
+    separable: list[tuple[object, object]] = []   # (the selector's factors, the candidate's)
     for _, term in info["terms"]:
         where = sides.of(term)
         if CANDIDATE not in where:
             continue
-        if where == {CANDIDATE}:
-            candidate_only = True
-        elif sides.is_form(term):
-            forms += 1
-        elif all(len(sides.of(f)) <= 1 for f in _factors(term)):
-            products += 1
+        factors = [f for f in _factors(term) if not isinstance(f, ex.Num)]
+        if sides.form(term) is not None:
+            forms.append(sides.form(term))
+        elif all(len(sides.of(f)) <= 1 for f in factors):
+            parts = ([f for f in factors if sides.of(f) == {side}] for side in (SELECTOR, CANDIDATE))
+            separable.append(tuple(tuple(sorted(map(repr, part))) for part in parts))
         else:
             return None
-    return (input_dim if forms else 0) + products + (1 if candidate_only else 0)
+    return input_dim * _cover(forms) + _cover(separable)
+
+
+def _cover(edges: list[tuple[object, object]]) -> int:
+    """The fewest selector or candidate parts touching every (selector part, candidate part) edge: the size
+    of a maximum matching (Konig's theorem)."""
+    graph = nx.Graph()
+    selectors = {(SELECTOR, u) for u, _ in edges}
+    graph.add_nodes_from(selectors)
+    graph.add_edges_from(((SELECTOR, u), (CANDIDATE, v)) for u, v in edges)
+    return len(nx.bipartite.hopcroft_karp_matching(graph, top_nodes=selectors)) // 2
 
 
 CANDIDATE, SELECTOR = "candidate", "selector"
@@ -78,17 +95,20 @@ class _Sides:
             return self.tree.nodes[e.node]["bound"] | {self.tree.nodes[e.node]["var"]}
         return free_variables(e, self.groups)
 
-    def is_form(self, term: ex.Expr) -> bool:
-        """``dot`` or ``bilinear`` of two token contents, one held by each side (times constants)."""
+    def form(self, term: ex.Expr) -> tuple[ex.Expr, ex.Expr] | None:
+        """``dot`` or ``bilinear`` (times constants) of two vectors, one held by each side: (the selector's
+        vector, the candidate's), else None."""
         factors = _factors(term)
         calls = [f for f in factors if isinstance(f, ex.Call) and f.name in _FORMS]
         if len(calls) != 1 or any(not isinstance(f, ex.Num) for f in factors if f is not calls[0]):
-            return False
-        contents = [a for a in calls[0].args if not isinstance(a, ex.Param)]
-        if len(contents) != 2 or not all(isinstance(a, ex.Content) and not isinstance(a.index, ex.Reduce)
-                                         for a in contents):
-            return False
-        return {frozenset(self.of(a)) for a in contents} == {frozenset({CANDIDATE}), frozenset({SELECTOR})}
+            return None
+        vectors = calls[0].args[1:] if calls[0].name == "bilinear" else calls[0].args
+        if len(vectors) != 2 or any(isinstance(a, ex.Param) for a in vectors):
+            return None
+        sides = [frozenset(self.of(a)) for a in vectors]
+        if set(sides) != {frozenset({CANDIDATE}), frozenset({SELECTOR})}:
+            return None
+        return tuple(vectors) if sides[0] == {SELECTOR} else tuple(reversed(vectors))
 
 
 def _held(e) -> bool:

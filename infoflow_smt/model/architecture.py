@@ -1,6 +1,7 @@
 """The architecture a target is decided against: heads per layer, width, input dimension, positions."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sympy
@@ -42,11 +43,25 @@ def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
     return width, None
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every selection, layer and head count of an encoding
+def _fits(head_width: sympy.Expr, rank: int) -> bool:
+    """``rank <= head_width`` for every large ``T``."""
+    room = head_width - rank
+    if room.is_number:
+        return bool(room >= 0)
+    tail = sympy.limit(room, T, sympy.oo)
+    if tail != 0:
+        return bool(tail > 0)
+    return bool(room.subs(T, 10**9) >= 0)  # tends to 0: its sign at large T, which no longer changes
+
+
 @dataclass(frozen=True)
 class Architecture:
     """A transformer shape: ``heads[l]`` heads in layer ``l+1``, width ``embed_dim``, input dimension ``d``.
 
     ``embed_dim`` is an int or a sympy expression in ``ifs.T`` (a width that grows with the sequence).
+    ``rank_aware``: a retrieval head may rank only by a score whose bilinear rank fits its width ``E / h_l``
+    (docs/model.md, "Head width and rank"); off, the papers' cost law abstracts the rank away.
 
     >>> Architecture(heads=(2, 2), embed_dim=32, input_dim=4).layers
     2
@@ -59,6 +74,7 @@ class Architecture:
     input_dim: int = 1
     positional: bool = False
     causal: bool = False  # decoder-only: an input position attends to itself and earlier positions only
+    rank_aware: bool = False
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -101,6 +117,8 @@ class Architecture:
             # and the model leaves it out (docs/model.md, "Causal mask")
             problems.append(Problem("causal=True with a width that grows with T is not supported yet: "
                                     "use a constant embed_dim"))
+        if not isinstance(self.rank_aware, bool):
+            problems.append(Problem(f"rank_aware must be True or False, got {self.rank_aware!r}"))
         if problems:
             raise InvalidSpecError(problems, subject="architecture")
         object.__setattr__(self, "heads", heads)
@@ -120,24 +138,38 @@ class Architecture:
         """Per-head width ``n = E / h_l`` of 1-based ``layer``."""
         return self.width / self.heads[layer - 1]
 
+    def holds_rank(self, rank: int | None, heads: int) -> bool:
+        """Whether each head of a layer of ``heads`` heads, ``E / heads`` wide, can hold a score of bilinear
+        rank ``rank`` for every large ``T`` (``None``: a score of no bounded rank, which no head of a width
+        independent of the precision holds; docs/model.md, "Head width and rank").
+
+        >>> Architecture(heads=(2,), embed_dim=8).holds_rank(4, 2), Architecture(heads=(1,), embed_dim=T).holds_rank(64, 4)
+        (True, True)
+        """
+        return rank is not None and _fits(self.width / heads, rank)
+
     def width_at(self, seq_len: int) -> int | float:
         value = self.width.subs(T, seq_len)
         return int(value) if value.is_Integer else float(value)
 
     def covers(self, other: Architecture) -> bool:
-        """Whether this architecture has every resource of ``other``: the same width, input dimension and
-        positional encoding, at least as many layers, and at least as many heads in each of ``other``'s
-        layers aligned with this one's last layers (the first extra layers stay idle). Then it computes,
-        at no higher cost, everything ``other`` computes (docs/model.md, section 2).
+        """Whether this architecture has every resource of ``other``: the same width, input dimension,
+        positional encoding and rank rule, at least as many layers, and at least as many heads in each of
+        ``other``'s layers aligned with this one's last layers (the first extra layers stay idle). Then it
+        computes, at no higher cost, everything ``other`` computes (docs/model.md, section 2). Under the rank
+        rule a head more narrows every head of its layer, so the aligned layers need the same heads.
 
         >>> Architecture(heads=(1, 2, 2)).covers(Architecture(heads=(2, 1)))
         True
+        >>> Architecture(heads=(2,), rank_aware=True).covers(Architecture(heads=(1,), rank_aware=True))
+        False
         """
-        if (str(self.embed_dim), self.input_dim, self.positional, self.causal) != (
-                str(other.embed_dim), other.input_dim, other.positional, other.causal):
+        if (str(self.embed_dim), self.input_dim, self.positional, self.causal, self.rank_aware) != (
+                str(other.embed_dim), other.input_dim, other.positional, other.causal, other.rank_aware):
             return False
         shift = self.layers - other.layers
-        return shift >= 0 and all(self.heads[i + shift] >= h for i, h in enumerate(other.heads))
+        more = (lambda mine, theirs: mine == theirs) if self.rank_aware else (lambda mine, theirs: mine >= theirs)
+        return shift >= 0 and all(more(self.heads[i + shift], h) for i, h in enumerate(other.heads))
 
     @property
     def shape(self) -> str:
@@ -146,12 +178,13 @@ class Architecture:
 
     def with_heads(self, heads: tuple[int, ...]) -> Architecture:
         return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
-                            positional=self.positional, causal=self.causal)
+                            positional=self.positional, causal=self.causal, rank_aware=self.rank_aware)
 
     def __str__(self) -> str:
         pe = ", positional" if self.positional else ""
         mask = ", causal" if self.causal else ""
-        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}{mask}"
+        rank = ", rank-aware" if self.rank_aware else ""
+        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}{mask}{rank}"
 
 
 def shape_text(heads: tuple[int, ...]) -> str:

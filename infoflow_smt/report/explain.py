@@ -115,6 +115,7 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
     reasons = _order(tree, sels) + _depth(tree, sels, arch, core) + _budgets(tree, sels, arch, core)
     if "causal" in core:
         reasons.append(_masked(tree, sels))
+    reasons += _ranks(tree, arch, core)
     if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
         needed = [describe_node(tree, n) for n in tree.successors("output")]
         reasons.append(Reason("goal", (
@@ -189,6 +190,23 @@ def _budgets(tree, sels, arch, core) -> list[Reason]:
     return reasons
 
 
+def _ranks(tree, arch, core) -> list[Reason]:
+    """One sentence per rank rule of the core (``rank:<layer>:<node>:<rank>``, only under ``rank_aware``):
+    the layer's heads are narrower than the score of a selection they would have to make."""
+    reasons = []
+    for name in sorted((n for n in core if n.startswith("rank:")), key=lambda n: (int(n.split(":")[1]), n)):
+        _, layer, node, rank = name.split(":")
+        h = arch.heads[int(layer) - 1]
+        what = describe_node(tree, node) if node in tree.nodes else f"selection {node}"
+        held = (f"the rank-{rank} score of {what}" if rank != "unbounded" else
+                f"the score of {what}, which is no bilinear form of bounded rank")
+        reasons.append(Reason(name, (
+            f"A head of width {arch.head_dim(int(layer))} (E / h = {arch.embed_dim} / {h}) in layer {layer} cannot "
+            f"hold {held}: with rank_aware=True no head of that layer may make that retrieval (docs/model.md, "
+            f"\"Head width and rank\").")))
+    return reasons
+
+
 def _budget_order(name: str) -> tuple[int, str]:
     """``budget:<layer>:<class>`` by layer number (as text, layer 10 came before layer 2), then class."""
     _, layer, where = name.split(":")
@@ -228,7 +246,10 @@ def clamped(program: Program, arch, law: cost.DecodeLaw, seq_len: int | None = N
 
 def narrow_heads(program: Program, target, arch) -> Reason | None:
     """The note that a head of the witness is narrower than the rank of the score it ranks by (docs/model.md,
-    "Head width and rank"): the papers' cost law, and so the verdict, abstract that rank away."""
+    "Head width and rank"): the papers' cost law, and so the verdict, abstract that rank away. Under
+    ``rank_aware`` the verdict does not, and no such head is in a witness: no note."""
+    if getattr(arch, "rank_aware", False):
+        return None
     tree = comparison_tree(target, program.order_map)
     for action in sorted(program.actions, key=lambda a: (a.layer, a.head)):
         if action.op.mode not in (Mode.RETRIEVE, Mode.KTH):
@@ -242,5 +263,6 @@ def narrow_heads(program: Program, target, arch) -> Reason | None:
                 f"candidates by for {describe_node(tree, action.op.node)} (a bilinear form in what the two sides "
                 f"hold), so a real head of that width cannot compute it; paper 1's cost law abstracts the rank of "
                 f"the attention weights away, and this verdict keeps that abstraction (docs/model.md, \"Head width "
-                f"and rank\")."))
+                f"and rank\"). With rank_aware=True (--rank-aware) this retrieval is ruled out, and the verdict "
+                f"is what the other programs reach: decide with it to know."))
     return None

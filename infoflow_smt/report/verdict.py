@@ -54,7 +54,8 @@ class Verdict:
         lines = [f"{self.status.value.upper()}: {self.target}",
                  (f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
                   f"{', positional encoding' if arch.positional else ''}"
-                  f"{', causal mask (each input position sees itself and earlier ones)' if arch.causal else ''}")]
+                  f"{', causal mask (each input position sees itself and earlier ones)' if arch.causal else ''}"
+                  f"{', rank-aware heads (a head ranks only by a score whose rank fits its width)' if arch.rank_aware else ''}")]
         if self.status is not Status.UNKNOWN:
             at = "" if self.seq_len is None else f" at T = {self.seq_len}"
             lines.append(f"  best cost exponent{at}: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
@@ -90,7 +91,7 @@ class Verdict:
         return {"status": self.status.value, "target": str(self.target), "name": getattr(self.target, "name", None),
                 "architecture": {"heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
                                  "input_dim": arch.input_dim, "positional": arch.positional,
-                                 "causal": arch.causal},
+                                 "causal": arch.causal, "rank_aware": arch.rank_aware},
                 "seq_len": self.seq_len,
                 "exponent": None if self.status is Status.UNKNOWN else str(self.exponent),
                 "witness": program(self.witness),

@@ -44,6 +44,7 @@ import z3
 
 from infoflow_smt.deadline import OutOfTime
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import (
     GroupRef,
@@ -153,6 +154,8 @@ class NodeInfo:
     domain: ex.Domain
     reads: Reads                # ranking its candidates (a selection), or one token's value (an aggregate)
     constant: bool              # its score reads nothing: known everywhere from the start
+    rank: int | None = None     # under the rank rule: its score's bilinear rank (None: unbounded), as
+                                # infoflow_smt/lang/rank.py counts it
 
     @property
     def restricted(self) -> bool:  # candidates restricted to a subset or range: positions tell them apart
@@ -318,9 +321,11 @@ def _key(group: str, order: tuple[str, ...], var: str) -> str:
     return f"{group}.{'-'.join(order) if len(order) > 1 else ''}.{var}"
 
 
-def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, ...], str]]]:
+def _node_infos(target, rank_dim: int | None = None
+                ) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, ...], str]]]:
     """The nodes of every useful order of every group; of orders whose trees read alike (the same nodes,
-    reads and bindings up to the names of the variables), one is kept: they are the same question."""
+    reads, bindings and, under the rank rule, score ranks for tokens of dimension ``rank_dim``, up to the
+    names of the variables), one is kept: they are the same question."""
     infos: dict[str, NodeInfo] = {}
     outer: dict[str, dict[tuple[str, ...], str]] = {}
     useful = useful_orders(target)
@@ -339,8 +344,10 @@ def _node_infos(target) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, 
                                lambda n, gid=gid, order=order: _key(gid, order, n.split(".", 1)[1]))
                 score_free = tree_free_variables(data["score"], tree.graph["groups"])
                 key = _key(gid, order, var)
+                selects = rank_dim and data["kind"] != "aggregate"
+                rank = score_rank(tree, f"{gid}.{var}", rank_dim) if selects else None
                 here[key] = NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
-                                     data["domain"], reads, constant=reads.empty and not score_free)
+                                     data["domain"], reads, constant=reads.empty and not score_free, rank=rank)
             top = _key(gid, order, order[0])
             signature = _signature(here, top)
             if signature in seen:
@@ -362,7 +369,7 @@ def _signature(infos: dict[str, NodeInfo], key: str) -> tuple:
 
     r = info.reads
     return (info.kind, info.k, repr(info.domain), len(info.bound), info.constant,
-            needs(r.selector), needs(r.candidate), needs(r.either), r.both)
+            needs(r.selector), needs(r.candidate), needs(r.either), r.both, info.rank)
 
 
 # ---- SMT-LIB terms ----------------------------------------------------------------------------------------
@@ -472,7 +479,7 @@ class _Builder:
     names: ``Encoding.var`` reads them back."""
 
     def __init__(self, target, arch, law, seq_len, anchors, portable, ctx, ordered=True):
-        infos, outer = _node_infos(target)
+        infos, outer = _node_infos(target, arch.input_dim if arch.rank_aware else None)
         self.ctx = ctx or z3.Context()
         self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer)
         self.law, self.seq_len, self.portable, self.ordered = law, seq_len, portable, ordered
@@ -762,6 +769,8 @@ class _Builder:
         if info is not None:
             chosen_order = quoted(enc.order_vars[info.group][info.order])
             self.add(implies(quoted(var), smt_and(chosen_order, self.ready(info, c, l))))
+            if enc.arch.rank_aware:
+                self.rank_rule(l, var, info)
         if name.mode is Mode.POSITIONS:
             enc.sources[(l, c, name)] = {ref: self.declare_bool(f"src:{l}:{c}:{name.slot}:{_ref_name(ref)}")
                                          for ref in self.references(c)}
@@ -775,6 +784,16 @@ class _Builder:
             acts = self.named_bool(f"acts:{l}:{c}:{name.text}", smt_or(quoted(var), quoted(keep)))
         self.effective[(l, c, name)] = acts
         return var
+
+    def rank_rule(self, l: int, var: str, info: NodeInfo) -> None:
+        """Under the rank rule a retrieval head ranks only by a score whose rank fits its width ``E / h``: at
+        each head count of layer ``l`` too narrow for ``info``'s score, the retrieval ``var`` is ruled out
+        (tracked as ``rank:<layer>:<node>:<rank>``, so that an unsat core can name it)."""
+        enc = self.enc
+        for h in range(1, enc.arch.heads[l - 1] + 1):
+            if not enc.arch.holds_rank(info.rank, h):
+                name = f"rank:{l}:{info.node}:{'unbounded' if info.rank is None else info.rank}"
+                self.track(name, neg(smt_and(quoted(var), quoted(enc.heads[(l, h)]))))
 
     def cost_of(self, l: int, name: OperationName, info: NodeInfo | None) -> dict[int, sympy.Expr]:
         """The operation's cost exponent for each head count of layer ``l`` (only k-th retrieval depends

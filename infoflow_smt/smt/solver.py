@@ -348,7 +348,7 @@ class Questions:
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     context: z3.Context | None = field(default=None, repr=False, compare=False)
-    encodings: dict = field(default_factory=dict)       # (E, d, positional, causal, anchors) -> Encoding
+    encodings: dict = field(default_factory=dict)       # (E, d, positional, causal, rank_aware, anchors) -> Encoding
     replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
     truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
@@ -356,7 +356,7 @@ class Questions:
     optimal: list = field(default_factory=list)         # (architecture, witness) of fully minimized answers
 
     def encoding(self, arch: Architecture, anchors: bool, deadline: Deadline) -> encoder.Encoding:
-        key = (str(arch.embed_dim), arch.input_dim, arch.positional, arch.causal, anchors)
+        key = (str(arch.embed_dim), arch.input_dim, arch.positional, arch.causal, arch.rank_aware, anchors)
         found = self.encodings.get(key)
         if found is not None and found.arch.layers >= arch.layers and all(
                 H >= h for H, h in zip(found.arch.heads, arch.heads)):
@@ -477,7 +477,8 @@ class Questions:
     def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:
         """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
         length = _witness_length(program, self.target, arch, self.seq_len)
-        key = (program, length, arch.input_dim, arch.positional, arch.causal)
+        # under the rank rule the heads' widths matter: the reference check measures each retrieval's rank
+        key = (program, length, arch.input_dim, arch.positional, arch.causal) + ((str(arch),) if arch.rank_aware else ())
         if key not in self.replayed:
             deadline.check("the witness replay")
             tree = comparison_tree(self.target, program.order_map)
@@ -485,7 +486,7 @@ class Questions:
             truth = self.truth_of(program.order, tree, inputs)
             passed = None if arch.causal else replay.passes(program, tree, self.target, inputs, expected,
                                                             arch.positional, truth)
-            if passed is None or not passed.all():  # the reference replay decides, and reports
+            if arch.rank_aware or passed is None or not passed.all():  # the reference replay decides, and reports
                 report = check(program, self.target, arch, inputs=inputs, deadline=deadline)
                 if not report.ok:
                     raise WitnessCheckError(f"the solver's program fails its replay (a bug in infoflow_smt):\n"
@@ -687,7 +688,7 @@ Front = ParetoFront  # the name docs/api.md gave it first: ifs.Front keeps worki
 @_interruptible
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int | None = None,
              positional: bool | None = None, seq_len: int | None = None,
-             timeout: float | None = None) -> ParetoFront:
+             timeout: float | None = None, rank_aware: bool = False) -> ParetoFront:
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
 
     Architectures have the same number of heads in every layer. A point is kept when no other feasible
@@ -697,6 +698,8 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     says why: the explanation of the largest architecture tried. An architecture not decided by the deadline
     is in ``undecided`` (and ``complete`` is False): the points are then the front of the decided ones only.
     ``input_dim=None`` is the target's own token dimension (``Target.token_dim``), as in ``decide_all``.
+    ``rank_aware``: the rank rule (``Architecture``); every architecture is decided, none inferred, so the
+    front stays exact though a head more may then hurt.
     """
     deadline = Deadline(timeout)
     target = as_target(target)
@@ -710,7 +713,7 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
         raise InvalidSpecError(problems, "minimize")
     max_layers, max_heads = int(max_layers), int(max_heads)
     largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
-                           positional=positional)
+                           positional=positional, rank_aware=rank_aware)
     validate_question(target, largest, seq_len)
     seq_len = None if seq_len is None else int(seq_len)
     feasible: list[Verdict] = []

@@ -51,6 +51,7 @@ from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program, program_cost
 from infoflow_smt.model.status import Status
 from infoflow_smt.symbols import T as T_SYMBOL
+from infoflow_smt.verify import rank_measure
 from infoflow_smt.verify.interpreter import (
     EVERYTHING,
     LayerState,
@@ -133,6 +134,13 @@ class _Vocabulary:
         self.efficient, self.maximal, self.law = efficient, maximal, law
         fixed, self.offsets = sources(target, arch.positional)
         self.fixed = tuple(sorted(set(fixed) | set(anchors), key=str))  # specific-position sources
+        self.realization, self.ranks = target.realization, {}
+
+    def too_narrow(self, node: str, layer: int) -> bool:
+        """Whether a head of ``layer`` is narrower than ``node``'s score's measured rank."""
+        if node not in self.ranks:
+            self.ranks[node] = rank_measure.measured_rank(self.tree, node, self.realization, self.arch.input_dim)
+        return rank_measure.too_narrow(self.ranks[node], self.arch, layer) is not None
 
     def ops(self, layer: int, where: Where) -> list[Op]:
         """Every operation one head may run in ``layer`` at ``where`` (the efficient search: bounded ones)."""
@@ -146,6 +154,8 @@ class _Vocabulary:
             prefix = masked and any(ex.masked_prefix(data["domain"], v) for v in data["bound"])
             if not isinstance(data["domain"], ex.AllPositions) and not self.arch.positional and not prefix:
                 continue  # the interpreter refuses candidate subsets without positions
+            if self.arch.rank_aware and self.too_narrow(node, layer):
+                continue  # the rank rule: the head cannot hold this score (rank_measure.py)
             if data["kind"] == "top1":
                 ops.append(Op(Mode.RETRIEVE, node))
             elif not self.efficient or cost.is_bounded(cost.kth_retrieval(data["k"],

@@ -18,7 +18,9 @@ Who reads what (docs/model.md, section 2):
   the side that knows the selection holds the winner's holdings;
 * a position holding every candidate (and what their scores read) makes a selection itself;
 * a global averaging head (``Mode.AVERAGE``) learns the mean (or sum) of a per-token value that every
-  position computes from what it holds: a linear statistic, no token is gathered.
+  position computes from what it holds: a linear statistic, no token is gathered;
+* under ``Architecture(rank_aware=True)`` a retrieval head must be at least as wide as its score's rank,
+  measured on numbers (``rank_measure.py``), not counted from the text as the encoder does.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program, validate
-from infoflow_smt.verify import arithmetic, replay
+from infoflow_smt.verify import arithmetic, rank_measure, replay
 
 AVERAGED = -1          # in ``known``: the node is an aggregate whose value the position learnt by averaging
 EVERYTHING = object()  # the output of a run whose output token holds every token: it computes the target
@@ -579,6 +581,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         target = causal.check_supported(target)
     tree = comparison_tree(target, program.order_map)
     problems = _action_problems(program, tree, arch)
+    problems += rank_measure.narrow_retrievals(program, tree, arch, target.realization)
     if needs_positional(target, arch.causal) and not arch.positional:
         problems.append("the target tells positions apart (fixed positions, offsets or subsets), and an "
                         "architecture without positional encoding cannot, whatever its heads hold")

@@ -24,6 +24,13 @@ def _ranks(text: str, d: int) -> dict[str, int | None]:
     ("max(f2(x[s], x[t]) for s in T for t in T)", {"g0.t": None, "g0.s": 1}),
     ("max(f1(x[s] + x[t]) for s in T for t in T)", {"g0.t": None, "g0.s": 1}),
     ("x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]", {"g0.t": 8}),  # x[T] is held by the selector
+    # forms and separable terms share dimensions through a shared vector or factor (a minimum vertex cover)
+    ("min(dot(x[s], x[t]) + dot(x[s-1], x[t-1]) for s in range(2, T+1) for t in range(2, T+1))",
+     {"g0.t": 16, "g0.s": 1}),
+    ("min(dot(x[s], x[t]) + bilinear(A1, x[s], x[t-1]) for s in T for t in range(2, T+1))",
+     {"g0.t": 8, "g0.s": 1}),
+    ("max(f1(x[s]) * f2(x[t]) + f3(x[s]) * f2(x[t]) for s in T for t in T)", {"g0.t": 1, "g0.s": 1}),
+    ("max(dot(x[t], sum(x[u] for u in T)) + f1(x[t]) for t in T)", {"g0.t": 9}),  # a form with a held sum
 ])
 def test_score_rank(text, expected):
     assert _ranks(text, 8) == expected

@@ -1,0 +1,45 @@
+"""``verify.rank_measure``: a score's rank measured on numbers, and the checkers' rank rule built on it."""
+from __future__ import annotations
+
+import pytest
+
+import infoflow_smt as ifs
+from infoflow_smt.lang.trees import comparison_tree
+from infoflow_smt.verify.rank_measure import measured_rank, narrow_retrievals, too_narrow
+
+
+@pytest.mark.parametrize(("text", "node", "d", "rank"), [
+    ("max(dot(x[T], x[t]) for t in T)", "g0.t", 6, 6),                       # one form: d
+    ("max(dot(x[T], x[t]) + f1(x[t]) for t in T)", "g0.t", 3, 4),            # and a candidate-only term
+    ("max(f1(x[t]) for t in T)", "g0.t", 5, 1),
+    ("min(dot(x[s], x[t]) + dot(x[s-1], x[t-1]) for s in range(2, T+1) for t in range(2, T+1))",
+     "g0.t", 2, 4),                                                           # two forms, no shared vector
+    ("min(dot(x[s], x[t]) + bilinear(A1, x[s], x[t-1]) for s in T for t in range(2, T+1))", "g0.t", 3, 3),
+    ("min(f1(x[s] + x[t]) for s in T for t in T)", "g0.t", 2, None),          # no bounded rank
+])
+def test_measured_ranks(text: str, node: str, d: int, rank: int | None) -> None:
+    target = ifs.parse_target(text)
+    tree = comparison_tree(target, {"g0": ("s", "t")}) if "s in" in text else comparison_tree(target)
+    assert measured_rank(tree, node, target.realization, d) == rank
+
+
+def test_a_head_narrower_than_the_rank_is_named_and_a_wide_one_is_not() -> None:
+    arch = ifs.Architecture(heads=(2, 1), embed_dim=8, input_dim=8, rank_aware=True)
+    assert "a head 4 wide (E / h = 8 / 2) cannot hold its rank-8 score" == too_narrow(8, arch, 1)
+    assert too_narrow(8, arch, 2) is None
+    assert "no bounded rank" in too_narrow(None, arch, 2)
+    growing = ifs.Architecture(heads=(4,), embed_dim=ifs.T, input_dim=8, rank_aware=True)
+    assert too_narrow(8, growing, 1) is None   # E = T: every head is wide enough for large T
+
+
+def test_check_refuses_a_narrow_head_under_the_rule_and_only_there() -> None:
+    """The interpreter enforces the rule itself: the papers' witness at E = 4 < d = 8 replays without the rule
+    and is refused with it, before any input is drawn."""
+    papers = ifs.Architecture(heads=(1, 1), embed_dim=4, input_dim=8)
+    witness = ifs.decide("min_pairwise_dot", papers).witness
+    assert ifs.check(witness, "min_pairwise_dot", papers, seq_len=8, samples=3).ok
+    ranked = ifs.Architecture(heads=(1, 1), embed_dim=4, input_dim=8, rank_aware=True)
+    report = ifs.check(witness, "min_pairwise_dot", ranked, seq_len=8, samples=3)
+    assert not report.ok and "cannot hold its rank-8 score" in str(report)
+    tree = comparison_tree(ifs.catalogue.get("min_pairwise_dot"), witness.order_map)
+    assert narrow_retrievals(witness, tree, papers, ifs.catalogue.get("min_pairwise_dot").realization) == []
