@@ -428,7 +428,8 @@ class Questions:
             return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=effort.stats(note),
                            best_program=program, seq_len=seq_len, explanation=notes)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
-        # program at any cost (above the bounded levels, which have none)
+        # program at any cost: with every level allowed, since such a program may retrieve (a bounded level)
+        # besides what grows with T; no prefix of bounded levels alone has one
         reasons = ()
         if self.reasons:
             has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
@@ -436,7 +437,7 @@ class Questions:
             reasons = explain.explain(target, arch, core,
                                       explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
-        level, model, unknown = session.cheapest([i for i in every if i not in session.bounded])
+        level, model, unknown = session.cheapest(every)
         if unknown is not None or model is None:
             note = f"best exponent not found: {unknown}" if unknown else None
             return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=effort.stats(),
