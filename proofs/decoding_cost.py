@@ -1,12 +1,15 @@
-"""Decoding cost (paper 1, Theorem 3): gathering ``T0`` tokens into a width-``E`` state costs ``T0*d/E - 1``.
+"""Decoding cost (paper 1, Theorem 3): gathering ``T0`` tokens into a state of width ``n`` costs ``T0*d/n - 1``,
+the state being the aggregating head's ``n = E/h`` values (docs/model.md, "One width per head": the project's
+reading of the summaries' "width-``E`` state", from paper 2's ``E = n*h``; the two agree at one head).
 
 Three consequences, each checked on several widths and input dimensions:
 
-* specific-position aggregation of ``T0`` fixed tokens (positional encoding on) costs ``T0*d/E - 1``,
-  bounded in ``T``; each head decodes what it gathers, so ``h`` heads of one layer split the positions and
-  the largest part, ``ceil(T0 / h)`` tokens, sets the exponent; without positional encoding no program
-  tells the positions apart at all;
-* global aggregation of all ``T`` tokens costs ``T*d/E - 1`` whenever tokens must be recovered from the
+* specific-position aggregation of ``T0`` fixed tokens (positional encoding on) costs ``T0*d/E - 1`` at one
+  head, bounded in ``T``; each head decodes what it gathers from its own ``E/h`` values, so ``h`` heads of
+  one layer split the positions and the largest part, ``ceil(T0 / h)`` tokens at width ``E/h``, sets the
+  exponent; without positional encoding no program tells the positions apart at all;
+* global aggregation of all ``T`` tokens costs ``T*d*h/E - 1`` (a head of width ``E/h``) whenever tokens must
+  be recovered from the
   aggregate (a sum over every *pair* of positions): inefficient at a fixed width, efficient when the width
   grows like ``T``; a mean or sum of per-token values is a linear statistic instead, which decodes no
   token and costs exponent 1 at any width (docs/model.md, section 2);
@@ -16,7 +19,7 @@ Three consequences, each checked on several widths and input dimensions:
   heads; the model's ``0`` is below its ``1`` for ``h = D``, so the exponent and the order of the two routes
   are the model's, not paper 2's (the notes say so).
 
-An exponent is never below 0: for a state wider than ``T0*d`` the law's ``T0*d/E - 1`` is negative and the
+An exponent is never below 0: for a state wider than ``T0*d`` the law's ``T0*d/n - 1`` is negative and the
 cost is a constant, exponent 0 (one row checks it).
 
 >>> from proofs.decoding_cost import prove_decoding_cost
@@ -42,15 +45,18 @@ from .harness import (
 from .result import Evidence, ProofResult
 
 NAME = "decoding_cost"
-STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 3: decoding T0 tokens of dimension d from a width-E "
-             "state costs exponent max(0, T0*d/E - 1), so specific positions cost 3*d/E - 1 (with positional "
-             "encoding), global aggregation of T tokens T*d/E - 1 when tokens must be recovered (a mean of "
-             "per-token values decodes none: exponent 1), and with E = T*d memorization makes D-retrieval "
-             "efficient at one head with exponent 0 by the same law (paper 2, Theorem 2(3), gives the same "
-             "verdict with its own exponent 1 + gamma).")
+STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 3: decoding T0 tokens of dimension d from a state of "
+             "width n costs exponent max(0, T0*d/n - 1), the state being the aggregating head's n = E/h values "
+             "(the project's reading of 'a width-E state', from paper 2's E = n*h; the same at one head per layer), "
+             "so specific positions cost 3*d/E - 1 at one head (with positional encoding; h heads that split them "
+             "pay for the largest part at E/h), global aggregation of T tokens T*d*h/E - 1 when tokens must be "
+             "recovered (a mean of per-token values decodes none: exponent 1), and with E = T*d memorization "
+             "makes D-retrieval efficient at one head with exponent 0 by the same law (paper 2, Theorem 2(3), "
+             "gives the same verdict with its own exponent 1 + gamma).")
 
 # (positions, heads, E, d), one layer: the default three positions at several widths, then more heads (each
-# decodes its own part: a single softmax couples what it averages, separate heads do not), then other T0
+# decodes its own part from its own n = E/h values: a single softmax couples what it averages, separate heads
+# do not), then other T0
 SPECIFIC: tuple[tuple[tuple[int, ...], tuple[int, ...], int, int], ...] = (
     ((1, 2, 3), (1,), 2, 2),
     ((1, 2, 3), (1,), 4, 2),
@@ -58,9 +64,9 @@ SPECIFIC: tuple[tuple[tuple[int, ...], tuple[int, ...], int, int], ...] = (
     ((1, 2, 3), (1,), 3, 1),
     ((1, 2, 3), (1,), 8, 4),
     ((1, 2, 3), (1,), 12, 4),
-    ((1, 2, 3), (2,), 4, 2),     # parts of 2 and 1 tokens: 2*2/4 - 1 = 0
-    ((1, 2, 3), (3,), 2, 2),     # one token per head: 2/2 - 1 = 0
-    ((1, 2, 5, 7), (2,), 4, 2),  # parts of 2 and 2 tokens
+    ((1, 2, 3), (2,), 4, 2),     # parts of 2 and 1 tokens at width 2: 2*2/2 - 1 = 1 (one head at 4: 1/2)
+    ((1, 2, 3), (3,), 6, 2),     # one token per head at width 2: 2/2 - 1 = 0 (one head at 6: 0)
+    ((1, 2, 5, 7), (2,), 4, 2),  # parts of 2 and 2 tokens at width 2: 1, what one head at width 4 pays
     ((1, 2), (1,), 2, 2),
     ((1, 2, 5, 7), (1,), 4, 2),
     ((1, 2, 3), (1,), 16, 2),    # 3*2/16 - 1 < 0: a constant cost, exponent 0
@@ -94,11 +100,11 @@ def _evidence() -> Iterator[Evidence]:
     for positions, heads, E, d in SPECIFIC:
         largest_part = -(-len(positions) // heads[0])
         yield observe(_spec(positions), architecture(heads, E, d, positional=True), "feasible",
-                      exactly(aggregation_exponent(E, d, tokens=largest_part)))
+                      exactly(aggregation_exponent(E, d, tokens=largest_part, heads=heads[0])))
     # telling positions apart needs positions: without them no program exists at any cost
     yield observe("specific_positions", architecture((2,), 6, 2), "infeasible", infinite())
     for text, heads, E, d in GLOBAL:
-        exponent = aggregation_exponent(E, d)
+        exponent = aggregation_exponent(E, d, heads=min(heads))  # the widest heads aggregate cheapest
         if exponent.has(T):
             yield observe(text, architecture(heads, E, d), "infeasible", linear(exponent, via="global aggregation"))
         else:

@@ -1,8 +1,8 @@
 """Depth separation (paper 1, Theorem 1): ``min_{s,t} <x_s, x_t>`` needs two layers.
 
 One layer cannot make a selection that ranges over ``t`` for each ``s`` and then one over ``s``: the output
-token can only gather the whole sequence, and decoding ``T`` tokens costs ``T*d/E - 1`` (Theorem 3), for
-every number of heads. Two layers of one head each suffice with exponent 1: every input position ``s``
+token can only gather the whole sequence, and decoding ``T`` tokens costs ``T*d*h/E - 1`` (Theorem 3, in a
+head of width ``E/h``), for every number of heads. Two layers of one head each suffice with exponent 1: every input position ``s``
 retrieves its best partner ``t`` in layer 1, the output token retrieves the best ``s`` in layer 2.
 
 >>> from proofs.depth_separation import prove_depth_separation
@@ -27,7 +27,8 @@ from .result import Evidence, ProofResult
 
 NAME = "depth_separation"
 STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 1: min_{s,t} <x_s, x_t> is inefficient for every "
-             "one-layer transformer with h = 1..8 heads (best exponent T*d/E - 1, linear in T) and efficient, "
+             "one-layer transformer with h = 1..8 heads (best exponent T*d*h/E - 1, a head of width E/h decoding "
+             "T tokens, linear in T) and efficient, "
              "with exponent 1, for two layers of one head each.")
 TARGET = "min_pairwise_dot"
 CHAIN = "chain of 2 dependent selections"  # the reason one layer fails: two selections, one after the other
@@ -54,11 +55,11 @@ RANK_AWARE = (architecture((1, 1), 4, 8, rank_aware=True), architecture((1, 1), 
 def _evidence() -> Iterator[Evidence]:
     for E, d in ONE_LAYER_WIDTHS:
         for h in HEADS:
-            yield observe(TARGET, architecture((h,), E, d), "infeasible", linear(aggregation_exponent(E, d)),
+            yield observe(TARGET, architecture((h,), E, d), "infeasible", linear(aggregation_exponent(E, d, heads=h)),
                           mentions=CHAIN)
     # positions do not help one layer either: the selection still ranges over T candidates for each s
     yield observe(TARGET, architecture((2,), 32, 2, positional=True), "infeasible",
-                  linear(aggregation_exponent(32, 2)), mentions=CHAIN)
+                  linear(aggregation_exponent(32, 2, heads=2)), mentions=CHAIN)
     for arch in TWO_LAYERS:
         yield observe(TARGET, arch, "feasible", exactly(1))
     # E = 4 < d = 8 above keeps the papers' abstraction of the head's rank (its verdict carries the note);

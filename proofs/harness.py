@@ -211,17 +211,20 @@ def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim:
                             rank_aware=rank_aware)
 
 
-def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sympy.Expr = T) -> sympy.Expr:
-    """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from width E costs T0*d/E - 1, and
-    never less than a constant (exponent 0).
+def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sympy.Expr = T,
+                         heads: int = 1) -> sympy.Expr:
+    """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from a state of width n costs
+    T0*d/n - 1, and never less than a constant (exponent 0). The state is the aggregating head's: n = E/h in a
+    layer of ``heads`` heads (paper 2's E = n*h; docs/model.md, "One width per head").
 
     Written out here rather than taken from ``infoflow_smt.model.cost``, so the proofs check the solver against
     the paper's law, not against the code that implements it.
 
-    >>> aggregation_exponent(16, 2), aggregation_exponent(16, 2, tokens=3)
-    (T/8 - 1, 0)
+    >>> aggregation_exponent(16, 2), aggregation_exponent(16, 2, tokens=3), aggregation_exponent(16, 2, heads=2)
+    (T/8 - 1, 0, T/4 - 1)
     """
-    law = sympy.simplify(sympy.sympify(tokens) * input_dim / sympy.sympify(embed_dim) - 1)
+    width = sympy.sympify(embed_dim) / heads
+    law = sympy.simplify(sympy.sympify(tokens) * input_dim / width - 1)
     if not law.has(T):
         return sympy.Max(law, 0)
     return law if sympy.limit(law, T, sympy.oo) > 0 else sympy.Integer(0)

@@ -6,7 +6,7 @@ heads, one max-position retrieval each. Paper 2 proves the transition at ``h = D
 ``gamma`` for ``h = D`` (Theorem 2(1); ``gamma`` is Assumption 3's rate for approximating ``f_i`` and
 ``F0``, a symbol the paper leaves open) and a lower bound ``k = (T/4 - s - D + 1)/((n + 1) s + 1) - 1`` for
 ``h = s < D`` (Theorem 2(2), ``n = E/h``). The model decides the same transition with *its* exponents:
-``1`` for a max-position retrieval (paper 1, Theorem 1) and ``T*d/E - 1`` for the global aggregation the
+``1`` for a max-position retrieval (paper 1, Theorem 1) and ``T*d*h/E - 1`` for the global aggregation the
 missing minimum must use (paper 1, Theorem 3). So what this proof checks is that the solver decides the
 model's law and that the law keeps paper 2's transition; the exponents are the model's, and each growing
 one is at least paper 2's lower bound for large ``T`` (the notes set the two side by side). The same holds
@@ -39,7 +39,8 @@ from .result import Evidence, ProofResult
 NAME = "head_count"
 STATEMENT = ("Paper 2 (Yu, Bao, Jiang, Yu, Li, ICLR 2026), Theorem 2(1)-(2): at one layer the D-retrieval "
              "target (D = 2..5) is efficient iff h >= D, which the model decides with its own exponents, 1 for "
-             "h >= D (paper 1, Theorem 1; paper 2 has gamma) and T*d/E - 1 otherwise (paper 1, Theorem 3), at "
+             "h >= D (paper 1, Theorem 1; paper 2 has gamma) and T*d*h/E - 1 otherwise (paper 1, Theorem 3, a head "
+             "of width n = E/h), at "
              "least paper 2's lower bound k = (T/4 - s - D + 1)/((n+1)s + 1) - 1 for large T, with subsets and "
              "positional encoding, without subsets, and without positional encoding.")
 GAMMA = sympy.Symbol("gamma", positive=True)  # paper 2's Assumption 3 rate: the paper leaves it a symbol
@@ -71,9 +72,10 @@ def _slope(expr: sympy.Expr) -> sympy.Expr:
     return sympy.limit(sympy.sympify(expr) / T, T, sympy.oo)
 
 
-def above_lower_bound(E: int, d: int, lower: sympy.Expr) -> Claim:
-    """The model's global aggregation, ``T*d/E - 1``, and for large ``T`` at least paper 2's lower bound."""
-    model = linear(aggregation_exponent(E, d), via="global aggregation")
+def above_lower_bound(E: int, d: int, h: int, lower: sympy.Expr) -> Claim:
+    """The model's global aggregation by a head of width ``E/h``, ``T*d*h/E - 1``, and for large ``T`` at least
+    paper 2's lower bound."""
+    model = linear(aggregation_exponent(E, d, heads=h), via="global aggregation")
     return Claim(f"{model.text[:-1]}, at least paper 2's {lower} for large T)",
                  lambda e: model.test(e) and bool(_slope(e) >= _slope(lower)))
 
@@ -87,7 +89,7 @@ def _evidence() -> Iterator[Evidence]:
                     yield observe(_spec(D, subsets), arch, "feasible", exactly(1))
                 else:
                     yield observe(_spec(D, subsets), arch, "infeasible",
-                                  above_lower_bound(E, d, paper2_exponent(D, h, E)),
+                                  above_lower_bound(E, d, h, paper2_exponent(D, h, E)),
                                   mentions="gives the output token")  # the reason: its head budget
 
 
@@ -114,7 +116,7 @@ def notes() -> tuple[str, ...]:
              "| D | E, d | h | n | paper 2, Theorem 2 | the model |", "|---|---|---|---|---|---|"]
     for D, (E, d) in WIDTHS.items():
         for h in range(1, D + 2):
-            model = 1 if h >= D else aggregation_exponent(E, d)
+            model = 1 if h >= D else aggregation_exponent(E, d, heads=h)
             lines.append(f"| {D} | {E}, {d} | {h} | {sympy.Rational(E, h)} | "
                          f"${sympy.latex(paper2_exponent(D, h, E))}$ | ${sympy.latex(model)}$ |")
     lines += ["", ("The model's exponent 1 for h >= D prices the max-position retrieval (paper 1's O(eps^-1) "

@@ -4,7 +4,7 @@ both of two layers.
 Each of the ``D`` terms is a chain of two selections: every input position ``s`` first picks its best
 ``t`` (one head of layer 1 per term), then the output token picks the best ``s`` (one head of layer 2 per
 term). So ``(D, D)`` is efficient with exponent 1, while ``(D-1, D)`` and ``(D, D-1)`` each leave one
-term to global aggregation, ``T*d/E - 1``. ``ifs.minimize`` over uniform architectures of one and two
+term to global aggregation, ``T*d*(D-1)/E - 1`` (a head of the layer of ``D - 1`` heads, width ``E/(D-1)``). ``ifs.minimize`` over uniform architectures of one and two
 layers must then return ``(D, D)`` alone: no one-layer architecture and no two-layer one with fewer heads.
 
 >>> from proofs.intrinsic_dimension import prove_intrinsic_dimension
@@ -80,7 +80,8 @@ def pareto_evidence(D: int, E: int, d: int) -> Evidence:
 
 def _evidence() -> Iterator[Evidence]:
     for D, (E, d) in WIDTHS.items():
-        spec, growing = _spec(D), linear(aggregation_exponent(E, d), via="global aggregation")
+        # the cheapest global aggregation is by a head of the layer of D - 1 heads, width E/(D - 1)
+        spec, growing = _spec(D), linear(aggregation_exponent(E, d, heads=D - 1), via="global aggregation")
         yield observe(spec, architecture((D, D), E, d), "feasible", exactly(1))
         # the reason given must be the layer that lacks a head: the inputs' in layer 1, the output's in 2
         yield observe(spec, architecture((D - 1, D), E, d), "infeasible", growing,

@@ -1,9 +1,11 @@
 """k-th largest retrieval (paper 1, Theorem 2): only the largest is cheap to retrieve.
 
 A head retrieving the k-th largest position (``k >= 2``) costs ``(T - k - 1)/(n + 1)`` with per-head width
-``n = E/h``; the other way to reach it at one layer is to gather the whole sequence, ``T*d/E - 1``
-(Theorem 3). The solver must report the cheaper of the two for large ``T``, whichever it is; the
-architectures below are chosen so that each law wins on some of them. The largest (``k = 1``) is one
+``n = E/h``; the other way to reach it at one layer is to gather the whole sequence, ``T*d/n - 1``
+(Theorem 3, at the same width). The solver must report the cheaper of the two for large ``T``, whichever it
+is. Both read one width, so the k-th retrieval is the cheaper whenever ``d >= 1`` (a slope ``1/(n+1)``
+against ``d/n``); under the former rule, which decoded at the full ``E``, a narrow head made aggregation the
+cheaper on the last two architectures below. The largest (``k = 1``) is one
 max-position retrieval, exponent 1.
 
 >>> from proofs.kth_retrieval import prove_kth_retrieval
@@ -34,10 +36,10 @@ from .result import Evidence, ProofResult
 NAME = "kth_retrieval"
 STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Theorem 2: the k-th largest retrieval (k = 2, 3) is "
              "inefficient at one layer, its best exponent the cheaper of (T-k-1)/(n+1) with n = E/h and "
-             "global aggregation T*d/E - 1, while the largest (k = 1) is efficient with exponent 1 at one head.")
+             "global aggregation T*d/n - 1, while the largest (k = 1) is efficient with exponent 1 at one head.")
 
-# (heads, E, d): on the first three the k-th retrieval beats aggregation (1/(n+1) < d/E), on the last two
-# aggregation wins (a narrow head: n = E/h small)
+# (heads, E, d): the k-th retrieval beats aggregation on every one (1/(n+1) < d/n at one width n = E/h); on
+# the last two aggregation would win if it decoded at the full E (d/E < 1/(n+1))
 KTH_ARCHITECTURES = (
     architecture((1,), 8, 4),
     architecture((2,), 16, 4),
@@ -66,7 +68,7 @@ def kth_exponent(k: int, arch) -> sympy.Expr:
 def predicted(k: int, arch) -> tuple[sympy.Expr, str]:
     """The cheaper of the two one-layer routes for large ``T``, and which one it is."""
     routes = {"k-th retrieval": kth_exponent(k, arch),
-              "global aggregation": aggregation_exponent(arch.embed_dim, arch.input_dim)}
+              "global aggregation": aggregation_exponent(arch.embed_dim, arch.input_dim, heads=arch.heads[0])}
     # cost.asymptotic_key only orders exponents (slope, then offset); the laws themselves are written above
     name = min(routes, key=lambda r: cost.asymptotic_key(routes[r]))
     return routes[name], name

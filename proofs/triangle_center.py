@@ -2,8 +2,8 @@
 
 ``min_{a,b,c} ||x_a + x_b + x_c||^2`` must compare candidates ``c`` while two other positions ``a, b`` are
 held fixed. A token plays one position, so no retrieval makes that selection, however many layers and
-heads there are; only a token holding the whole sequence can, and gathering it costs ``T*d/E - 1`` at
-any fixed width ``E``. The solver must say inefficient on every architecture tried, large ones included,
+heads there are; only a token holding the whole sequence can, and gathering it costs ``T*d*h/E - 1`` (a
+head of width ``E/h``, cheapest in the layer of fewest heads) at any fixed width ``E``. The solver must say inefficient on every architecture tried, large ones included,
 with that exponent, and give the comparison order as the reason.
 
 >>> from proofs.triangle_center import prove_triangle_center
@@ -28,7 +28,7 @@ from .result import Evidence, ProofResult
 NAME = "triangle_center"
 STATEMENT = ("Paper 1 (InfoFlow, Yu et al. 2026), Experiment 2: the triangle center "
              "min_{a,b,c} ||x_a + x_b + x_c||^2 has comparison order 3 and is inefficient on every fixed "
-             "(L, h, E) tried, up to 4 layers of 8 heads, with best exponent T*d/E - 1.")
+             "(L, h, E) tried, up to 4 layers of 8 heads, with best exponent T*d*h/E - 1.")
 
 # (spec, architecture): the paper's three configurations ((2,2) E=24, (4,4) E=24 and E=48, d = 2), then
 # more layers, heads and width, positions, and the unsquared norm (the sources differ on the square)
@@ -48,7 +48,8 @@ CASES = (
 def _evidence() -> Iterator[Evidence]:
     for spec, arch in CASES:
         yield observe(spec, arch, "infeasible",
-                      linear(aggregation_exponent(arch.embed_dim, arch.input_dim), via="global aggregation"),
+                      linear(aggregation_exponent(arch.embed_dim, arch.input_dim, heads=min(arch.heads)),
+                             via="global aggregation"),
                       mentions="comparison order 3")
 
 

@@ -6,8 +6,9 @@ The model's state does not depend on ``T`` and is finite, which bounds the quest
 
 * **heads**: one class of positions can run at most ``H`` distinct operations in a layer (a retrieval of
   each selection it can make, one global aggregation, one averaging head, one head per fixed position or
-  offset it can gather). With ``h >= H`` the head budget never binds, so every ``h > H`` gets the verdict of
-  ``H`` (the efficient operations, and so the status, do not depend on the head width either);
+  offset it can gather). With ``h >= H`` the head budget never binds, so every ``h > H`` gets the status of
+  ``H`` (the efficient operations, and so the status, do not depend on the head width ``E/h`` either; an
+  exponent may: a decoding or a k-th retrieval costs more in narrower heads);
 * **layers**: facts only grow (a position keeps what it holds), and a layer that adds no fact anywhere can be
   removed from a program without raising its cost (the next layer sees the same state). So a minimal
   efficient program has at most ``F`` layers, ``F`` the number of facts efficient programs can ever make
@@ -248,7 +249,7 @@ def _shape(layers: int, heads: int) -> str:
 
 def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_width) -> tuple[str, ...]:
     lines = [(f"Heads: one class of positions can run at most {heads} distinct operations in a layer, so "
-             f"with h >= {heads} the head budget never binds: every h > {heads} gets the verdict of h = {heads}."),
+             f"with h >= {heads} the head budget never binds: every h > {heads} has the status of h = {heads}."),
              (f"Layers: efficient programs can make at most {facts} facts true (reached after "
              f"{plural(fixpoint, 'layer')} with every operation at once); a layer that adds no fact can be "
              f"removed, so every L > {layers} gets the verdict of L = {layers}.")]

@@ -8,8 +8,9 @@ efficient, and an inefficient cell every smaller one. A sweep therefore decides 
 a grid of ``L`` layers by ``h`` heads, a walk along the frontier: at most ``L + h`` decisions) and marks
 the others *inferred*, naming the decided cell they follow from. An inferred cell's exponent is a bound
 (at most that of the smaller efficient cell, at least that of the larger inefficient one), given only where
-the bound is sound: more heads at a fixed width narrow a k-th retrieval, so a target with a k-th selection
-gets no exponent for its inferred cells.
+the bound is sound: more heads at a fixed width narrow every head (``n = E/h``), which raises the cost of a
+k-th retrieval and of a decoding, so a cell inferred across a change of heads gets a bound only from an
+efficient cell whose witness runs neither.
 
 Every decided cell is appended to a cache file (JSON lines, one per cell, keyed by a hash of the target,
 the architecture, the question's settings and ``MODEL_VERSION``) as soon as it is decided: an interrupted
@@ -37,7 +38,6 @@ from infoflow_smt.deadline import Deadline, OutOfTime, seconds
 from infoflow_smt.errors import InvalidSpecError, Problem, WitnessCheckError
 from infoflow_smt.files import as_path, plain_file
 from infoflow_smt.lang.catalogue import as_target
-from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.limits import MAX_WORKERS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture
@@ -46,7 +46,7 @@ from infoflow_smt.processes import worker_pool
 from infoflow_smt.report.verdict import Status
 from infoflow_smt.smt.solver import WITNESS_SAMPLES, Questions, validate_question
 
-MODEL_VERSION = "3"   # bumped whenever the same question could get another verdict: old cache lines then miss
+MODEL_VERSION = "4"   # bumped whenever the same question could get another verdict: old cache lines then miss
 
 
 @dataclass(frozen=True)
@@ -179,10 +179,6 @@ def _key(target, arch: Architecture, settings: dict) -> str:
     return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
 
 
-def _has_kth(target) -> bool:
-    return any(d["kind"] == "kth" for _, d in comparison_tree(target).nodes(data=True))
-
-
 def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[Cell]:
     """Decide one target's cells along the frontier; append each new decision to the cache at once.
     ``on_cells(n)`` is told as every ``n`` cells are settled (decided, read from the cache, or inferred)."""
@@ -195,7 +191,6 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
     # an architecture asked twice is decided once: as its own "larger" cell it would be inferred from itself
     copies = Counter(job.archs)
     pending, results = list(copies), {}
-    kth = _has_kth(target)
     choose = _frontier_order(list(copies))
     while pending:
         arch = choose(pending)
@@ -213,7 +208,7 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
         settled = copies[arch]
         if job.infer and cell.status is not Status.UNKNOWN:
             for other in list(pending):
-                inferred = _inferred(cell, other, kth)
+                inferred = _inferred(cell, other)
                 if inferred is not None:
                     pending.remove(other)
                     results[other] = inferred
@@ -240,18 +235,32 @@ def _cached_cell(job: _Job, questions: Questions, arch: Architecture, record: di
         return Cell(job.spec, arch, Status.UNKNOWN, "", "unknown", recomputed=True)
 
 
-def _inferred(cell: Cell, other: Architecture, kth: bool) -> Cell | None:
-    """What ``other`` must get, knowing ``cell`` (None when monotonicity says nothing)."""
+def _inferred(cell: Cell, other: Architecture) -> Cell | None:
+    """What ``other`` must get, knowing ``cell`` (None when monotonicity says nothing). The status follows
+    by monotonicity; the exponent bound only where the smaller architecture's programs cost no less on the
+    larger: where the layers they share have the same heads (so the same head width ``E/h``), or, for an
+    efficient cell, where its witness runs no operation whose cost depends on the width."""
     arch = cell.architecture
     if cell.status is Status.FEASIBLE and other.covers(arch):
-        uses_kth = cell.witness is not None and any(a.op.mode is Mode.KTH for a in cell.witness.actions)
-        sound = not uses_kth and not (kth and cell.witness is None)
+        sound = _same_widths(arch, other) or (cell.witness is not None and not any(
+            a.op.mode in _WIDTH_DEPENDENT for a in cell.witness.actions))
         return Cell(cell.target, other, Status.FEASIBLE, cell.exponent if sound else "",
                     "at most" if sound else "unknown", inferred_from=arch.heads)
     if cell.status is Status.INFEASIBLE and arch.covers(other):
-        return Cell(cell.target, other, Status.INFEASIBLE, "" if kth else cell.exponent,
-                    "unknown" if kth else "at least", inferred_from=arch.heads)
+        sound = _same_widths(other, arch)
+        return Cell(cell.target, other, Status.INFEASIBLE, cell.exponent if sound else "",
+                    "at least" if sound else "unknown", inferred_from=arch.heads)
     return None
+
+
+# the operations whose cost depends on the head width n = E/h (docs/model.md, "One width per head")
+_WIDTH_DEPENDENT = (Mode.KTH, Mode.AGGREGATE, Mode.POSITIONS)
+
+
+def _same_widths(small: Architecture, large: Architecture) -> bool:
+    """Whether ``large`` (covering ``small``) has the same heads as ``small`` in the layers aligned with it:
+    a program of ``small`` then runs on ``large`` with every head as wide, at the same cost."""
+    return large.heads[large.layers - small.layers:] == small.heads
 
 
 @functools.lru_cache(maxsize=1024)  # sympy's printer is slow, and a sweep prints the same few exponents

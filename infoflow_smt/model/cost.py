@@ -74,11 +74,12 @@ def kth_retrieval(k: int, head_dim) -> sympy.Expr:
 
 @lru_cache(maxsize=4096)
 def decode(set_size, input_dim: int, width, law: DecodeLaw = DecodeLaw.SEED) -> sympy.Expr:
-    """Decoding a set of ``T0 = set_size`` tokens of dimension ``d`` from a width-``E`` state (Theorem 3).
+    """Decoding a set of ``T0 = set_size`` tokens of dimension ``d`` from a state of ``width`` values (Theorem 3).
 
     Charged by global aggregation (``T0 = T``) and by specific-position aggregation (``T0`` the size of the
-    union of the aggregated sets). A cost never falls under a constant: the law is clamped at ``0``
-    (``clamp``), where ``T0*d < E`` under the default law.
+    union of the aggregated sets). ``width`` is the aggregating head's own, ``n = E / h`` in a layer of ``h``
+    heads (``Architecture.head_dim``; docs/model.md, "One width per head"). A cost never falls under a
+    constant: the law is clamped at ``0`` (``clamp``), where ``T0*d < n`` under the default law.
 
     >>> decode(T, 2, 32)
     T/16 - 1
@@ -93,7 +94,8 @@ def decode(set_size, input_dim: int, width, law: DecodeLaw = DecodeLaw.SEED) -> 
 
 
 def decode_law(set_size, input_dim: int, width, law: DecodeLaw = DecodeLaw.SEED) -> sympy.Expr:
-    """Theorem 3's law itself, before the clamp at 0: ``T0*d/E - 1`` (or ``T0*d/E``); ``set_size`` None is T.
+    """Theorem 3's law itself, before the clamp at 0: ``T0*d/n - 1`` (or ``T0*d/n``), ``n = width`` the
+    head's; ``set_size`` None is T.
 
     >>> decode_law(1, 2, 32)
     -15/16

@@ -284,10 +284,11 @@ def action_cost(action: Action, tree, arch, sizes, law: cost.DecodeLaw = cost.De
         return cost.kth_retrieval(tree.nodes[op.node]["k"], arch.head_dim(action.layer))
     if op.mode is Mode.AVERAGE:
         return cost.average()
+    width = arch.head_dim(action.layer)  # a head decodes what it aggregates from its own n = E/h values
     if op.mode is Mode.AGGREGATE:
-        return cost.decode(T, arch.input_dim, arch.width, law)
+        return cost.decode(T, arch.input_dim, width, law)
     gathered = _gathered(op, action.layer, sizes, {w for (_, w) in sizes})
-    return cost.decode(T if gathered == _WHOLE else gathered, arch.input_dim, arch.width, law)
+    return cost.decode(T if gathered == _WHOLE else gathered, arch.input_dim, width, law)
 
 
 def program_cost(program: Program, tree, arch, law: cost.DecodeLaw = cost.DecodeLaw.SEED

@@ -218,13 +218,17 @@ def growing_costs(arch, law: cost.DecodeLaw, has_kth: bool) -> dict[str, sympy.E
     from infoflow_smt.symbols import T
 
     out = {}
-    aggregation = cost.decode(T, arch.input_dim, arch.width, law)
+    # each head works in n = E/h of its layer: the cheapest of these operations is in the widest heads
+    fewest = min(arch.heads)
+    widest = arch.width / fewest
+    where = "" if len(set(arch.heads)) == 1 else f" (in a layer of {plural(fewest, 'head')}, the widest heads)"
+    aggregation = cost.decode(T, arch.input_dim, widest, law)
     if not cost.is_bounded(aggregation):
-        out["global aggregation"] = aggregation
+        out["global aggregation" + where] = aggregation
     if has_kth:
-        worst = cost.kth_retrieval(2, arch.head_dim(1))
+        worst = cost.kth_retrieval(2, widest)
         if not cost.is_bounded(worst):
-            out["k-th largest retrieval"] = worst
+            out["k-th largest retrieval" + where] = worst
     return out
 
 
@@ -233,13 +237,17 @@ def clamped(program: Program, arch, law: cost.DecodeLaw, seq_len: int | None = N
     (at ``seq_len``, when the question is asked at one length)."""
     from infoflow_smt.model.program import decoded_sizes
 
-    for size in decoded_sizes(program).values():
-        raw = cost.at(cost.decode_law(size, arch.input_dim, arch.width, law), seq_len)
+    for action, size in decoded_sizes(program).items():
+        width = arch.head_dim(action.layer)
+        raw = cost.at(cost.decode_law(size, arch.input_dim, width, law), seq_len)
         if cost.clamp(raw) == 0 and raw != 0:
             tokens = "T tokens" if size is None else plural(size, "token")
             where = "" if seq_len is None or size is not None else f" at T = {seq_len}"
+            heads = arch.heads[action.layer - 1]
+            state = (f"a width-{width} state" if heads == 1 else
+                     f"a head of width {width} (E = {arch.embed_dim} over {heads} heads)")
             return Reason("clamp", (
-                f"Decoding {tokens} of dimension {arch.input_dim} from a width-{arch.embed_dim} state gives exponent "
+                f"Decoding {tokens} of dimension {arch.input_dim} from {state} gives exponent "
                 f"{raw}{where} by Theorem 3's law, below 0; a cost never falls under a constant, so it counts as 0."))
     return None
 

@@ -184,7 +184,7 @@ class Encoding:
     sources: dict[tuple[int, str, OperationName], dict[object, str]] = field(default_factory=dict)
     # every specific-position head a class runs itself: (layer, acts, size gathered, whole sequence)
     gathers: list[tuple[int, str, str, str]] = field(default_factory=list)
-    gather_cap: str | None = None          # bounds every gathered size when the levels order sizes
+    gather_cap: str | None = None          # bounds every gathered size (times its layer's heads: the size at width E)
     gather_limits: list[int | None] = field(default_factory=list)  # per level: the largest size costing
                                                                    # no more (None: grows with T)
     gather_floor: int = 0  # the largest size whose decoding costs nothing (exponents are clamped at 0)
@@ -486,7 +486,7 @@ class _Builder:
         self.use_anchors = anchors
         self.pe = arch.positional
         self.mask = arch.causal  # input positions see themselves and the positions before them only
-        # bounded gathers cost by their size unless the width grows with T (the width is every layer's)
+        # bounded gathers cost by their size unless the width grows with T (then so does every head's, E/h)
         self.by_size = not cost.at(arch.width, seq_len).has(T)
         self.lines: list[str] = []   # what is not yet given to the solver
         self.positional_ok = quoted(self.declare_bool("allow:positional"))
@@ -796,15 +796,15 @@ class _Builder:
                 self.track(name, neg(smt_and(quoted(var), quoted(enc.heads[(l, h)]))))
 
     def cost_of(self, l: int, name: OperationName, info: NodeInfo | None) -> dict[int, sympy.Expr]:
-        """The operation's cost exponent for each head count of layer ``l`` (only k-th retrieval depends
-        on it, through the per-head width ``n = E / h``)."""
+        """The operation's cost exponent for each head count of layer ``l``: k-th retrieval and global
+        aggregation depend on it, through the per-head width ``n = E / h`` (docs/model.md, "Head width")."""
         arch, heads = self.enc.arch, range(1, self.enc.arch.heads[l - 1] + 1)
         if name.mode is Mode.KTH:
             return {h: cost.kth_retrieval(info.k, arch.width / h) for h in heads}
         if name.mode in (Mode.RETRIEVE, Mode.AVERAGE):
             return {h: cost.retrieval() for h in heads}
         if name.mode is Mode.AGGREGATE:
-            return {h: cost.decode(T, arch.input_dim, arch.width, self.law) for h in heads}
+            return {h: cost.decode(T, arch.input_dim, arch.width / h, self.law) for h in heads}
         return {}  # specific-position heads: by the size they gather (``costs``)
 
     def slots(self, l: int, c: str, slots: list[OperationName], refs: list) -> None:
@@ -989,37 +989,44 @@ class _Builder:
         operations of a layer cost alike in every layer) and, with specific-position heads, their gathers."""
         enc, law = self.enc, self.law
         candidates = {e for by_heads in enc.op_cost.values() for e in by_heads.values()}
+        # a layer of ``arch`` the encoding lacks (``grow``) may have another head count, so another head width
+        every_count = range(1, max(arch.heads) + 1)
         candidates |= {cost.kth_retrieval(i.k, arch.width / h) for i in enc.nodes.values()
-                       if i.kind == "kth" and self.admissible(i, IN) for h in range(1, max(arch.heads) + 1)}
-        if enc.sources:
-            candidates.add(cost.decode(T, arch.input_dim, arch.width, law))
-            if not self.by_size:
-                candidates.add(cost.decode(1, arch.input_dim, arch.width, law))
+                       if i.kind == "kth" and self.admissible(i, IN) for h in every_count}
+        candidates |= {cost.decode(T, arch.input_dim, arch.width / h, law) for h in every_count}  # every layer
+        if enc.sources and not self.by_size:
+            candidates |= {cost.decode(1, arch.input_dim, arch.width / h, law) for h in every_count}
         return candidates
 
     def level_implications(self, ops: list, gathers: list) -> None:
-        """Each of ``ops`` and ``gathers`` implies its level; a bounded gather is at most the cap."""
+        """Each of ``ops`` and ``gathers`` implies its level at the layer's head count; a bounded gather of
+        ``g`` tokens by a head of width ``E/h`` costs what ``h*g`` tokens cost at width ``E``, so ``h*g`` is at
+        most the cap (the cap counts tokens at the full width)."""
         enc, arch, law = self.enc, self.enc.arch, self.law
         level_of = {e: quoted(v) for e, v in zip(enc.levels, enc.level_vars)}
-        everything = cost.decode(T, arch.input_dim, arch.width, law)
-        bounded_gather = cost.decode(1, arch.input_dim, arch.width, law)
         for op in ops:
             by_heads = enc.op_cost[op]
-            if len(set(by_heads.values())) == 1:  # the same at every head count (all but k-th retrieval)
+            if len(set(by_heads.values())) == 1:  # the same at every head count (retrievals, averages)
                 self.add(implies(quoted(enc.ops[op]), level_of[next(iter(by_heads.values()))]))
                 continue
             for h, e in by_heads.items():
                 self.add(implies(smt_and(quoted(enc.ops[op]), quoted(enc.heads[(op[0], h)])), level_of[e]))
-        for _, acts, gathered, whole in gathers:
-            self.add(implies(smt_and(quoted(acts), quoted(whole)), level_of[everything]))
-            if not self.by_size:
-                self.add(implies(smt_and(quoted(acts), neg(quoted(whole))), level_of[bounded_gather]))
-            else:  # ``costs`` made the cap with the first gathers
-                self.add(implies(smt_and(quoted(acts), neg(quoted(whole))), f"(<= {quoted(gathered)} {quoted(enc.gather_cap)})"))
+        for layer, acts, gathered, whole in gathers:
+            for h in range(1, arch.heads[layer - 1] + 1):
+                acting = smt_and(quoted(acts), quoted(enc.heads[(layer, h)]))
+                everything = cost.decode(T, arch.input_dim, arch.width / h, law)
+                self.add(implies(smt_and(acting, quoted(whole)), level_of[everything]))
+                if not self.by_size:
+                    bounded_gather = cost.decode(1, arch.input_dim, arch.width / h, law)
+                    self.add(implies(smt_and(acting, neg(quoted(whole))), level_of[bounded_gather]))
+                else:  # ``costs`` made the cap with the first gathers
+                    self.add(implies(smt_and(acting, neg(quoted(whole))),
+                                     f"(<= (* {h} {quoted(gathered)}) {quoted(enc.gather_cap)})"))
 
     def gather_levels(self) -> None:
         """Tie the cap on gathered sizes to the levels (``costs``): excluding a level excludes the sizes
-        whose decoding costs as much."""
+        whose decoding costs as much. Sizes here are at the full width ``E`` (a head of ``E/h`` gathering
+        ``g`` tokens counts ``h*g``: ``level_implications``)."""
         enc = self.enc
         width = cost.at(enc.arch.width, self.seq_len)
 

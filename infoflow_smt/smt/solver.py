@@ -40,6 +40,7 @@ from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
 from infoflow_smt.report import explain
 from infoflow_smt.report.verdict import Stats, Status, Verdict
 from infoflow_smt.smt import counting, encoder
+from infoflow_smt.symbols import T
 from infoflow_smt.verify import replay
 from infoflow_smt.verify.interpreter import check
 from infoflow_smt.words import plural
@@ -239,8 +240,8 @@ class _Session:
         free = enc.gather_floor if level < 0 else enc.gather_limits[level]
         if free is None:
             return model, []  # a level that grows with T: every bounded gather costs less
-        cap = enc.var(enc.gather_cap)
-        sizes = [model.eval(enc.var(g), model_completion=True).as_long()
+        cap = enc.var(enc.gather_cap)  # counts tokens at the full width: h*g for a head of width E/h
+        sizes = [self.heads[layer - 1] * model.eval(enc.var(g), model_completion=True).as_long()
                  for layer, acts, g, whole in enc.gathers if layer <= self.layers and z3.is_true(
                      model.eval(z3.And(enc.var(acts), z3.Not(enc.var(whole))), model_completion=True))]
         lo, hi = free, max(sizes, default=0)
@@ -390,18 +391,27 @@ class Questions:
 
     def reuse(self, arch: Architecture, deadline: Deadline) -> Verdict | None:
         """The verdict ``arch`` gets from an optimal witness found for an architecture that covers it, when
-        that witness fits ``arch``: every program of ``arch`` is one of the larger architecture, so its best
-        exponent and fewest operations are no better there, and the witness reaches both (a witness with a
-        k-th retrieval is not reused: fewer heads widen it and change its cost)."""
+        that witness fits ``arch`` and no cost depends on the head width: every program of ``arch`` is then
+        one of the larger architecture at the same cost, so its best exponent and fewest operations are no
+        better there, and the witness reaches both. A head's width is ``E/h`` of its layer, and fewer heads
+        widen it: a k-th retrieval or a decoding is cheaper on ``arch`` (``_width_free``)."""
+        if not self._width_free(arch):
+            return None
         for bigger, program in self.optimal:
-            if (bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch)
-                    and not any(a.op.mode is Mode.KTH for a in program.actions)):
+            if bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch):
                 exponent = self.replayed_exponent(program, arch, deadline)
                 notes = self.notes(program, arch)
                 return Verdict(Status.FEASIBLE, self.target, arch, exponent, witness=program, best_program=program,
                                seq_len=self.seq_len, stats=Stats(extra={"reused_from": str(bigger.heads)}),
                                explanation=notes)
         return None
+
+    def _width_free(self, arch: Architecture) -> bool:
+        """Whether the efficient programs of ``arch`` cost the same at every head count: at a width constant
+        in ``T`` and every large ``T`` a k-th retrieval and a global aggregation grow with ``T`` (no efficient
+        program runs them), and without positional encoding no head gathers specific positions; what is
+        left, retrievals and averages, costs ``1`` at any width."""
+        return not arch.positional and self.seq_len is None and not arch.width.has(T)
 
     def _decide(self, arch, deadline, effort: _Effort) -> Verdict:
         target, seq_len = self.target, self.seq_len
@@ -431,7 +441,8 @@ class Questions:
             return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=effort.stats(note),
                            best_program=program, seq_len=seq_len, explanation=notes)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
-        # program at any cost (above the bounded levels, which have none)
+        # program at any cost: with every level allowed, since such a program may retrieve (a bounded level)
+        # besides what grows with T; no prefix of bounded levels alone has one
         reasons = ()
         if self.reasons:
             has_kth = any(n.kind == "kth" for n in session.enc.nodes.values())
@@ -439,7 +450,7 @@ class Questions:
             reasons = explain.explain(target, arch, core,
                                       explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
-        level, model, unknown = session.cheapest([i for i in every if i not in session.bounded])
+        level, model, unknown = session.cheapest(every)
         if unknown is not None or model is None:
             note = f"best exponent not found: {unknown}" if unknown else None
             return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=effort.stats(),
@@ -561,8 +572,8 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     >>> tgt = ifs.catalogue.get("min_pairwise_dot")
     >>> ifs.decide(tgt, ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2)).status
     <Status.FEASIBLE: 'feasible'>
-    >>> ifs.decide(tgt, ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)).exponent
-    T/8 - 1
+    >>> ifs.decide(tgt, ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)).exponent  # heads of width 4
+    T/2 - 1
     """
     deadline = Deadline(timeout)
     target = as_target(target)

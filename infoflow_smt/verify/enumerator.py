@@ -161,7 +161,7 @@ class _Vocabulary:
             elif not self.efficient or cost.is_bounded(cost.kth_retrieval(data["k"],
                                                                           self.arch.head_dim(layer))):
                 ops.append(Op(Mode.KTH, node))
-        aggregation = cost.decode(T_SYMBOL, self.arch.input_dim, self.arch.width, self.law)
+        aggregation = cost.decode(T_SYMBOL, self.arch.input_dim, self.arch.head_dim(layer), self.law)
         if (not self.efficient or cost.is_bounded(aggregation)) and not masked:
             ops.append(Op(Mode.AGGREGATE))
         if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)) and not masked:
@@ -476,7 +476,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     >>> import infoflow_smt as ifs
     >>> answer = brute_force_decide("min_pairwise_dot", ifs.Architecture(heads=(2,), input_dim=2))
     >>> answer.status, answer.exponent, answer.programs
-    (<Status.INFEASIBLE: 'infeasible'>, T/16 - 1, 72)
+    (<Status.INFEASIBLE: 'infeasible'>, T/8 - 1, 72)
     """
     started, target = time.perf_counter(), as_target(target)
     problems = []

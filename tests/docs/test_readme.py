@@ -82,7 +82,7 @@ def test_python_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - the project's own example, not user input
     out = capsys.readouterr().out
-    assert "Status.INFEASIBLE T/8 - 1" in out and "True" in out and "FEASIBLE:" in out
+    assert "Status.INFEASIBLE T/4 - 1" in out and "True" in out and "FEASIBLE:" in out
     assert (tmp_path / "query.smt2").read_text().strip().endswith("(check-sat)")
 
 

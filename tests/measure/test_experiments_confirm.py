@@ -80,9 +80,11 @@ def test_confirm_trains_every_length_within_its_budget() -> None:
         assert [c.seq_len for c in row.cells] == [4, 8, 16] and all(c.steps >= 1 for c in row.cells)
         assert all(c.nmse == c.nmse for c in row.cells) and row.nmse == row.cells[-1].nmse
     assert result.recipe["n_train"].keys() == {4, 8, 16}
-    # d = 2, E = 8: a one-layer row's exponent T/4 - 1 is 0 and 1 at T = 4 and 8, not above (1, 1)'s 1
+    # d = 2, E = 8: one layer of one head costs T/4 - 1, 0 and 1 at T = 4 and 8, not above (1, 1)'s 1; one
+    # layer of two heads aggregates in a head of width 4, T/2 - 1: 1 at T = 4, 3 at T = 8
     assert [c.exponent for c in result.rows[1].cells] == [0.0, 1.0, 3.0]
-    assert result.rows[1].judgement.unseparated == (4, 8) and result.rows[2].judgement.unseparated == (4, 8)
+    assert [c.exponent for c in result.rows[2].cells] == [1.0, 3.0, 7.0]
+    assert result.rows[1].judgement.unseparated == (4, 8) and result.rows[2].judgement.unseparated == (4,)
 
 
 def test_confirm_command_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,7 +135,8 @@ def test_rows_are_judged_by_their_trend(monkeypatch: pytest.MonkeyPatch) -> None
     assert result.agreement == (2, 3) and result.rows[2].role == "asked for"
     assert "rises 9.0x from T = 8 to 32 (>= 4x)" in result.rows[1].judgement.reason
     assert "0.9x the efficient row at T = 32 (< 4x)" in result.rows[2].judgement.reason
-    assert all(r.judgement.unseparated == (8,) for r in result.rows[1:])   # exponent 1 = 1 at T = 8
+    assert result.rows[1].judgement.unseparated == (8,)   # one head: T/4 - 1 = 1 = 1 at T = 8
+    assert result.rows[2].judgement.unseparated == ()     # two heads of width 8: T/2 - 1 = 3 at T = 8
     text = str(result)
     assert "1.00e-02 [1]=" in text and "3.00e-02 [3] " in text and "rule fixed before training" in text
     assert "solver, exponent: decided for all large T" in text and result.decided_at is None

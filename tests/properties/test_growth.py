@@ -25,7 +25,10 @@ def _growth(index: int):
     positional = rng.random() < 0.5
     target = ifs.catalogue.as_target(random_target(rng, positional))
     small = tuple(rng.randint(1, 3) for _ in range(rng.randint(1, 2)))
-    large = small + tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 2)))
+    # a new layer with more heads than any the encoding has brings a new head width (E/h), so new cost
+    # levels, and ``grow`` refuses it (test_growth_that_needs_more_is_refused_and_changes_nothing): the new
+    # layers here have at most as many heads, the growth a sweep's walk asks for
+    large = small + tuple(rng.randint(1, max(small)) for _ in range(rng.randint(1, 2)))
     arch = ifs.Architecture(heads=small, embed_dim=rng.choice([8, 32, 2 * ifs.T]), input_dim=2,
                             positional=positional)
     return target, arch, arch.with_heads(large), rng.random() < 0.5
@@ -55,10 +58,13 @@ def test_most_growth_cases_grow_in_place():
     assert grew >= 30, grew  # the test above must mostly compare, not skip
 
 
-@pytest.mark.parametrize("heads, larger", [((2,), (3, 1)),        # more heads in a layer it has
-                                           ((1, 1), (1, 1, 9))])  # a k-th retrieval's new width: a new level
-def test_growth_that_needs_more_is_refused_and_changes_nothing(heads, larger):
-    target = ifs.catalogue.get("kth_largest", k=2)
+@pytest.mark.parametrize("target, heads, larger", [
+    ("kth_largest:k=2", (2,), (3, 1)),          # more heads in a layer it has
+    ("kth_largest:k=2", (1, 1), (1, 1, 9)),     # a k-th retrieval's new width: a new level
+    ("min_pairwise_dot", (1, 1), (1, 1, 2)),   # a global aggregation's new width, E/2: a new level
+])
+def test_growth_that_needs_more_is_refused_and_changes_nothing(target, heads, larger):
+    target = ifs.catalogue.as_target(target)
     arch = ifs.Architecture(heads=heads, embed_dim=32, input_dim=2)
     enc = encoder.encode(target, arch)
     text = enc.text

@@ -72,14 +72,15 @@ def test_a_decode_law_by_name_or_a_named_refusal():
 def test_concrete_length_gives_a_number():
     arch = ifs.Architecture(heads=(4,), embed_dim=16, input_dim=2)
     v = ifs.decide("min_pairwise_dot", arch, seq_len=64)
-    assert v.status is ifs.Status.INFEASIBLE and v.exponent == 64 * 2 / sympy.Integer(16) - 1
+    # the aggregating head decodes from its own width, n = E/h = 16/4
+    assert v.status is ifs.Status.INFEASIBLE and v.exponent == 64 * 2 / sympy.Integer(16 // 4) - 1
     assert ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2),
                       seq_len=10**6).exponent == 1
 
 
 def test_a_cost_below_a_constant_at_a_given_length_counts_as_0():
-    # global aggregation costs T/12 - 1 here: -1/3 at T = 8 (the cpu experiments' triangle), reported as 0
-    arch = ifs.Architecture(heads=(2, 2), embed_dim=24, input_dim=2)
+    # a global aggregation by a head of width E/h = 48/2 costs T/12 - 1: -1/3 at T = 8, reported as 0
+    arch = ifs.Architecture(heads=(2, 2), embed_dim=48, input_dim=2)
     at_8 = ifs.decide("triangle_center", arch, seq_len=8)
     assert at_8.status is ifs.Status.INFEASIBLE and at_8.exponent == 0
     assert any("-1/3 at T = 8" in str(r) and "counts as 0" in str(r) for r in at_8.explanation)

@@ -38,7 +38,7 @@ def test_an_infeasible_verdict_shows_why_and_its_cheapest_program():
 
 
 def test_a_verdict_at_one_length_says_what_its_exponent_is():
-    page = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(4,), input_dim=2), seq_len=8)._repr_html_()
+    page = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1,), input_dim=2), seq_len=8)._repr_html_()
     assert "best cost exponent at T = 8: <code>0</code>" in page
     assert "at one length: at T = 8 every cost is a number" in page
 

@@ -125,9 +125,9 @@ def test_the_flow_caption_states_target_verdict_and_settings_and_lists_no_arrow(
 
 
 def test_the_flow_caption_of_an_answer_at_one_length_says_the_length(monkeypatch, tmp_path):
-    at_8 = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(4,), input_dim=2), seq_len=8)
+    at_8 = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1,), input_dim=2), seq_len=8)
     texts = _drawn(at_8, monkeypatch, tmp_path)
-    assert any(t.endswith("infeasible: exponent 0 at T = 8; heads 4, E = 32, d = 2, without positional encoding")
+    assert any(t.endswith("infeasible: exponent 0 at T = 8; heads 1, E = 32, d = 2, without positional encoding")
                for t in texts)
     assert "h1: all T" in texts and "cost grows with T" in texts     # the dashed arrow, in the legend
 

@@ -89,10 +89,21 @@ def test_too_short_sequence_is_refused():
 
 
 def test_minimize_keeps_points_where_more_heads_lower_the_exponent():
-    """Three positions at E=4, d=2: one head decodes 3 tokens (1/2), two heads 2 (0); three heads decode 1
-    each, -1/2 by Theorem 3's law, but an exponent is never below 0, so (3,) is no better than (2,)."""
-    front = ifs.minimize("specific_positions", max_layers=1, max_heads=4, embed_dim=4, input_dim=2)
-    assert [(v.architecture.heads, v.exponent) for v in front] == [((1,), sympy.Rational(1, 2)), ((2,), 0)]
+    """A retrieval and three positions at E=4, d=2, one layer: each head works in E/h dimensions. Two heads
+    (width 2) retrieve and decode 3 tokens (2); three (width 4/3) decode 2 of them with one head, 1 with
+    another (2); four (width 1) decode one token each (1): more heads lower the exponent only there."""
+    text = "max(f2(x[t]) for t in T) + f1(x[1] + x[2] + x[3])"
+    front = ifs.minimize(text, max_layers=1, max_heads=4, embed_dim=4, input_dim=2)
+    assert [(v.architecture.heads, v.exponent) for v in front] == [((2,), 2), ((4,), 1)]
+
+
+def test_heads_that_split_positions_decode_at_their_own_width():
+    """Three positions at E=4, d=2 (docs/model.md, "Head width"): one head decodes 3 tokens from width 4
+    (1/2); two heads of width 2 split them 2 + 1 and pay for the 2 (1), no better than one head at width 4;
+    three heads of width 4/3 decode one each (1/2), as one head does: a split never beats one wide head."""
+    exponents = [ifs.decide("specific_positions", ifs.Architecture(heads=(h,), embed_dim=4, input_dim=2,
+                                                                   positional=True)).exponent for h in (1, 2, 3)]
+    assert exponents == [sympy.Rational(1, 2), 1, sympy.Rational(1, 2)]
 
 
 def test_minimize_returns_pareto_front_with_witnesses():

@@ -183,13 +183,14 @@ def test_the_exhaustive_brute_force_agrees_on_random_targets():
 
 
 def test_the_brute_force_keeps_the_cheapest_program():
-    """Two heads split three positions (2 + 1 tokens) more cheaply than one head gathers them all."""
+    """Two heads of width E/2 = 2 split three positions (2 + 1 tokens: 2*2/2 - 1) more cheaply than one of
+    them gathers all three (3*2/2 - 1)."""
     from infoflow_smt.verify.enumerator import brute_force_decide
 
     one, two = (ifs.Architecture(heads=(h,), embed_dim=4, input_dim=2, positional=True) for h in (1, 2))
     assert brute_force_decide("specific_positions", one).exponent == sympy.Rational(1, 2)  # 3*2/4 - 1
     split = brute_force_decide("specific_positions", two)
-    assert split.exponent == 0 and sorted(len(a.op.positions) for a in split.program.actions) == [1, 2]
+    assert split.exponent == 1 and sorted(len(a.op.positions) for a in split.program.actions) == [1, 2]
     assert brute_force_decide("specific_positions", two, budget_s=1e-9) is None
 
 
@@ -226,5 +227,5 @@ def test_brute_force_answers_in_the_same_terms_as_decide():
     assert one.status is ifs.Status.INFEASIBLE and not one.feasible and one.witness is None
     assert one.program is not None   # the cheapest program at any cost, as Verdict.best_program
     document = one.to_json()
-    assert document["status"] == "infeasible" and document["exponent"] == "T/16 - 1"
+    assert document["status"] == "infeasible" and document["exponent"] == "T/8 - 1"  # a head of width 32/2
     assert document["program"] == one.program.to_json()
