@@ -212,7 +212,7 @@ PAPER = Profile(
 # layers of 1 head (positions 1..4 each retrieve one maximum, the output gathers them), and inefficient
 # without it ((2L - 1) h = 3 < 4), against paper 2's Conjecture 1 (L h >= D). Beside it, 1 layer of 4 heads
 # (efficient) and of 3 (not), one width E = 32 (n = E / h), the depth table's recipe (residual on, 4000
-# steps), T = 16 and 32, seeds 0 and 1; about 20 minutes on 2 CPU cores.
+# steps), T = 16 and 32, seeds 0 and 1; 62 minutes with one worker on the 2-core machine while it was shared.
 def _workers(positional: bool, archs: tuple[tuple[int, ...], ...]) -> Table:
     return Table(name="workers_pe" if positional else "workers_nope", target="linear_max_sum:D=4", input_dim=4,
                  seq_lens=(16, 32), archs=tuple((h, 32) for h in archs), seeds=(0, 1), train=_CPU_D3,
