@@ -18,7 +18,8 @@ of the score, ``n`` the token dimension ``d``:
   ``dot(x[s], x[t]) + dot(x[s-1], x[t-1])`` needs ``2d``. Generically the forms need ``d`` times the fewest
   vectors that touch every form (a minimum vertex cover of the graph whose edges are the forms and whose
   vertices are their vectors, the size of its maximum matching by Konig's theorem);
-* a product of factors each of which reads one side only (``f1(x[s]) * f2(x[t])``) is such a term;
+* a product of factors each of which reads one side only (``f1(x[s]) * f2(x[t])``) is such a term; a form
+  times such factors is a form of the scaled vectors (``dot(x[s], x[t]) * f1(x[t])``: rank ``d``);
 * anything else that reads both sides (``f2(x[s], x[t])``, ``f1(x[s] + x[t])``, a value another selection
   computed from both) is no bilinear form of bounded rank: ``score_rank`` says ``None``, the model's cost
   law is silent on it, and so is the rank note.
@@ -95,12 +96,16 @@ class _Sides:
             return self.tree.nodes[e.node]["bound"] | {self.tree.nodes[e.node]["var"]}
         return free_variables(e, self.groups)
 
-    def form(self, term: ex.Expr) -> tuple[ex.Expr, ex.Expr] | None:
-        """``dot`` or ``bilinear`` (times constants) of two vectors, one held by each side: (the selector's
-        vector, the candidate's), else None."""
+    def form(self, term: ex.Expr) -> tuple[object, object] | None:
+        """``dot`` or ``bilinear`` of two vectors, one held by each side, times constants and factors that
+        each read one side (``dot(x[s], x[t]) * f1(x[t])`` is ``<x_s, f1(x_t) x_t>``, still of rank ``d``): (the
+        selector's vector with its side's factors, the candidate's), else None."""
         factors = _factors(term)
         calls = [f for f in factors if isinstance(f, ex.Call) and f.name in _FORMS]
-        if len(calls) != 1 or any(not isinstance(f, ex.Num) for f in factors if f is not calls[0]):
+        if len(calls) != 1:
+            return None
+        scales = [f for f in factors if f is not calls[0] and not isinstance(f, ex.Num)]
+        if any(len(self.of(f)) > 1 for f in scales):
             return None
         vectors = calls[0].args[1:] if calls[0].name == "bilinear" else calls[0].args
         if len(vectors) != 2 or any(isinstance(a, ex.Param) for a in vectors):
@@ -108,7 +113,9 @@ class _Sides:
         sides = [frozenset(self.of(a)) for a in vectors]
         if set(sides) != {frozenset({CANDIDATE}), frozenset({SELECTOR})}:
             return None
-        return tuple(vectors) if sides[0] == {SELECTOR} else tuple(reversed(vectors))
+        selector, candidate = vectors if sides[0] == {SELECTOR} else tuple(reversed(vectors))
+        return tuple((repr(vector), tuple(sorted(repr(f) for f in scales if self.of(f) == {side})))
+                     for vector, side in ((selector, SELECTOR), (candidate, CANDIDATE)))
 
 
 def _held(e) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 import infoflow_smt as ifs
+from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.verify.rank_measure import measured_rank, narrow_retrievals, too_narrow
 
@@ -16,11 +17,16 @@ from infoflow_smt.verify.rank_measure import measured_rank, narrow_retrievals, t
      "g0.t", 2, 4),                                                           # two forms, no shared vector
     ("min(dot(x[s], x[t]) + bilinear(A1, x[s], x[t-1]) for s in T for t in range(2, T+1))", "g0.t", 3, 3),
     ("min(f1(x[s] + x[t]) for s in T for t in T)", "g0.t", 2, None),          # no bounded rank
+    ("min(dot(x[s], x[t]) * f1(x[t]) for s in T for t in T)", "g0.t", 3, 3),  # a form of scaled vectors
+    ("min(dot(x[s], x[t]) * f1(x[t]) + dot(x[s], x[t]) for s in T for t in T)", "g0.t", 3, 3),
+    ("min(dot(x[s], x[t]) * f1(x[s]) + dot(x[s], x[t]) for s in T for t in T)", "g0.t", 3, 3),
+    ("min(dot(x[s], x[t]) * f1(x[s] + x[t]) for s in T for t in T)", "g0.t", 2, None),
 ])
 def test_measured_ranks(text: str, node: str, d: int, rank: int | None) -> None:
     target = ifs.parse_target(text)
     tree = comparison_tree(target, {"g0": ("s", "t")}) if "s in" in text else comparison_tree(target)
     assert measured_rank(tree, node, target.realization, d) == rank
+    assert score_rank(tree, node, d) == rank  # the encoder's count, which shares nothing with the measure
 
 
 def test_a_head_narrower_than_the_rank_is_named_and_a_wide_one_is_not() -> None:
