@@ -179,6 +179,11 @@ Expr = Num | Content | Param | Call | BinOp | Neg | Reduce
 
 BUILTIN_FUNCTIONS = frozenset({"dot", "norm", "bilinear"})
 
+# The answering position of a target with an answer at every position: ``max(F0(x[o], x[t]) for t in T)``
+# asks every input position ``o`` for its own value. No reduction binds it: it is free in the whole target,
+# an enclosing variable that every input position plays (docs/model.md, "Answers at every position").
+ANSWER = "o"
+
 
 # ---- pure functions of the syntax -------------------------------------------------------------
 def children(e: Expr) -> tuple[Expr, ...]:
@@ -223,6 +228,16 @@ def free_variables(e: Expr) -> frozenset[str]:
     if isinstance(e, Reduce):
         return free_variables(e.body) - set(e.variables)
     return frozenset().union(*(free_variables(c) for c in children(e)))
+
+
+def answers_everywhere(e: Expr) -> bool:
+    """Whether ``e`` names the answering position ``o`` (``ANSWER``): one answer per input position.
+
+    >>> from infoflow_smt.lang.language import parse_target_expr
+    >>> answers_everywhere(parse_target_expr("max(dot(x[o], x[t]) for t in T)"))
+    True
+    """
+    return ANSWER in free_variables(e)
 
 
 def rename(e: Expr, names: dict[str, str]) -> Expr:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import networkx as nx
 import sympy
 
+from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
 from infoflow_smt.lang.rank import score_rank
@@ -60,6 +61,8 @@ def where_made(tree, node: str) -> str:
     bound = tree.nodes[node]["bound"]
     if not bound:
         return "made at the output token or at any input position"
+    if bound == {ex.ANSWER}:
+        return f"made at every input position for its own answer (it plays {ex.ANSWER})"
     if len(bound) == 1:
         return f"made at every input position, which plays {next(iter(bound))}"
     return f"that must hold {len(bound)} positions ({', '.join(sorted(bound))}) fixed at once"
@@ -111,12 +114,15 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
             "fixed positions, offsets or a subset of the positions): without positions every input position "
             "looks alike to every head, so no program computes it at any cost.")),)
     sels = selection_nodes(tree)
-    reasons = _order(tree, sels) + _depth(tree, sels, arch, core) + _budgets(tree, sels, arch, core)
+    reasons = _order(tree, sels) + _depth(tree, sels, arch, core)
+    reasons += _budgets(tree, sels, arch, core, target.per_position)
     if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
         needed = [describe_node(tree, n) for n in tree.successors("output")]
+        who = (f"every input position must know what its own answer depends on ({ex.ANSWER} is the position "
+               "itself; the output token plays no part)") if target.per_position else \
+            "the output token must know what the target's value depends on"
         reasons.append(Reason("goal", (
-            f"After layer {arch.layers} the output token must know what the target's value depends on: "
-            f"{'; '.join(needed) or 'every position'}.")))
+            f"After layer {arch.layers} {who}: {'; '.join(needed) or 'every position'}.")))
     if excluded_costs:
         costs = ", ".join(f"{what} costs exponent {e} (paper 1, Theorem {2 if what.startswith('k-th') else 3})"
                           for what, e in sorted(excluded_costs.items()))
@@ -149,11 +155,14 @@ def _depth(tree, sels, arch, core) -> list[Reason]:
         f"gathered, one per layer, and the architecture has {plural(arch.layers, 'layer')}."))]
 
 
-def _budgets(tree, sels, arch, core) -> list[Reason]:
+def _budgets(tree, sels, arch, core, per_position: bool = False) -> list[Reason]:
     """One sentence per head budget of the core that has something to say: a budget is a reason only
-    through the selections that compete for its heads, so a budget with none says nothing and is left out."""
+    through the selections that compete for its heads, so a budget with none says nothing and is left out.
+    With an answer at every position the inputs answer, so every selection is theirs to make."""
     at_inputs = [n for n in sels if len(tree.nodes[n]["bound"]) == 1]
     at_output = [n for n in sels if not tree.nodes[n]["bound"]]
+    if per_position:
+        at_inputs, at_output = [n for n in sels if len(tree.nodes[n]["bound"]) <= 1], []
     reasons = []
     for name in sorted((n for n in core if n.startswith("budget:")), key=_budget_order):
         _, layer, where = name.split(":")

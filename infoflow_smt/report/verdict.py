@@ -87,6 +87,7 @@ class Verdict:
             return None if p is None else p.to_json() | {"steps": describe_program(p, self.target)}
 
         return {"status": self.status.value, "target": str(self.target), "name": getattr(self.target, "name", None),
+                "per_position": bool(getattr(self.target, "per_position", False)),
                 "architecture": {"heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
                                  "input_dim": arch.input_dim, "positional": arch.positional},
                 "seq_len": self.seq_len,

@@ -308,10 +308,19 @@ def _reads(tree, terms, players: dict[str, Reader], key_of) -> Reads:
 
 
 def goal_needs(target) -> tuple[Need, ...]:
-    """What the output token must hold after the last layer to compute ``target`` (the output plays no
-    variable: every read is the selector's or every candidate's alike)."""
+    """What the answering position must hold after the last layer to compute ``target``: the output token
+    (it plays no variable: every read is the selector's or every candidate's alike), or, for a target with
+    an answer at every position, each input position, which plays the answering position ``o`` (reads tied
+    to ``o`` are its own: selections made for it, offsets from it)."""
     tree = comparison_tree(target)
-    return _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n).either
+    reads = _reads(tree, [(1, tree.graph["output"])], {ex.ANSWER: Reader.SELECTOR}, lambda n: n)
+    return reads.selector + reads.either
+
+
+def answering_classes(enc: Encoding) -> list[str]:
+    """The classes at which the goal is stated: the output token, or, for a target with an answer at every
+    position, every input class (the anchors are input positions too, and must answer for themselves)."""
+    return list(enc.inputs) if enc.target.per_position else [OUT]
 
 
 def _key(group: str, order: tuple[str, ...], var: str) -> str:
@@ -913,13 +922,15 @@ class _Builder:
         return self.effective[(l, c, name)]
 
     def goal(self, layers: range) -> None:
-        """After the last layer the output token computes the target from what it holds; the number of
-        layers is an assumption (``depth``), so the goal is written for every depth in ``layers``."""
+        """After the last layer the output token (every input class, for a target with an answer at every
+        position: ``answering_classes``) computes the target from what it holds; the number of layers is an
+        assumption (``depth``), so the goal is written for every depth in ``layers``."""
         enc = self.enc
         needs = goal_needs(enc.target)
         for L in layers:
             enc.depth[L] = self.declare_bool(f"layers:{L}")
-            reachable = smt_or(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in needs]))
+            reachable = conj([smt_or(self.all[(c, L)], conj([self.holds(c, L, nd) for nd in needs]))
+                              for c in answering_classes(enc)])
             self.track("goal", implies(quoted(enc.depth[L]), reachable))
 
     def costs(self) -> None:

@@ -51,11 +51,10 @@ from infoflow_smt.model.program import Action, Mode, Offset, Op, Program, progra
 from infoflow_smt.model.status import Status
 from infoflow_smt.symbols import T as T_SYMBOL
 from infoflow_smt.verify.interpreter import (
-    EVERYTHING,
     LayerState,
     Poisoned,
     ScalarReplay,
-    Viewpoint,
+    answers,
     check,
     computes_exactly,
     passes_every_input,
@@ -190,6 +189,7 @@ class _Search(_Vocabulary):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
         self.sample_replays = [ScalarReplay(self.tree, X, target.realization) for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
+        self.per_position = target.per_position
         self.deadline = deadline  # None: search to the end
 
     def parts(self, layer: int, where: Where, rows: list[int], state
@@ -219,9 +219,12 @@ class _Search(_Vocabulary):
     def step(self, layer: int, state, last: bool) -> Iterator[tuple[tuple, tuple[LayerState, ...]]]:
         """(operation sets per class, next state) for every distinct successor of ``state``."""
         T = self.T
-        outs = self.parts(layer, "output", [T], state)
-        if last:  # the output token reads the layer before: no other class's operation reaches it now
-            classes = [{(): ((), [(s.held[:T], s.known[:T]) for s in state])}]
+        if self.per_position:  # the input positions answer: the output token plays no part
+            outs = {(): ((), [(s.held[T:], s.known[T:]) for s in state])}
+        else:
+            outs = self.parts(layer, "output", [T], state)
+        if last and not self.per_position:  # the output token reads the layer before: no other class's
+            classes = [{(): ((), [(s.held[:T], s.known[:T]) for s in state])}]  # operation reaches it now
         else:
             classes = [self.parts(layer, "input", list(range(T)), state)]
             classes += [self.parts(layer, q, [q.position - 1], state) for q in self.anchors]
@@ -239,11 +242,10 @@ class _Search(_Vocabulary):
             yield tuple(ops for ops, _ in choice), tuple(new)
 
     def computes(self, state) -> bool:
-        """Whether the output token computes the target exactly on every sample."""
+        """Whether the output token (every input position, for a target with an answer at every position)
+        computes the target exactly on every sample."""
         try:
-            values = [EVERYTHING if s.held[self.T].all() else r.value(self.tree.graph["output"], {},
-                                                                       Viewpoint(self.T + 1, None, s, {}))
-                      for r, s in zip(self.sample_replays, state)]
+            values = [answers(r, s) for r, s in zip(self.sample_replays, state)]
         except Poisoned:
             return False
         return all(computes_exactly(v, w) for v, w in zip(values, self.expected))

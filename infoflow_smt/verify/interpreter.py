@@ -3,7 +3,8 @@
 It is the checker of every solver answer and shares no code with the encoder. Each position keeps the set
 of input positions it holds (``I(p, l)``) and the selections it knows (node, binding -> chosen position).
 A content a position does not hold is masked, so any score or value that reads it is poisoned: a poisoned
-score is a failed action, a poisoned output a failed program. The output token must end up computing
+score is a failed action, a poisoned output a failed program. The output token (for a target with an
+answer at every position, each input position, playing ``o`` itself) must end up computing
 exactly what ``Target.evaluate`` computes on the target's own text (the tree is built from its normal
 form, so every replay also checks the normal form).
 
@@ -458,20 +459,60 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
     return problems
 
 
+def answering_positions(tree, seq_len: int) -> list[int]:
+    """Where the target's answer is read: the output token ``T+1``, or, for a target with an answer at every
+    position (its output reads ``o``), every input position ``1..T``, each playing ``o`` itself."""
+    return list(range(1, seq_len + 1)) if ex.ANSWER in _output_variables(tree) else [seq_len + 1]
+
+
+def _output_variables(tree) -> frozenset[str]:
+    from infoflow_smt.lang.trees import free_variables
+    return free_variables(tree.graph["output"], tree.graph["groups"])
+
+
+def answer_at(scalar: ScalarReplay, layer: LayerState, p: int):
+    """The answer position ``p`` computes from what it holds after the last layer (``EVERYTHING`` when it
+    holds every token: it computes any function of them)."""
+    if layer.held[p - 1].all():
+        return EVERYTHING
+    env = {ex.ANSWER: p} if p <= scalar.T else {}
+    return scalar.value(scalar.tree.graph["output"], env, Viewpoint(p, None, layer, {}))
+
+
+def answers(scalar: ScalarReplay, layer: LayerState):
+    """The output token's answer, or, for a target with an answer at every position, the list of every input
+    position's own (``computes_exactly`` compares either with ``Target.evaluate``). Raises ``Poisoned``
+    naming the answering position whose answer reads what it does not hold."""
+    places = answering_positions(scalar.tree, scalar.T)
+    if places == [scalar.T + 1]:
+        return answer_at(scalar, layer, scalar.T + 1)
+    found = []
+    for p in places:
+        try:
+            found.append(answer_at(scalar, layer, p))
+        except Poisoned as err:
+            raise Poisoned(f"the answer at position {p}: {err}") from None
+    return found
+
+
 def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int]:
-    """R_F(X): the positions the output's chain reads, found by a position that holds everything."""
+    """R_F(X): the positions the output's chain reads (every answering position's, for a target with an
+    answer at every position), found by positions that hold everything."""
     scalar = ScalarReplay(tree, X, realization)
     T = scalar.T
     omniscient = LayerState(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
     scalar.trace = set()
-    scalar.value(tree.graph["output"], {}, Viewpoint(T + 1, None, omniscient, {}))
+    for p in answering_positions(tree, T):
+        env = {ex.ANSWER: p} if p <= T else {}
+        scalar.value(tree.graph["output"], env, Viewpoint(p, None, omniscient, {}))
     return frozenset(scalar.trace)
 
 
 def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool):
-    """Run a program on one input; returns (the output's value, what the output token holds).
+    """Run a program on one input; returns (the answer: the output's value, or the list of every input
+    position's for a target with an answer at every position; what the output token holds).
 
-    Raises ``Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
+    Raises ``Poisoned`` (with the reason) when an action or an answer reads content it does not hold."""
     scalar = ScalarReplay(tree, X, realization)
     T = scalar.T
     layer = LayerState.start(T)
@@ -479,9 +520,7 @@ def run(program: Program, tree, X: np.ndarray, realization: Realization, positio
         for layer_no in range(1, program.layers + 1):
             layer = step_layer(scalar, program, layer_no, layer, positional)
         reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
-        if len(reached) == T:  # the output token holds every token: it computes any function of them
-            return EVERYTHING, reached
-        value = scalar.value(tree.graph["output"], {}, Viewpoint(T + 1, None, layer, {}))
+        value = answers(scalar, layer)
     except Poisoned as err:
         err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
         raise
@@ -567,7 +606,10 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
 
 def computes_exactly(value, expected) -> bool:
     """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0).
-    An output token that holds every token computes any function of them (``EVERYTHING``)."""
+    An output token that holds every token computes any function of them (``EVERYTHING``). A list of answers
+    (one per input position) must match ``expected`` (its values by position) entry by entry."""
+    if isinstance(value, list):
+        return len(value) == len(expected) and all(computes_exactly(v, w) for v, w in zip(value, expected))
     return value is EVERYTHING or bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
 
 
@@ -597,7 +639,8 @@ def _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_f
             failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
         else:
             if not computes_exactly(value, expected[i]):
-                failures.append(Failure(i, f"the output computes {value}, the target is {expected[i]}",
+                what = "the answers are" if isinstance(value, list) else "the output computes"
+                failures.append(Failure(i, f"{what} {value}, the target is {expected[i]}",
                                         X, required_set(tree, X, target.realization), reached))
         if len(failures) >= max_failures:
             break

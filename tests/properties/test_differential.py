@@ -16,7 +16,7 @@ import pytest
 import sympy
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from support.generators import DIFFERENTIAL_CASES, VARIABLES, Case, random_case
+from support.generators import DIFFERENTIAL_CASES, VARIABLES, Case, per_position_case, random_case
 
 import infoflow_smt as ifs
 from infoflow_smt.errors import WitnessCheckError
@@ -281,3 +281,21 @@ def test_relabelling_positions_does_not_change_the_decision(index: int, rng: ran
     first, second = ifs.decide(target, arch), ifs.decide(other, arch)
     assert first.status is second.status, f"{first}\n--- relabelled ---\n{second}"
     assert first.exponent == second.exponent or sympy.simplify(first.exponent - second.exponent) == 0
+
+
+# ---- answers at every position (a target naming o): the same three semantics on their own random set -------
+PER_POSITION_CASES = [per_position_case(i) for i in range(40)]
+
+
+@pytest.mark.parametrize("case", PER_POSITION_CASES, ids=lambda c: f"per_position{c.index}")
+def test_per_position_solver_enumerator_interpreter_agree(case: Case) -> None:
+    problems = disagreements(case, ENUMERATION_BUDGET_S)
+    assert [p for p in problems if p != UNCONFIRMED] == []
+    if UNCONFIRMED in problems:
+        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case}")
+
+
+def test_the_per_position_cases_read_o_and_vary() -> None:
+    targets = [ifs.parse_target(c.text) for c in PER_POSITION_CASES]
+    assert all(t.per_position for t in targets)
+    assert any(c.arch.positional for c in PER_POSITION_CASES) and any("x[o-1]" in c.text for c in PER_POSITION_CASES)

@@ -8,6 +8,7 @@ import random
 from dataclasses import dataclass
 
 import infoflow_smt as ifs
+from infoflow_smt.lang.expr import ANSWER
 
 VARIABLES = "stuvw"
 
@@ -97,6 +98,30 @@ def random_target(rng: random.Random, positional: bool) -> str:
     if count == 1:
         return groups[0]
     return rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+
+
+def per_position_target(rng: random.Random, positional: bool) -> str:
+    """A random target with an answer at every position: each group may read the answering position ``o``
+    (one always does), as an enclosing variable of the whole target; with positions, also ``x[o-1]`` and
+    fixed positions. ``o`` heads the scope, so a nested selection may be made for it."""
+    gen = _TargetText(rng, positional)
+    scope = [(ANSWER, "T")]
+    count = rng.choice([1, 1, 2])
+    groups = [gen.group(scope, rng.choice([0, 1, 1]), [ANSWER] if i == 0 or rng.random() < 0.5 else [])
+              for i in range(count)]
+    if positional and rng.random() < 0.3:
+        groups.append(rng.choice(["f1(x[o-1])", "dot(x[o], x[o-1])", "f2(x[o], x[1])"]))
+    if len(groups) == 1:
+        return groups[0]
+    return rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+
+
+def per_position_case(index: int) -> Case:
+    """Case ``index`` of the per-position set (``per_position_target``), seeded apart from ``random_case``."""
+    rng = random.Random(10_000 + index)
+    positional = rng.random() < 0.35
+    text = per_position_target(rng, positional)
+    return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))
 
 
 def twinned_target(rng: random.Random, positional: bool) -> str:

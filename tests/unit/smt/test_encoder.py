@@ -154,3 +154,14 @@ def test_a_builder_has_all_its_state_once_constructed(index: int):
     assert builder.references(encoder.IN) == builder.fixed_sources + [Offset(k) for k in builder.enc.offsets]
     builder.build()
     assert set(vars(builder)) == made
+
+
+# ---- answers at every position ------------------------------------------------------------------------
+def test_a_per_position_goal_is_stated_at_every_input_class():
+    target = ifs.parse_target("max(F0(x[o], x[t]) for t in T) + max(f1(x[t]) for t in T)")
+    needs = encoder.goal_needs(target)
+    assert [n.kind for n in needs] == ["group", "group"]  # the one made for o, and the one made for nobody
+    arch = ifs.Architecture(heads=(2, 2), embed_dim=8, input_dim=2, positional=True)
+    enc = encoder.encode(target, arch)
+    assert enc.anchors and encoder.answering_classes(enc) == enc.inputs  # the anchors answer too
+    assert encoder.answering_classes(encoder.encode(ifs.parse_target("max(f1(x[t]) for t in T)"), arch)) == ["out"]
