@@ -142,7 +142,13 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
                         "else 2)")
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
                    help="positional encoding (default: on exactly when the target tells positions apart: fixed "
-                        "positions, offsets, subsets or ranges)")
+                        "positions, offsets, subsets or ranges; with --readout last, x[T] is the reader's own token)")
+
+
+def _readout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--readout", choices=("output", "last"), default="output",
+                   help="where the answer is read: the extra output token (default, as in the papers) or the last "
+                        "input position T, as a decoder's next-token prediction (docs/model.md, \"Readout\")")
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
@@ -169,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("decide", help="decide one architecture: a replayed witness or the reasons it fails")
     p.add_argument("target", metavar="TARGET", help="catalogue name (intrinsic_dimension:D=3) or target text")
     _architecture_options(p)
+    _readout_option(p)
     _question_options(p)
     p.add_argument("--plot", metavar="FILE", help="draw the information flow (.png, or .svg or .pdf for a paper)")
     p.add_argument("--train", action="store_true",
@@ -178,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="what the target needs, and why an architecture does or does not reach it")
     p.add_argument("target", metavar="TARGET")
     _architecture_options(p)
+    _readout_option(p)
     _question_options(p)
 
     p = sub.add_parser("minimize", help="the Pareto-minimal architectures (layers, heads, exponent)")
@@ -254,13 +262,18 @@ def _input_dim(args, target) -> int:
 
 
 def _positional(args, target) -> bool:
-    return bool(target.needs_positional) if args.positional is None else args.positional
+    if args.positional is not None:
+        return args.positional
+    if getattr(args, "readout", "output") == "last":  # x[T] is then the reader's own token: no position needed
+        from infoflow_smt.model.readout import last_token_target
+        return bool(last_token_target(target).needs_positional)
+    return bool(target.needs_positional)
 
 
 def _architecture(args, target, heads=None):
     from infoflow_smt.model.architecture import Architecture
     return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
-                        positional=_positional(args, target))
+                        positional=_positional(args, target), readout=getattr(args, "readout", "output"))
 
 
 def _writable(path: str, option: str) -> Path:
@@ -332,7 +345,7 @@ def cmd_explain(args) -> int:
     target = _target(args.target)
     arch = _architecture(args, target)
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
-    tree = target.tree()
+    tree = verdict.target.tree()  # the question decided: read at the last position, every position's answer
     selections = [describe_node(tree, n) for n in innermost_first(tree)]
     if args.json:
         _print_json({"target": target.text, "comparison_order": target.comparison_order,

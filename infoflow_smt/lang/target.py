@@ -40,6 +40,8 @@ class Target:
     text: str            # canonical text: to_text(expr)
     name: str | None = None  # the catalogue spec it came from, e.g. "intrinsic_dimension:D=3"
     seed: int = 0        # fixes parameters, smooth functions and subsets
+    every_position: bool = False  # answered at every position even where it reads no o (a question read at
+                                  # the last position, model.readout); a target naming o is so in any case
 
     def __str__(self) -> str:
         return self.text
@@ -83,7 +85,7 @@ class Target:
         >>> parse_target("max(F0(x[o], x[t]) for t in T)").per_position
         True
         """
-        return answers_everywhere(self.expr)
+        return self.every_position or answers_everywhere(self.expr)
 
     @cached_property
     def normal_form(self) -> Expr:

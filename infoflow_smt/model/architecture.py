@@ -10,6 +10,9 @@ from infoflow_smt.limits import MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS, whole
 from infoflow_smt.symbols import T
 from infoflow_smt.words import plural
 
+OUTPUT, LAST = "output", "last"
+READOUTS = (OUTPUT, LAST)  # the extra output token (the default, paper 1), the last input position
+
 
 def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
     """A width as a sympy expression (a positive int, or an expression in T positive and finite for every large
@@ -58,6 +61,8 @@ class Architecture:
     embed_dim: int | sympy.Expr = 32
     input_dim: int = 1
     positional: bool = False
+    readout: str = "output"   # where the answer is read: the extra output token (paper 1), or "last": input
+                              # position T, a decoder's next-token prediction (docs/model.md, "Readout")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -93,6 +98,8 @@ class Architecture:
             problems.append(Problem(f"input_dim {d} is over the limit of {MAX_INPUT_DIM} (infoflow_smt.limits)"))
         if not isinstance(self.positional, bool):
             problems.append(Problem(f"positional must be True or False, got {self.positional!r}"))
+        if self.readout not in READOUTS:
+            problems.append(Problem(f"readout must be one of {', '.join(map(repr, READOUTS))}, got {self.readout!r}"))
         if problems:
             raise InvalidSpecError(problems, subject="architecture")
         object.__setattr__(self, "heads", heads)
@@ -117,16 +124,16 @@ class Architecture:
         return int(value) if value.is_Integer else float(value)
 
     def covers(self, other: Architecture) -> bool:
-        """Whether this architecture has every resource of ``other``: the same width, input dimension and
-        positional encoding, at least as many layers, and at least as many heads in each of ``other``'s
+        """Whether this architecture has every resource of ``other``: the same width, input dimension,
+        positional encoding and readout, at least as many layers, and at least as many heads in each of ``other``'s
         layers aligned with this one's last layers (the first extra layers stay idle). Then it computes,
         at no higher cost, everything ``other`` computes (docs/model.md, section 2).
 
         >>> Architecture(heads=(1, 2, 2)).covers(Architecture(heads=(2, 1)))
         True
         """
-        if (str(self.embed_dim), self.input_dim, self.positional) != (str(other.embed_dim), other.input_dim,
-                                                                      other.positional):
+        if (str(self.embed_dim), self.input_dim, self.positional, self.readout) != (
+                str(other.embed_dim), other.input_dim, other.positional, other.readout):
             return False
         shift = self.layers - other.layers
         return shift >= 0 and all(self.heads[i + shift] >= h for i, h in enumerate(other.heads))
@@ -138,11 +145,12 @@ class Architecture:
 
     def with_heads(self, heads: tuple[int, ...]) -> Architecture:
         return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
-                            positional=self.positional)
+                            positional=self.positional, readout=self.readout)
 
     def __str__(self) -> str:
         pe = ", positional" if self.positional else ""
-        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}"
+        read = "" if self.readout == OUTPUT else f", readout={self.readout}"
+        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}{read}"
 
 
 def shape_text(heads: tuple[int, ...]) -> str:

@@ -190,6 +190,15 @@ def _budget_order(name: str) -> tuple[int, str]:
     return int(layer), where
 
 
+def last_token_note(target, asked) -> Reason:
+    """The sentence that says how a question read at the last position was decided (``model.readout``)."""
+    return Reason("readout", (
+        f"Read at the last position T without positional encoding: position T runs the heads every input "
+        f"position runs, so it computes {target.text} exactly when every position computes it with x[T] read as "
+        f"its own token: decided as an answer at every position, {asked.text} at every position o "
+        f"(docs/model.md, \"Readout\")."))
+
+
 def growing_costs(arch, law: cost.DecodeLaw, has_kth: bool) -> dict[str, sympy.Expr]:
     """The operations whose cost grows with ``T`` on ``arch`` (the ones an efficient program avoids)."""
     from infoflow_smt.symbols import T

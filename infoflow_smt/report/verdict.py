@@ -53,7 +53,10 @@ class Verdict:
         arch = self.architecture
         lines = [f"{self.status.value.upper()}: {self.target}",
                  (f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
-                  f"{', positional encoding' if arch.positional else ''}")]
+                  f"{', positional encoding' if arch.positional else ''}"
+                  f"{', answer read at the last position T' if getattr(arch, 'readout', 'output') == 'last' else ''}")]
+        if getattr(self.target, "per_position", False):
+            lines.insert(1, "  an answer at every position: each input position o computes its own")
         if self.status is not Status.UNKNOWN:
             at = "" if self.seq_len is None else f" at T = {self.seq_len}"
             lines.append(f"  best cost exponent{at}: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
@@ -89,7 +92,8 @@ class Verdict:
         return {"status": self.status.value, "target": str(self.target), "name": getattr(self.target, "name", None),
                 "per_position": bool(getattr(self.target, "per_position", False)),
                 "architecture": {"heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
-                                 "input_dim": arch.input_dim, "positional": arch.positional},
+                                 "input_dim": arch.input_dim, "positional": arch.positional,
+                                 "readout": getattr(arch, "readout", "output")},
                 "seq_len": self.seq_len,
                 "exponent": None if self.status is Status.UNKNOWN else str(self.exponent),
                 "witness": program(self.witness),

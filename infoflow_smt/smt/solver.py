@@ -15,6 +15,7 @@ z3 is imported here and in the encoder only. One deadline bounds the whole answe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import threading
 import time
@@ -33,7 +34,7 @@ from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
 from infoflow_smt.report import explain
@@ -536,11 +537,15 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     T/8 - 1
     """
     deadline = Deadline(timeout)
-    target = as_target(target)
+    given = as_target(target)
+    target = readout.question(given, arch) if isinstance(arch, Architecture) else given
     validate_question(target, arch, seq_len, samples)
     seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
-        return questions.decide(arch, deadline)
+        verdict = questions.decide(arch, deadline)
+    if target is given:
+        return verdict
+    return dataclasses.replace(verdict, explanation=(explain.last_token_note(given, target),) + verdict.explanation)
 
 
 _contexts = threading.local()
@@ -571,7 +576,7 @@ def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
     """The ``Questions`` of a target this thread asked recently (a researcher asks one target about many
     architectures: its encoding is built once), held by one caller at a time (a caller that finds it busy
     gets fresh ones). The answers are the same either way: the shared state is caches."""
-    key = (target.text, target.seed, target.name, law, seq_len, samples, threading.get_ident())
+    key = (target.text, target.seed, target.name, target.per_position, law, seq_len, samples, threading.get_ident())
     with _recent_lock:
         questions = _recent_questions.pop(key, None) or Questions(target, law, seq_len, samples)
         _recent_questions[key] = questions
@@ -717,6 +722,7 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     file it replaces is kept)."""
     deadline = Deadline(timeout)
     target = as_target(target)
+    target = readout.question(target, arch) if isinstance(arch, Architecture) else target
     validate_question(target, arch)
     path = plain_file(path, "export")
     if path.is_symlink():

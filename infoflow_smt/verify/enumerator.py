@@ -45,7 +45,7 @@ from infoflow_smt.errors import InfoflowError, InvalidSpecError
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.trees import all_orders, comparison_tree, needs_positional, position_reads
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program, program_cost
 from infoflow_smt.model.status import Status
@@ -187,7 +187,8 @@ class _Search(_Vocabulary):
                  anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray,
                  deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
-        self.sample_replays = [ScalarReplay(self.tree, X, target.realization) for X in inputs]
+        self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position)
+                               for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
         self.per_position = target.per_position
         self.deadline = deadline  # None: search to the end
@@ -338,7 +339,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     >>> enumerate_programs("min_pairwise_dot", arch.with_heads((2,))).found is None
     True
     """
-    started, target = time.perf_counter(), as_target(target)
+    started, target = time.perf_counter(), readout.question(as_target(target), arch)
     deadline = None if budget_s is None else Deadline(checked_seconds(budget_s, "budget_s"))
     length = seq_len if seq_len is not None else replay_length(target, arch)
     if needs_positional(target) and not arch.positional:
@@ -387,7 +388,7 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     >>> result.explored, len(result.found.actions)
     (72, 2)
     """
-    started, target = time.perf_counter(), as_target(target)
+    started, target = time.perf_counter(), readout.question(as_target(target), arch)
     length = replay_length(target, arch)
     if needs_positional(target) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
@@ -456,7 +457,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     >>> answer.status, answer.exponent, answer.programs
     (<Status.INFEASIBLE: 'infeasible'>, T/16 - 1, 72)
     """
-    started, target = time.perf_counter(), as_target(target)
+    started, target = time.perf_counter(), readout.question(as_target(target), arch)
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")

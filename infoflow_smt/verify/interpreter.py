@@ -32,6 +32,7 @@ from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
+from infoflow_smt.model import readout
 from infoflow_smt.model.program import Mode, Offset, Program, validate
 from infoflow_smt.verify import arithmetic, replay
 
@@ -130,8 +131,9 @@ class ScalarReplay:
     """A program's replay on one input, one position at a time (the reference; ``replay.BatchReplay`` runs a
     batch at once): reading contents, evaluating scores and values, selecting."""
 
-    def __init__(self, tree, X: np.ndarray, realization: Realization):
+    def __init__(self, tree, X: np.ndarray, realization: Realization, per_position: bool = False):
         self.tree = tree
+        self.per_position = per_position  # every input position answers for itself (``answers``)
         self.X = X
         self.T, self.d = X.shape
         self.real = realization
@@ -459,15 +461,10 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
     return problems
 
 
-def answering_positions(tree, seq_len: int) -> list[int]:
+def answering_positions(seq_len: int, per_position: bool) -> list[int]:
     """Where the target's answer is read: the output token ``T+1``, or, for a target with an answer at every
-    position (its output reads ``o``), every input position ``1..T``, each playing ``o`` itself."""
-    return list(range(1, seq_len + 1)) if ex.ANSWER in _output_variables(tree) else [seq_len + 1]
-
-
-def _output_variables(tree) -> frozenset[str]:
-    from infoflow_smt.lang.trees import free_variables
-    return free_variables(tree.graph["output"], tree.graph["groups"])
+    position (``Target.per_position``), every input position ``1..T``, each playing ``o`` itself."""
+    return list(range(1, seq_len + 1)) if per_position else [seq_len + 1]
 
 
 def answer_at(scalar: ScalarReplay, layer: LayerState, p: int):
@@ -483,7 +480,7 @@ def answers(scalar: ScalarReplay, layer: LayerState):
     """The output token's answer, or, for a target with an answer at every position, the list of every input
     position's own (``computes_exactly`` compares either with ``Target.evaluate``). Raises ``Poisoned``
     naming the answering position whose answer reads what it does not hold."""
-    places = answering_positions(scalar.tree, scalar.T)
+    places = answering_positions(scalar.T, scalar.per_position)
     if places == [scalar.T + 1]:
         return answer_at(scalar, layer, scalar.T + 1)
     found = []
@@ -495,25 +492,26 @@ def answers(scalar: ScalarReplay, layer: LayerState):
     return found
 
 
-def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int]:
+def required_set(tree, X: np.ndarray, realization: Realization, per_position: bool = False) -> frozenset[int]:
     """R_F(X): the positions the output's chain reads (every answering position's, for a target with an
     answer at every position), found by positions that hold everything."""
     scalar = ScalarReplay(tree, X, realization)
     T = scalar.T
     omniscient = LayerState(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
     scalar.trace = set()
-    for p in answering_positions(tree, T):
+    for p in answering_positions(T, per_position):
         env = {ex.ANSWER: p} if p <= T else {}
         scalar.value(tree.graph["output"], env, Viewpoint(p, None, omniscient, {}))
     return frozenset(scalar.trace)
 
 
-def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool):
+def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool,
+        per_position: bool = False):
     """Run a program on one input; returns (the answer: the output's value, or the list of every input
     position's for a target with an answer at every position; what the output token holds).
 
     Raises ``Poisoned`` (with the reason) when an action or an answer reads content it does not hold."""
-    scalar = ScalarReplay(tree, X, realization)
+    scalar = ScalarReplay(tree, X, realization, per_position)
     T = scalar.T
     layer = LayerState.start(T)
     try:
@@ -579,6 +577,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     problems = _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures)
     if problems:
         raise InvalidSpecError(problems, "check")
+    target = readout.question(target, arch)  # read at the last position: every position's own answer
     if inputs is not None:
         seq_len = inputs.shape[1]
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
@@ -619,7 +618,7 @@ def passes_every_input(program: Program, tree, target, arch, inputs: np.ndarray,
     with np.errstate(all="ignore"):
         for X, want in zip(inputs, expected):
             try:
-                value, _ = run(program, tree, X, target.realization, arch.positional)
+                value, _ = run(program, tree, X, target.realization, arch.positional, target.per_position)
             except Poisoned:
                 return False
             if not computes_exactly(value, want):
@@ -634,14 +633,14 @@ def _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_f
         if deadline is not None:
             deadline.check("the witness replay")
         try:
-            value, reached = run(program, tree, X, target.realization, arch.positional)
+            value, reached = run(program, tree, X, target.realization, arch.positional, target.per_position)
         except Poisoned as err:
-            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
+            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization, target.per_position), err.reached))
         else:
             if not computes_exactly(value, expected[i]):
                 what = "the answers are" if isinstance(value, list) else "the output computes"
                 failures.append(Failure(i, f"{what} {value}, the target is {expected[i]}",
-                                        X, required_set(tree, X, target.realization), reached))
+                                        X, required_set(tree, X, target.realization, target.per_position), reached))
         if len(failures) >= max_failures:
             break
     return CheckReport(ok=not failures, seq_len=seq_len, samples=len(inputs), failures=tuple(failures))

@@ -12,18 +12,26 @@ import os
 import random
 from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 import pytest
 import sympy
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from support.generators import DIFFERENTIAL_CASES, VARIABLES, Case, per_position_case, random_case
+from support.generators import (
+    DIFFERENTIAL_CASES,
+    VARIABLES,
+    Case,
+    last_token_case,
+    per_position_case,
+    random_case,
+)
 
 import infoflow_smt as ifs
 from infoflow_smt.errors import WitnessCheckError
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import to_text
 from infoflow_smt.lang.trees import comparison_tree
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Action, Mode
 from infoflow_smt.verify.enumerator import enumerate_programs, replay_length
 
@@ -299,3 +307,41 @@ def test_the_per_position_cases_read_o_and_vary() -> None:
     targets = [ifs.parse_target(c.text) for c in PER_POSITION_CASES]
     assert all(t.per_position for t in targets)
     assert any(c.arch.positional for c in PER_POSITION_CASES) and any("x[o-1]" in c.text for c in PER_POSITION_CASES)
+
+
+# ---- read at the last position (readout="last"): the same three semantics, and the rewrite's meaning -------
+LAST_TOKEN_CASES = [last_token_case(i) for i in range(40)]
+
+
+@pytest.mark.parametrize("case", LAST_TOKEN_CASES, ids=lambda c: f"last{c.index}")
+def test_last_token_solver_enumerator_interpreter_agree(case: Case) -> None:
+    problems = disagreements(case, ENUMERATION_BUDGET_S)
+    assert [p for p in problems if p != UNCONFIRMED] == []
+    if UNCONFIRMED in problems:
+        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case}")
+
+
+@pytest.mark.parametrize("case", LAST_TOKEN_CASES[:10], ids=lambda c: f"last{c.index}")
+def test_the_question_read_at_the_last_position_is_the_target_at_T(case: Case) -> None:
+    """Every position's answer to the rewritten question, at position T, is the target's value: the checks
+    above hold every position to it, so this ties them to the function the user asked for."""
+    target = ifs.parse_target(case.text)
+    asked = readout.question(target, case.arch)
+    X = np.random.default_rng(case.index).standard_normal((3, 9, case.arch.input_dim))
+    with np.errstate(all="ignore"):
+        assert np.allclose(asked.evaluate(X)[:, -1], target.evaluate(X), equal_nan=True)
+
+
+def test_the_last_token_cases_read_x_T_and_vary() -> None:
+    assert sum("x[T]" in c.text for c in LAST_TOKEN_CASES) >= 15
+    assert all(c.arch.readout == "last" and not c.arch.positional for c in LAST_TOKEN_CASES)
+    statuses = {ifs.decide(c.text, c.arch).status for c in LAST_TOKEN_CASES[:12]}
+    assert statuses == {ifs.Status.FEASIBLE, ifs.Status.INFEASIBLE}
+
+
+def test_the_last_position_with_positions_is_refused_in_one_line() -> None:
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, positional=True, readout="last")
+    for ask in (lambda: ifs.decide("max(F0(x[T], x[t]) for t in T)", arch),
+                lambda: enumerate_programs("max(F0(x[T], x[t]) for t in T)", arch)):
+        with pytest.raises(ifs.InvalidSpecError, match="readout='last' with positional encoding is not supported"):
+            ask()

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 
@@ -18,8 +19,9 @@ class _TargetText:
     indices, kth_largest, sum/mean; dot, bilinear, f1, f2, F0. Domains other than T, fixed positions and
     offsets only when ``positional``. Every variable a reduction binds is read by its body."""
 
-    def __init__(self, rng: random.Random, positional: bool):
+    def __init__(self, rng: random.Random, positional: bool, last: bool = False):
         self.rng, self.positional = rng, positional
+        self.last = last  # reads of x[T] without positions: a question read at the last position
 
     def fresh(self, scope: list[tuple[str, str]]) -> str:
         return next(v for v in VARIABLES if v not in {name for name, _ in scope})
@@ -42,6 +44,8 @@ class _TargetText:
             return f"x[{r.choice(['argmax', 'argmin'])}({body} for {u} in T)]"
         if self.positional and roll < 0.4:
             return r.choice(["x[1]", "x[2]", "x[T]"])
+        if self.last and roll < 0.45:
+            return "x[T]"
         return f"x[{r.choice(scope)[0]}]" if scope else "a1"
 
     def score(self, scope, must: list[str], depth: int) -> str:
@@ -122,6 +126,20 @@ def per_position_case(index: int) -> Case:
     positional = rng.random() < 0.35
     text = per_position_target(rng, positional)
     return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))
+
+
+def last_token_case(index: int) -> Case:
+    """Case ``index`` of the set read at the last position: a target reading ``x[T]`` (and no other position),
+    on an architecture with ``readout="last"`` and no positional encoding."""
+    rng = random.Random(20_000 + index)
+    gen = _TargetText(rng, positional=False, last=True)
+    count = rng.choice([1, 1, 2])
+    groups = [gen.group([], rng.choice([0, 1, 1])) for _ in range(count)]
+    if rng.random() < 0.3:
+        groups.append(rng.choice(["f1(x[T])", "dot(x[T], a1)"]))
+    text = groups[0] if len(groups) == 1 else rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+    arch = random_architecture(rng, False)
+    return Case(index, text, dataclasses.replace(arch, readout="last"))
 
 
 def twinned_target(rng: random.Random, positional: bool) -> str:

@@ -74,3 +74,15 @@ def test_with_heads_keeps_everything_else():
     arch = ifs.Architecture(heads=(1,), embed_dim=16, input_dim=3, positional=True)
     assert arch.with_heads((2, 2)) == ifs.Architecture(heads=(2, 2), embed_dim=16, input_dim=3, positional=True)
     assert str(arch) == "heads=(1,), E=16, d=3, positional"
+
+
+# ---- the readout --------------------------------------------------------------------------------------
+def test_the_readout_is_the_output_token_unless_asked():
+    arch = Architecture(heads=(1, 2), embed_dim=8, input_dim=2)
+    last = dataclasses.replace(arch, readout="last")
+    assert arch.readout == "output" and str(arch) == "heads=(1, 2), E=8, d=2"
+    assert str(last) == "heads=(1, 2), E=8, d=2, readout=last"
+    assert last.with_heads((2, 2)).readout == "last"
+    assert not last.covers(arch) and not arch.covers(last) and last.with_heads((2, 2)).covers(last)
+    with pytest.raises(InvalidSpecError, match="readout must be one of 'output', 'last', got 'first'"):
+        Architecture(heads=(1,), readout="first")

@@ -41,7 +41,7 @@ def _scalar(program, tree, target, arch, X, expected) -> np.ndarray:
     passed = []
     for x, want in zip(X, expected):
         try:
-            value, _ = interpreter.run(program, tree, x, target.realization, arch.positional)
+            value, _ = interpreter.run(program, tree, x, target.realization, arch.positional, target.per_position)
             passed.append(interpreter.computes_exactly(value, want))
         except interpreter.Poisoned:
             passed.append(False)

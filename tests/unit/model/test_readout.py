@@ -1,0 +1,50 @@
+"""The readout: the question each readout asks of a target (docs/model.md, "Readout")."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import infoflow_smt as ifs
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.model.readout import last_token_target, question
+
+LAST = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, readout="last")
+
+
+def test_the_output_token_asks_the_target_itself():
+    target = ifs.parse_target("max(F0(x[T], x[t]) for t in T)")
+    assert question(target, dataclasses.replace(LAST, readout="output")) is target
+
+
+def test_the_last_position_reads_x_T_as_its_own_token():
+    target = ifs.parse_target("x[T] + max(dot(x[T], x[t]) for t in T)", seed=3)
+    asked = question(target, LAST)
+    assert asked.text == "x[o] + max(dot(x[o], x[t]) for t in T)" and asked.seed == 3 and asked.per_position
+    X = np.random.default_rng(0).standard_normal((4, 7, 2))
+    assert np.allclose(asked.evaluate(X)[:, -1], target.evaluate(X))  # position T's answer is the target
+
+
+def test_a_target_without_x_T_is_still_answered_at_every_position():
+    asked = question(ifs.parse_target("max(f1(x[t]) for t in T)"), LAST)
+    assert asked.text == "max(f1(x[t]) for t in T)" and asked.per_position
+    assert asked.evaluate(np.zeros((2, 5, 2))).shape == (2, 5)
+
+
+def test_the_rewrite_is_idempotent():
+    asked = last_token_target(ifs.parse_target("max(F0(x[T], x[t]) for t in T)"))
+    assert question(asked, LAST) == asked
+
+
+def test_the_last_position_with_positions_is_refused():
+    with pytest.raises(InvalidSpecError, match="readout='last' with positional encoding is not supported yet"):
+        question(ifs.parse_target("x[T]"), dataclasses.replace(LAST, positional=True))
+
+
+def test_match2_read_at_the_last_position_is_one_layer_and_two_at_the_output_token():
+    match2 = "max(F0(x[T], x[t]) for t in T)"
+    assert ifs.decide(match2, LAST).status is ifs.Status.FEASIBLE
+    assert ifs.decide(match2, dataclasses.replace(LAST, readout="output", positional=True)).status is \
+        ifs.Status.INFEASIBLE
+    assert ifs.decide(match2, ifs.Architecture(heads=(1, 1), embed_dim=8, input_dim=2, positional=True)).feasible
