@@ -80,11 +80,8 @@ class Target:
     @cached_property
     def per_position(self) -> bool:
         """Whether the target names the answering position ``o``: every input position computes its own
-        answer (docs/model.md, "Answers at every position"), and the output token plays no part.
-
-        >>> parse_target("max(F0(x[o], x[t]) for t in T)").per_position
-        True
-        """
+        answer (docs/model.md, "Answers at every position"), and the output token plays no part: so does
+        ``max(F0(x[o], x[t]) for t in T)``."""
         return self.every_position or answers_everywhere(self.expr)
 
     @cached_property

@@ -128,16 +128,21 @@ def per_position_case(index: int) -> Case:
     return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))
 
 
-def last_token_case(index: int) -> Case:
-    """Case ``index`` of the set read at the last position: a target reading ``x[T]`` (and no other position),
-    on an architecture with ``readout="last"`` and no positional encoding."""
-    rng = random.Random(20_000 + index)
+def last_token_target(rng: random.Random) -> str:
+    """A random target that reads ``x[T]`` and no other position: a question for ``readout="last"``."""
     gen = _TargetText(rng, positional=False, last=True)
     count = rng.choice([1, 1, 2])
     groups = [gen.group([], rng.choice([0, 1, 1])) for _ in range(count)]
     if rng.random() < 0.3:
         groups.append(rng.choice(["f1(x[T])", "dot(x[T], a1)"]))
-    text = groups[0] if len(groups) == 1 else rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+    return groups[0] if len(groups) == 1 else rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+
+
+def last_token_case(index: int) -> Case:
+    """Case ``index`` of the set read at the last position: a target reading ``x[T]`` (and no other position),
+    on an architecture with ``readout="last"`` and no positional encoding."""
+    rng = random.Random(20_000 + index)
+    text = last_token_target(rng)
     arch = random_architecture(rng, False)
     return Case(index, text, dataclasses.replace(arch, readout="last"))
 
