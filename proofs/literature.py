@@ -124,13 +124,15 @@ RESULTS = (
         "Match2 (is there a partner t for each s) is computed at every position by one self-attention layer of "
         "small size",
         "at every position, max over t of F0(x[o], x[t]), one layer of one head; read at the last position "
-        "(readout='last', no positional encoding), max over t of F0(x[T], x[t]), one layer of one head too; read "
+        "(readout='last', with or without positional encoding), max over t of F0(x[T], x[t]), one layer of one "
+        "head too; read "
         "at the extra output token, two layers, one of them only to fetch x[T]; as one answer, the max over "
         "pairs, two layers of one head (the depth-separation shape)",
         True, "in the paper's form (an answer at every position, or read at the last position); the model's two "
         "layers are for the extra output token, which starts empty, and for one answer over all pairs",
         _checks(MATCH2_EVERYWHERE, (), ((1,),), positional=False)
         + _checks(MATCH2_AT_LAST, (), ((1,),), positional=False, readout="last")
+        + _checks(MATCH2_AT_LAST, (), ((1,),), readout="last")
         + _checks("match2", ((1,), (4,)), ((1, 1),), positional=False)
         + _checks(MATCH2_AT_LAST, ((1,),), ((1, 1),))),
     Published(

@@ -6,8 +6,8 @@ in a decoder's next-token prediction. Without positional encoding position ``T``
 position: it runs the heads every input position runs, and the model is permutation-equivariant, so it
 computes ``F`` exactly when every position ``p`` computes ``F`` with ``x[T]`` read as its own token ``x[p]``:
 the question of an answer at every position, with ``x[T]`` written ``x[o]`` (``last_token_target``). With
-positional encoding position ``T`` is told apart (a class of its own), which the encoding does not yet
-model: that question is refused in one line, never answered wrongly.
+positional encoding position ``T`` is told apart: a class of its own (like the anchors), holding ``x[T]``
+from the start, at which the goal is stated (``reads_at_last``).
 """
 from __future__ import annotations
 
@@ -35,11 +35,19 @@ def question(target: Target, arch) -> Target:
     """
     if getattr(arch, "readout", None) != LAST:
         return target
-    if arch.positional:
-        raise InvalidSpecError("readout='last' with positional encoding is not supported yet (position T is then "
-                               "a class of its own, which the encoding does not model): ask without positional "
-                               "encoding, or with the output token's readout", "architecture")
-    return last_token_target(target)
+    if not arch.positional:
+        return last_token_target(target)
+    if target.per_position:
+        raise InvalidSpecError("readout='last' with positional encoding and a target with an answer at every "
+                               "position (it names o) is not supported yet: ask it with the output token's readout "
+                               "(every position answers there)", "architecture")
+    return target  # position T is a class of its own, at which the goal is stated (reads_at_last)
+
+
+def reads_at_last(target: Target, arch) -> bool:
+    """Whether the answer to ``question(target, arch)`` is read at position ``T``, a class of its own: the last
+    position with positional encoding (without it every position answers, ``Target.per_position``)."""
+    return getattr(arch, "readout", None) == LAST and not target.per_position
 
 
 def last_token_target(target: Target) -> Target:

@@ -18,7 +18,7 @@ from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
 from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.trees import comparison_tree, selection_nodes
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Mode, Offset, Program, where_text
 from infoflow_smt.words import plural
 
@@ -115,12 +115,14 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
             "looks alike to every head, so no program computes it at any cost.")),)
     sels = selection_nodes(tree)
     reasons = _order(tree, sels) + _depth(tree, sels, arch, core)
-    reasons += _budgets(tree, sels, arch, core, target.per_position)
+    reasons += _budgets(tree, sels, arch, core, target.per_position,
+                        "position T" if readout.reads_at_last(target, arch) else "the output token")
     if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
         needed = [describe_node(tree, n) for n in tree.successors("output")]
         who = (f"every input position must know what its own answer depends on ({ex.ANSWER} is the position "
                "itself; the output token plays no part)") if target.per_position else \
-            "the output token must know what the target's value depends on"
+            "position T, where the answer is read, must know what the target's value depends on" \
+            if readout.reads_at_last(target, arch) else "the output token must know what the target's value depends on"
         reasons.append(Reason("goal", (
             f"After layer {arch.layers} {who}: {'; '.join(needed) or 'every position'}.")))
     if excluded_costs:
@@ -155,7 +157,7 @@ def _depth(tree, sels, arch, core) -> list[Reason]:
         f"gathered, one per layer, and the architecture has {plural(arch.layers, 'layer')}."))]
 
 
-def _budgets(tree, sels, arch, core, per_position: bool = False) -> list[Reason]:
+def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "the output token") -> list[Reason]:
     """One sentence per head budget of the core that has something to say: a budget is a reason only
     through the selections that compete for its heads, so a budget with none says nothing and is left out.
     With an answer at every position the inputs answer, so every selection is theirs to make."""
@@ -167,9 +169,9 @@ def _budgets(tree, sels, arch, core, per_position: bool = False) -> list[Reason]
     for name in sorted((n for n in core if n.startswith("budget:")), key=_budget_order):
         _, layer, where = name.split(":")
         h = plural(arch.heads[int(layer) - 1], "head")
-        if where == "out" and at_output:
+        if where in ("out", "aT") and at_output:  # where the answer is read (position T: class aT)
             reasons.append(Reason(name, (
-                f"Layer {layer} gives the output token {h}, while {plural(len(at_output), 'selection')} "
+                f"Layer {layer} gives {reader} {h}, while {plural(len(at_output), 'selection')} "
                 f"over all positions must reach it, one head each ({_listing(tree, at_output)}).")))
         elif where != "out" and at_inputs:
             reasons.append(Reason(name, (
@@ -179,7 +181,7 @@ def _budgets(tree, sels, arch, core, per_position: bool = False) -> list[Reason]
         elif where != "out" and at_output:  # docs/model.md, section 10: made at the inputs, handed on
             reasons.append(Reason(name, (
                 f"Layer {layer} gives each input position {h}; each can make one selection over all positions for "
-                f"a later retrieval to hand on to the output token, and with the output token's own heads that is "
+                f"a later retrieval to hand on to {reader}, and with {reader}'s own heads that is "
                 f"too few for the {plural(len(at_output), 'selection')} over all positions the target needs.")))
     return reasons
 

@@ -56,12 +56,13 @@ from infoflow_smt.lang.trees import (
     walk,
 )
 from infoflow_smt.lang.trees import free_variables as tree_free_variables
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
 from infoflow_smt.smt import symmetry
 from infoflow_smt.symbols import T
 
 IN, OUT = "in", "out"
+LAST_CLASS = "aT"   # position T as a class of its own: the answer read there with positional encoding
 TRUE, FALSE = "true", "false"
 _FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
 _LINES_PER_PARSE = 4_000  # lines z3 parses between two checks of the deadline (a tenth of a second or so)
@@ -318,9 +319,12 @@ def goal_needs(target) -> tuple[Need, ...]:
 
 
 def answering_classes(enc: Encoding) -> list[str]:
-    """The classes at which the goal is stated: the output token, or, for a target with an answer at every
-    position, every input class (the anchors are input positions too, and must answer for themselves)."""
-    return list(enc.inputs) if enc.target.per_position else [OUT]
+    """The classes at which the goal is stated: the output token; for a target with an answer at every
+    position, every input class (the anchors are input positions too, and must answer for themselves); read
+    at the last position with positional encoding, position ``T``'s class."""
+    if enc.target.per_position:
+        return list(enc.inputs)
+    return [LAST_CLASS] if LAST_CLASS in enc.anchors else [OUT]
 
 
 def _key(group: str, order: tuple[str, ...], var: str) -> str:
@@ -621,6 +625,8 @@ class _Builder:
         n_free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
         if self.use_anchors and self.pe and enc.arch.layers >= 2:
             enc.anchors = {f"a{q}": ex.FixedIndex(q) for q in range(1, n_free + 1)}
+        if self.pe and readout.reads_at_last(enc.target, enc.arch):  # in every encoding: the goal is stated there
+            enc.anchors[LAST_CLASS] = ex.FixedIndex(0, True)
         enc.inputs = [IN] + list(enc.anchors)
         enc.classes = enc.inputs + [OUT]
         fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)

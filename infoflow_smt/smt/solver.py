@@ -346,7 +346,7 @@ class Questions:
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     context: z3.Context | None = field(default=None, repr=False, compare=False)
-    encodings: dict = field(default_factory=dict)       # (E, d, positional, anchors) -> Encoding
+    encodings: dict = field(default_factory=dict)       # (E, d, positional, readout, anchors) -> Encoding
     replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
     truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
@@ -354,7 +354,7 @@ class Questions:
     optimal: list = field(default_factory=list)         # (architecture, witness) of fully minimized answers
 
     def encoding(self, arch: Architecture, anchors: bool, deadline: Deadline) -> encoder.Encoding:
-        key = (str(arch.embed_dim), arch.input_dim, arch.positional, anchors)
+        key = (str(arch.embed_dim), arch.input_dim, arch.positional, arch.readout, anchors)
         found = self.encodings.get(key)
         if found is not None and found.arch.layers >= arch.layers and all(
                 H >= h for H, h in zip(found.arch.heads, arch.heads)):
@@ -409,7 +409,8 @@ class Questions:
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
         anchored = arch.positional and arch.layers >= 2
         session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
-        counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored)
+        # position T read as a class of its own is in every encoding: counted like an anchor
+        counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored or bool(session.enc.anchors))
         if counted is None:  # z3 decides what the counts leave open
             level, model, unknown = session.cheapest(session.bounded)
         else:
@@ -481,7 +482,8 @@ class Questions:
             tree = comparison_tree(self.target, program.order_map)
             inputs, expected = self.samples_of(length, arch.input_dim, deadline)
             truth = self.truth_of(program.order, tree, inputs)
-            passed = replay.passes(program, tree, self.target, inputs, expected, arch.positional, truth)
+            passed = replay.passes(program, tree, self.target, inputs, expected, arch.positional, truth,
+                                   readout.reads_at_last(self.target, arch))
             if passed is None or not passed.all():  # the reference replay decides, and reports
                 report = check(program, self.target, arch, inputs=inputs, deadline=deadline)
                 if not report.ok:

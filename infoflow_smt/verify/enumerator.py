@@ -88,13 +88,20 @@ def sources(target, positional: bool) -> tuple[tuple[ex.FixedIndex, ...], tuple[
 
 def anchor_positions(target, arch) -> tuple[ex.FixedIndex, ...]:
     """Positions ``1..K`` that may override the inputs' heads, as the solver has them: positional encoding,
-    two layers or more, ``K`` the groups with a selection node that binds no variable (in some order)."""
+    two layers or more, ``K`` the groups with a selection node that binds no variable (in some order); and
+    position ``T`` when the answer is read there (``last_position``)."""
     if not arch.positional or arch.layers < 2:
-        return ()
+        return last_position(target, arch)
     free = {data["group"] for order in all_orders(target)
             for _, data in comparison_tree(target, order).nodes(data=True)
             if data["kind"] in ("top1", "kth") and not data["bound"]}
-    return tuple(ex.FixedIndex(i) for i in range(1, len(free) + 1))
+    return tuple(ex.FixedIndex(i) for i in range(1, len(free) + 1)) + last_position(target, arch)
+
+
+def last_position(target, arch) -> tuple[ex.FixedIndex, ...]:
+    """Position ``T`` as a class of its own when the answer is read there with positional encoding (as the
+    solver has it: in every encoding, with or without the other anchors)."""
+    return (ex.FixedIndex(0, True),) if arch.positional and readout.reads_at_last(target, arch) else ()
 
 
 def replay_length(target, arch) -> int:
@@ -171,7 +178,7 @@ def program_count(target, arch, *, efficient: bool = True, anchors: bool = True,
     4
     """
     target = as_target(target)
-    fixed, total = anchor_positions(target, arch) if anchors else (), 0
+    fixed, total = anchor_positions(target, arch) if anchors else last_position(target, arch), 0
     for order in all_orders(target):
         vocab, count = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed), 1
         for (layer, heads), where in itertools.product(enumerate(arch.heads, 1), ["input", "output", *fixed]):
@@ -187,7 +194,8 @@ class _Search(_Vocabulary):
                  anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray,
                  deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
-        self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position)
+        self.last = readout.reads_at_last(target, arch)  # the answer is read at position T, a class of its own
+        self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position, self.last)
                                for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
         self.per_position = target.per_position
@@ -220,15 +228,15 @@ class _Search(_Vocabulary):
     def step(self, layer: int, state, last: bool) -> Iterator[tuple[tuple, tuple[LayerState, ...]]]:
         """(operation sets per class, next state) for every distinct successor of ``state``."""
         T = self.T
-        if self.per_position:  # the input positions answer: the output token plays no part
+        if self.per_position or self.last:  # input positions answer: the output token plays no part
             outs = {(): ((), [(s.held[T:], s.known[T:]) for s in state])}
         else:
             outs = self.parts(layer, "output", [T], state)
-        if last and not self.per_position:  # the output token reads the layer before: no other class's
-            classes = [{(): ((), [(s.held[:T], s.known[:T]) for s in state])}]  # operation reaches it now
+        if last and not (self.per_position or self.last):  # the output token reads the layer before: no
+            classes = [{(): ((), [(s.held[:T], s.known[:T]) for s in state])}]  # other class's op reaches it
         else:
             classes = [self.parts(layer, "input", list(range(T)), state)]
-            classes += [self.parts(layer, q, [q.position - 1], state) for q in self.anchors]
+            classes += [self.parts(layer, q, [q.resolve(T) - 1], state) for q in self.anchors]
         for choice in itertools.product(*(c.values() for c in classes), outs.values()):
             self.explored += 1
             if self.deadline is not None and self.explored % 256 == 0:
@@ -238,7 +246,7 @@ class _Search(_Vocabulary):
                 held = np.vstack([choice[0][1][i][0], choice[-1][1][i][0]])
                 known = list(choice[0][1][i][1]) + choice[-1][1][i][1]
                 for q, (_, part) in zip(self.anchors, choice[1:-1]):  # an anchor overrides its row
-                    held[q.position - 1], known[q.position - 1] = part[i][0][0], part[i][1][0]
+                    held[q.resolve(T) - 1], known[q.resolve(T) - 1] = part[i][0][0], part[i][1][0]
                 new.append(LayerState(held, known))
             yield tuple(ops for ops, _ in choice), tuple(new)
 
@@ -349,7 +357,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     with np.errstate(all="ignore"):  # as in check: a target may divide by zero, both sides then agree
         expected = np.asarray(target.evaluate(inputs), dtype=float)
     initial = tuple(LayerState.start(length) for _ in range(samples))
-    fixed = anchor_positions(target, arch) if anchors else ()
+    fixed = anchor_positions(target, arch) if anchors else last_position(target, arch)
     explored = states = 0
     for order in all_orders(target):
         search = _Search(target, arch, order, efficient, maximal, decode_law, fixed, inputs, expected,
@@ -395,7 +403,7 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
     with np.errstate(all="ignore"):
         expected = np.asarray(target.evaluate(inputs), dtype=float)
-    fixed = anchor_positions(target, arch) if anchors else ()
+    fixed = anchor_positions(target, arch) if anchors else last_position(target, arch)
     best, best_key, tried, first_s = None, None, 0, None
     for order in all_orders(target):
         vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed)

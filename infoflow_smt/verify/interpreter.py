@@ -131,9 +131,11 @@ class ScalarReplay:
     """A program's replay on one input, one position at a time (the reference; ``replay.BatchReplay`` runs a
     batch at once): reading contents, evaluating scores and values, selecting."""
 
-    def __init__(self, tree, X: np.ndarray, realization: Realization, per_position: bool = False):
+    def __init__(self, tree, X: np.ndarray, realization: Realization, per_position: bool = False,
+                 last: bool = False):
         self.tree = tree
         self.per_position = per_position  # every input position answers for itself (``answers``)
+        self.last = last                  # the answer is read at position T (``answering_positions``)
         self.X = X
         self.T, self.d = X.shape
         self.real = realization
@@ -461,10 +463,13 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
     return problems
 
 
-def answering_positions(seq_len: int, per_position: bool) -> list[int]:
-    """Where the target's answer is read: the output token ``T+1``, or, for a target with an answer at every
-    position (``Target.per_position``), every input position ``1..T``, each playing ``o`` itself."""
-    return list(range(1, seq_len + 1)) if per_position else [seq_len + 1]
+def answering_positions(seq_len: int, per_position: bool, last: bool = False) -> list[int]:
+    """Where the target's answer is read: the output token ``T+1``; position ``T`` (``last``: read at the last
+    position with positional encoding); or, for a target with an answer at every position
+    (``Target.per_position``), every input position ``1..T``, each playing ``o`` itself."""
+    if per_position:
+        return list(range(1, seq_len + 1))
+    return [seq_len] if last else [seq_len + 1]
 
 
 def answer_at(scalar: ScalarReplay, layer: LayerState, p: int):
@@ -472,7 +477,7 @@ def answer_at(scalar: ScalarReplay, layer: LayerState, p: int):
     holds every token: it computes any function of them)."""
     if layer.held[p - 1].all():
         return EVERYTHING
-    env = {ex.ANSWER: p} if p <= scalar.T else {}
+    env = {ex.ANSWER: p} if scalar.per_position else {}
     return scalar.value(scalar.tree.graph["output"], env, Viewpoint(p, None, layer, {}))
 
 
@@ -480,9 +485,9 @@ def answers(scalar: ScalarReplay, layer: LayerState):
     """The output token's answer, or, for a target with an answer at every position, the list of every input
     position's own (``computes_exactly`` compares either with ``Target.evaluate``). Raises ``Poisoned``
     naming the answering position whose answer reads what it does not hold."""
-    places = answering_positions(scalar.T, scalar.per_position)
-    if places == [scalar.T + 1]:
-        return answer_at(scalar, layer, scalar.T + 1)
+    places = answering_positions(scalar.T, scalar.per_position, scalar.last)
+    if not scalar.per_position:
+        return answer_at(scalar, layer, places[0])
     found = []
     for p in places:
         try:
@@ -492,35 +497,37 @@ def answers(scalar: ScalarReplay, layer: LayerState):
     return found
 
 
-def required_set(tree, X: np.ndarray, realization: Realization, per_position: bool = False) -> frozenset[int]:
+def required_set(tree, X: np.ndarray, realization: Realization, per_position: bool = False,
+                 last: bool = False) -> frozenset[int]:
     """R_F(X): the positions the output's chain reads (every answering position's, for a target with an
     answer at every position), found by positions that hold everything."""
     scalar = ScalarReplay(tree, X, realization)
     T = scalar.T
     omniscient = LayerState(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
     scalar.trace = set()
-    for p in answering_positions(T, per_position):
-        env = {ex.ANSWER: p} if p <= T else {}
+    for p in answering_positions(T, per_position, last):
+        env = {ex.ANSWER: p} if per_position else {}
         scalar.value(tree.graph["output"], env, Viewpoint(p, None, omniscient, {}))
     return frozenset(scalar.trace)
 
 
 def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool,
-        per_position: bool = False):
+        per_position: bool = False, last: bool = False):
     """Run a program on one input; returns (the answer: the output's value, or the list of every input
     position's for a target with an answer at every position; what the output token holds).
 
     Raises ``Poisoned`` (with the reason) when an action or an answer reads content it does not hold."""
-    scalar = ScalarReplay(tree, X, realization, per_position)
+    scalar = ScalarReplay(tree, X, realization, per_position, last)
     T = scalar.T
+    reader = T - 1 if last else T  # the row of the position the answer is read at (the output token's: T)
     layer = LayerState.start(T)
     try:
         for layer_no in range(1, program.layers + 1):
             layer = step_layer(scalar, program, layer_no, layer, positional)
-        reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[reader]))
         value = answers(scalar, layer)
     except Poisoned as err:
-        err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[reader]))
         raise
     return value, reached
 
@@ -597,7 +604,8 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         inputs = rng.standard_normal((samples, seq_len, arch.input_dim))
     with np.errstate(all="ignore"):  # a target may divide by zero; both sides then agree on nan or inf
         expected = np.asarray(target.evaluate(inputs, deadline), dtype=float)
-        passed = replay.passes(program, tree, target, inputs, expected, arch.positional)
+        passed = replay.passes(program, tree, target, inputs, expected, arch.positional,
+                               last=readout.reads_at_last(target, arch))
         if passed is not None and passed.all():  # the batched replay: every sample computed
             return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))
         return _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
@@ -618,7 +626,8 @@ def passes_every_input(program: Program, tree, target, arch, inputs: np.ndarray,
     with np.errstate(all="ignore"):
         for X, want in zip(inputs, expected):
             try:
-                value, _ = run(program, tree, X, target.realization, arch.positional, target.per_position)
+                value, _ = run(program, tree, X, target.realization, arch.positional, target.per_position,
+                               readout.reads_at_last(target, arch))
             except Poisoned:
                 return False
             if not computes_exactly(value, want):
@@ -633,14 +642,17 @@ def _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_f
         if deadline is not None:
             deadline.check("the witness replay")
         try:
-            value, reached = run(program, tree, X, target.realization, arch.positional, target.per_position)
+            value, reached = run(program, tree, X, target.realization, arch.positional, target.per_position,
+                                 readout.reads_at_last(target, arch))
         except Poisoned as err:
-            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization, target.per_position), err.reached))
+            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization, target.per_position,
+                                                          readout.reads_at_last(target, arch)), err.reached))
         else:
             if not computes_exactly(value, expected[i]):
                 what = "the answers are" if isinstance(value, list) else "the output computes"
                 failures.append(Failure(i, f"{what} {value}, the target is {expected[i]}",
-                                        X, required_set(tree, X, target.realization, target.per_position), reached))
+                                        X, required_set(tree, X, target.realization, target.per_position,
+                                                          readout.reads_at_last(target, arch)), reached))
         if len(failures) >= max_failures:
             break
     return CheckReport(ok=not failures, seq_len=seq_len, samples=len(inputs), failures=tuple(failures))

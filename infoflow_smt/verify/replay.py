@@ -189,9 +189,10 @@ class BatchReplay:
     """One program on a batch of inputs: ``passes()`` says, per sample, whether it computes the target."""
 
     def __init__(self, program: Program, tree, X: np.ndarray, truth: Truth, positional: bool,
-                 per_position: bool = False):
+                 per_position: bool = False, last: bool = False):
         self.program, self.tree, self.truth = program, tree, truth
         self.per_position = per_position  # every input position answers for itself (it plays ``o``)
+        self.last = last                  # the answer is read at position T, not at the output token
         self.S, self.T, _ = X.shape
         self.positional = positional
         self.samples = np.arange(self.S)
@@ -212,7 +213,7 @@ class BatchReplay:
             state, failed = self.step(layer, state, failed)
         if self.per_position:
             return ~failed & self.every_position_answers(state)
-        out = self.T
+        out = self.T - 1 if self.last else self.T  # the row of position T, or of the output token
         everything = state.all[:, out]
         reads = self.reads(self.tree.graph["output"], {}, {}, state, out, out)
         reads_ok = np.broadcast_to(reads, (self.S,) + reads.shape[1:]).reshape(self.S, -1).all(axis=1)
@@ -388,8 +389,9 @@ def _close(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
 
 
 def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, positional: bool,
-           truth: Truth | None = None) -> np.ndarray | None:
-    """Per sample, whether ``program`` computes ``target`` (``expected``, from ``Target.evaluate``) on ``X``;
+           truth: Truth | None = None, last: bool = False) -> np.ndarray | None:
+    """Per sample, whether ``program`` computes ``target`` (``expected``, from ``Target.evaluate``) on ``X``,
+    read at the output token, at every position (``target.per_position``) or at position ``T`` (``last``);
     None when a truth table would exceed the memory budget (replay with the scalar interpreter)."""
     try:
         truth = truth or Truth(tree, X, target.realization)
@@ -397,4 +399,4 @@ def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, 
         return None
     truth.expected = np.asarray(expected, dtype=float).reshape(len(X), -1)
     with np.errstate(all="ignore"):
-        return BatchReplay(program, tree, X, truth, positional, target.per_position).passes()
+        return BatchReplay(program, tree, X, truth, positional, target.per_position, last).passes()

@@ -147,6 +147,14 @@ def last_token_case(index: int) -> Case:
     return Case(index, text, dataclasses.replace(arch, readout="last"))
 
 
+def last_position_case(index: int) -> Case:
+    """Case ``index`` of the set read at the last position with positional encoding: a random positional target
+    (fixed positions, offsets, subsets) on a positional architecture with ``readout="last"``."""
+    rng = random.Random(30_000 + index)
+    text = random_target(rng, True)
+    return Case(index, text, dataclasses.replace(random_architecture(rng, True), readout="last"))
+
+
 def twinned_target(rng: random.Random, positional: bool) -> str:
     """A random group beside copies of itself that read other functions and matrices: interchangeable
     groups (``smt/symmetry.py``), which a target drawn at random seldom has; copies that read alike merge."""

@@ -400,5 +400,8 @@ def test_readout_last_decides_the_question_read_at_position_T(capsys):
     assert not document["architecture"]["positional"]  # x[T] is the reader's own token: no position needed
     code, out, _ = run(capsys, "decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--readout", "last")
     assert code == 0 and "answer read at the last position T" in out
-    code, _, err = run(capsys, "decide", "x[T]", "--heads", "1", "--readout", "last", "--positional")
+    code, out, _ = run(capsys, "decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--readout", "last",
+                       "--positional")
+    assert code == 0 and "at input position T: retrieves" in out
+    code, _, err = run(capsys, "decide", "x[o]", "--heads", "1", "--readout", "last", "--positional")
     assert code == 2 and "not supported yet" in err and len(err.strip().splitlines()) == 1

@@ -8,7 +8,8 @@ import pytest
 
 import infoflow_smt as ifs
 from infoflow_smt.errors import InvalidSpecError
-from infoflow_smt.model.readout import last_token_target, question
+from infoflow_smt.lang.expr import FixedIndex
+from infoflow_smt.model.readout import last_token_target, question, reads_at_last
 
 LAST = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, readout="last")
 
@@ -37,14 +38,20 @@ def test_the_rewrite_is_idempotent():
     assert question(asked, LAST) == asked
 
 
-def test_the_last_position_with_positions_is_refused():
-    with pytest.raises(InvalidSpecError, match="readout='last' with positional encoding is not supported yet"):
-        question(ifs.parse_target("x[T]"), dataclasses.replace(LAST, positional=True))
+def test_with_positions_the_target_is_asked_of_position_T_itself():
+    target = ifs.parse_target("max(F0(x[T], x[t]) for t in T)")
+    positional = dataclasses.replace(LAST, positional=True)
+    assert question(target, positional) is target and reads_at_last(target, positional)
+    assert not reads_at_last(question(target, LAST), LAST)  # without positions every position answers
+    with pytest.raises(InvalidSpecError, match="with positional encoding and a target with an answer at every"):
+        question(ifs.parse_target("x[o]"), positional)
 
 
 def test_match2_read_at_the_last_position_is_one_layer_and_two_at_the_output_token():
     match2 = "max(F0(x[T], x[t]) for t in T)"
     assert ifs.decide(match2, LAST).status is ifs.Status.FEASIBLE
+    verdict = ifs.decide(match2, dataclasses.replace(LAST, positional=True))
+    assert verdict.feasible and {a.where for a in verdict.witness.actions} == {FixedIndex(0, True)}
     assert ifs.decide(match2, dataclasses.replace(LAST, readout="output", positional=True)).status is \
         ifs.Status.INFEASIBLE
     assert ifs.decide(match2, ifs.Architecture(heads=(1, 1), embed_dim=8, input_dim=2, positional=True)).feasible
