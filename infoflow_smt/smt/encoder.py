@@ -632,6 +632,20 @@ class _Builder:
         fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
         return fixed_sources, {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
 
+    def neighbour(self, c: str, k: int) -> list[str]:
+        """The class of the position at offset ``k`` from class ``c`` (one, or none outside the sequence): an
+        anchor's neighbour is the anchor at that position, if any, else a generic input position; outside
+        the sequence there is only padding, which brings nothing. ``in`` stands for positions away from the
+        anchors, whose neighbours are generic too."""
+        q = self.enc.anchors.get(c)
+        if q is None:
+            return [IN]
+        p = q.resolve(_FAR) + k
+        if not 1 <= p <= _FAR:
+            return []
+        at = ex.FixedIndex(_FAR - p, True) if q.from_end else ex.FixedIndex(p)
+        return [next((a for a, r in self.enc.anchors.items() if r == at), IN)]
+
     def state_variables(self, layers: range) -> None:
         """The facts after each of ``layers`` (0: the tokens as they come in)."""
         enc = self.enc
@@ -654,7 +668,8 @@ class _Builder:
                     for (c, l, n), v in self.know.items() if l == 0]
         initial += [v if c in enc.anchors and enc.anchors[c] == q else neg(v)
                     for (c, l, q), v in self.xfix.items() if l == 0]
-        initial += [neg(v) for (c, l, k), v in self.xoff.items() if l == 0]
+        # an offset outside the sequence reads padding, which every position has
+        initial += [neg(v) if self.neighbour(c, k) else v for (c, l, k), v in self.xoff.items() if l == 0]
         self.track("initial", conj(initial))
         if not self.pe:  # an assumption, so that an unsat core can say when positions were the obstacle
             denied = self.enc.tracked["positional"] = self.declare_bool("deny:positional")
@@ -828,7 +843,8 @@ class _Builder:
         gains = [self.all[(c, l - 1)], acting[GLOBAL_AGGREGATION]]
         gains += [smt_and(v, self.common(i, l - 1, lambda k, ll: self.all[(k, ll)])) for v, i in winners]
         gains += [smt_and(v, self.all[(self.source_class[q], l - 1)]) for q, v in chosen.items() if not isinstance(q, Offset)]
-        gains += [smt_and(v, self.all[(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
+        gains += [smt_and(v, self.all[(k, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)
+                  for k in self.neighbour(c, q.offset)]
         self.add(f"(= {self.all[(c, l)]} {disj(gains)})")
 
     def update_know(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict, winners: list) -> None:
@@ -846,7 +862,8 @@ class _Builder:
             gains += [smt_and(v, self.known_by_candidates(i, l - 1, key)) for v, i in winners]
             gains += [smt_and(v, know[(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
                       if not isinstance(q, Offset)]
-            gains += [smt_and(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
+            gains += [smt_and(v, know[(k, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)
+                      for k in self.neighbour(c, q.offset)]
         self.add(f"(= {know[(c, l, key)]} {disj(gains)})")
 
     def update_positions(self, c: str, l: int, chosen: dict, winners: list) -> None:

@@ -359,3 +359,13 @@ def test_an_answer_at_every_position_read_at_the_last_position_with_positions_is
                 lambda: enumerate_programs("max(F0(x[o], x[t]) for t in T)", arch)):
         with pytest.raises(ifs.InvalidSpecError, match="readout='last' with positional encoding and a target"):
             ask()
+
+
+# Found by the metamorphic suite with an answer at every position (the solver's program failed its replay):
+# anchor 1 gathering its previous position was credited with a generic position's holdings, though position 0
+# is outside the sequence; an anchor's answer now counts, so its neighbours must be the real ones.
+def test_an_anchor_gathers_nothing_before_the_sequence() -> None:
+    text = ("min(0.5 * min(dot(x[s], x[t-1]) + f1(x[o]) for t in range(2, T+1)) "
+            "+ 0.5 * min(dot(x[p-1], x[s]) + f1(x[o]) for p in range(2, T+1)) for s in T)")
+    arch = ifs.Architecture(heads=(2, 1), embed_dim=8, input_dim=1, positional=True)
+    assert disagreements(Case(-1, text, arch)) == []
