@@ -56,6 +56,10 @@ def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64
                              f"witness to compile{cheapest}")
     if ffn not in ("exact", "mlp"):
         raise ValueError(f"ffn must be 'exact' or 'mlp', got {ffn!r}")
+    if getattr(verdict.target, "per_position", False):
+        raise CompileRefusal("mode", str(verdict.target),
+                             "the compiled model reads one answer at the output token; a target with an answer at "
+                             "every position (it names o) is not supported by the compiler yet")
     arch, target = verdict.architecture, verdict.target
     program = verdict.witness
     tree = comparison_tree(target, program.order_map)

@@ -42,9 +42,13 @@ def resolve_target(target: Any, seed: int = 0) -> Any:
     if isinstance(target, str):
         from infoflow_smt.lang import catalogue  # lazy: the catalogue is not needed to import this module
 
-        return catalogue.parse_spec(target, seed=seed)
+        target = catalogue.parse_spec(target, seed=seed)
     if not hasattr(target, "evaluate"):
         raise TypeError(f"expected a target spec string or a Target, got {type(target).__name__}")
+    if getattr(target, "per_position", False):
+        from infoflow_smt.errors import InvalidSpecError
+        raise InvalidSpecError("the experiments' models read one answer at the output token; a target with an "
+                               "answer at every position (it names o) is not supported there yet", "target")
     return target
 
 

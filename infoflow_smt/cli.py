@@ -142,7 +142,7 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
                         "else 2)")
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
                    help="positional encoding (default: on exactly when the target tells positions apart: fixed "
-                        "positions, offsets, subsets or ranges)")
+                        "positions, offsets, subsets or ranges; with --readout last, x[T] is the reader's own token)")
     if heads:  # one architecture: it may be decoder-only
         p.add_argument("--causal", action="store_true",
                        help="a causal mask: each input position attends to itself and earlier positions only, the "
@@ -150,6 +150,12 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
     p.add_argument("--rank-aware", action="store_true",
                    help="a retrieval head may rank only by a score whose bilinear rank fits its width E/h "
                         "(default: the papers' cost law, which abstracts the rank away; docs/model.md)")
+
+
+def _readout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--readout", choices=("output", "last"), default="output",
+                   help="where the answer is read: the extra output token (default, as in the papers) or the last "
+                        "input position T, as a decoder's next-token prediction (docs/model.md, \"Readout\")")
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
@@ -176,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("decide", help="decide one architecture: a replayed witness or the reasons it fails")
     p.add_argument("target", metavar="TARGET", help="catalogue name (intrinsic_dimension:D=3) or target text")
     _architecture_options(p)
+    _readout_option(p)
     _question_options(p)
     p.add_argument("--plot", metavar="FILE", help="draw the information flow (.png, or .svg or .pdf for a paper)")
     p.add_argument("--train", action="store_true",
@@ -185,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="what the target needs, and why an architecture does or does not reach it")
     p.add_argument("target", metavar="TARGET")
     _architecture_options(p)
+    _readout_option(p)
     _question_options(p)
 
     p = sub.add_parser("minimize", help="the Pareto-minimal architectures (layers, heads, exponent)")
@@ -261,17 +269,22 @@ def _input_dim(args, target) -> int:
 
 
 def _positional(args, target) -> bool:
-    if args.positional is None:  # under a mask, range(1, s+1) is told apart by the mask itself
+    if args.positional is not None:
+        return args.positional
+    if getattr(args, "readout", "output") == "last":  # x[T] is then the reader's own token: no position needed
+        from infoflow_smt.model.readout import last_token_target
+        return bool(last_token_target(target).needs_positional)
+    if getattr(args, "causal", False):  # under a mask, range(1, s+1) is told apart by the mask itself
         from infoflow_smt.lang.trees import needs_positional
-        return bool(needs_positional(target, getattr(args, "causal", False)))
-    return args.positional
+        return bool(needs_positional(target, True))
+    return bool(target.needs_positional)
 
 
 def _architecture(args, target, heads=None):
     from infoflow_smt.model.architecture import Architecture
     return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
                         positional=_positional(args, target), causal=getattr(args, "causal", False),
-                        rank_aware=args.rank_aware)
+                        rank_aware=args.rank_aware, readout=getattr(args, "readout", "output"))
 
 
 def _writable(path: str, option: str) -> Path:
@@ -343,7 +356,7 @@ def cmd_explain(args) -> int:
     target = _target(args.target)
     arch = _architecture(args, target)
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
-    tree = target.tree()
+    tree = verdict.target.tree()  # the question decided: read at the last position, every position's answer
     selections = [describe_node(tree, n) for n in innermost_first(tree)]
     if args.json:
         _print_json({"target": target.text, "comparison_order": target.comparison_order,

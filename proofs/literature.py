@@ -20,6 +20,7 @@ True
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -41,11 +42,13 @@ NAME = "literature"
 STATEMENT = ("Papers outside InfoFlow, each Theorem as cited in the table below (Sanford, Hsu, Telgarsky 2023 "
              "and 2024, Bhattamishra, Hahn, Blunsom, Kanade 2024): the induction head, nearest neighbour and "
              "disjointness are inefficient on the one-layer architectures tried (T*d*h/E - 1) and efficient on two "
-             "layers of one head, Match2 over pairs needs two layers, Match3 over triples is efficient on no "
+             "layers of one head, Match2 over pairs needs two layers (one, answered at every position or read at the last "
+             "position), Match3 over triples is efficient on no "
              "architecture, and k-hop induction (k = 2, 4) needs k + 1 layers of one head where the paper builds "
              "it in O(log k), a disagreement the table explains.")
 WIDTH, INPUT_DIM = 16, 2  # one width for every instance: the one-layer exponent is T*2/16 - 1 = T/8 - 1
 MATCH2_AT_LAST = "max(F0(x[T], x[t]) for t in T)"
+MATCH2_EVERYWHERE = "max(F0(x[o], x[t]) for t in T)"   # the paper's form: an answer at every position o
 MATCH3_AT_LAST = "max(F0(x[T], x[s], x[t]) for s in T for t in T)"
 # the induction head's answer fetched again by token equality: the same function for distinct tokens
 BY_EQUALITY = "x[argmax(-norm(x[u] - x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))])**2 for u in T)]"
@@ -60,6 +63,7 @@ class Check:
     status: str
     claim: Claim
     positional: bool = True
+    readout: str = "output"   # where the answer is read: the extra output token, or "last" (position T)
 
 
 @dataclass(frozen=True)
@@ -82,9 +86,9 @@ def _one_layer(heads: tuple[int, ...]) -> Claim:
 
 
 def _checks(target: str, inefficient: tuple[tuple[int, ...], ...], efficient: tuple[tuple[int, ...], ...],
-            positional: bool = True) -> tuple[Check, ...]:
-    return (tuple(Check(target, heads, "infeasible", _one_layer(heads), positional) for heads in inefficient)
-            + tuple(Check(target, heads, "feasible", exactly(1), positional) for heads in efficient))
+            positional: bool = True, readout: str = "output") -> tuple[Check, ...]:
+    return (tuple(Check(target, heads, "infeasible", _one_layer(heads), positional, readout) for heads in inefficient)
+            + tuple(Check(target, heads, "feasible", exactly(1), positional, readout) for heads in efficient))
 
 
 POINTER_DOUBLING = (
@@ -120,24 +124,32 @@ RESULTS = (
         "match2", "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896",
         "Match2 (is there a partner t for each s) is computed at every position by one self-attention layer of "
         "small size",
-        "as one answer, the max over pairs, two layers of one head (the depth-separation shape); read at the "
-        "last position, max over t of F0(x[T], x[t]), also two layers, one of them only to fetch x[T]",
-        False, "per-position outputs: the paper answers at every position, each position making one selection, while the "
-        "model reads one answer at an extra output token that starts empty; the per-position form and a readout "
-        "at the last position are not in this model",
-        _checks("match2", ((1,), (4,)), ((1, 1),), positional=False)
+        "at every position, max over t of F0(x[o], x[t]), one layer of one head; read at the last position "
+        "(readout='last', with or without positional encoding), max over t of F0(x[T], x[t]), one layer of one "
+        "head too; read "
+        "at the extra output token, two layers, one of them only to fetch x[T]; as one answer, the max over "
+        "pairs, two layers of one head (the depth-separation shape)",
+        True, "in the paper's form (an answer at every position, or read at the last position); the model's two "
+        "layers are for the extra output token, which starts empty, and for one answer over all pairs",
+        _checks(MATCH2_EVERYWHERE, (), ((1,),), positional=False)
+        + _checks(MATCH2_AT_LAST, (), ((1,),), positional=False, readout="last")
+        + _checks(MATCH2_AT_LAST, (), ((1,),), readout="last")
+        + _checks("match2", ((1,), (4,)), ((1, 1),), positional=False)
         + _checks(MATCH2_AT_LAST, ((1,),), ((1, 1),))),
     Published(
         "match3", "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896",
         "Match3 needs one-layer size linear in T (proved for one layer only)",
         "over triples, inefficient on every architecture (comparison order 3, like the triangle center); read at "
-        "the last position, max over s, t of F0(x[T], x[s], x[t]), efficient on three layers of one head",
+        "the extra output token, max over s, t of F0(x[T], x[s], x[t]), efficient on three layers of one head "
+        "(with positional encoding, to fetch x[T]); read at the last position without positional encoding, "
+        "inefficient on three layers (each s would need x[T], which no other position can tell apart)",
         True, "on one layer, where the paper proves its bound; the model's 'no architecture' for the triple maximum "
         "goes beyond what the paper proves (hard attention: one head selects one position per token), and the "
         "model's three layers for one position's answer do not contradict the paper, whose bound is for an "
         "answer at every position",
         _checks("match3", ((1,), (2, 2), (4, 4, 4)), ())
-        + _checks(MATCH3_AT_LAST, ((1,), (2, 2)), ((1, 1, 1),))),
+        + _checks(MATCH3_AT_LAST, ((1,), (2, 2)), ((1, 1, 1),))
+        + _checks(MATCH3_AT_LAST, ((1, 1, 1),), (), positional=False, readout="last")),
     Published(
         "disjointness", "Bhattamishra, Hahn, Blunsom, Kanade 2024, arXiv 2406.09347",
         "one layer needs linear size, two layers of logarithmic size suffice",
@@ -156,7 +168,7 @@ def _evidence() -> Iterator[Evidence]:
     for result in RESULTS:
         for check in result.checks:
             arch = architecture(check.heads, WIDTH, INPUT_DIM, positional=check.positional)
-            yield observe(check.target, arch, check.status, check.claim)
+            yield observe(check.target, dataclasses.replace(arch, readout=check.readout), check.status, check.claim)
 
 
 GENERAL = ("Over every architecture at E = 16, d = 2: the induction head and disjointness (with positional encoding) "

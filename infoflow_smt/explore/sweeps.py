@@ -414,6 +414,9 @@ def _validated(targets, archs, workers, backend, samples):
     archs = list(archs) if isinstance(archs, Iterable) else [archs]
     problems += [Problem(f"architectures must be ifs.Architecture, got {type(a).__name__}")
                  for a in archs if not isinstance(a, Architecture)]
+    if any(getattr(a, "readout", None) == "last" for a in archs):  # its cells would be asked at the output token
+        problems.append(Problem("readout='last' is not supported by sweeps yet: decide each architecture with "
+                                "ifs.decide (infoflow decide --readout last)"))
     if not specs and not problems:
         problems.append(Problem("no targets to sweep"))
     if not archs:

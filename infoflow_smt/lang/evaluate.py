@@ -28,6 +28,7 @@ import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError, Problem
 from infoflow_smt.lang.expr import (
+    ANSWER,
     UNION_FUNCTIONS,
     BinOp,
     Call,
@@ -149,6 +150,23 @@ def evaluate_nested(expr: Expr, X: np.ndarray, realization: Realization,
             shape = (part.stop - start, dim) if value.vector else (part.stop - start,)
             parts.append(np.broadcast_to(value.data, shape))
     return np.array(np.concatenate(parts), dtype=float)
+
+
+def evaluate_every_position(expr: Expr, X: np.ndarray, realization: Realization,
+                            deadline: Deadline | None = None) -> np.ndarray:
+    """A target with an answer at every position (it reads ``o``, ``expr.ANSWER``), written by ``nested``, on
+    a checked ``X``: shape ``(batch, T)``, or ``(batch, T, d)``; entry ``[b, p - 1]`` is the value with ``o = p``.
+    Each input is evaluated once per answering position, as one batch (``evaluate_nested`` slices it).
+
+    >>> from infoflow_smt.lang.language import parse_target_expr
+    >>> expr = nested(parse_target_expr("dot(x[o], x[1])"))
+    >>> evaluate_every_position(expr, np.arange(4.0).reshape(1, 2, 2), Realization(0)).tolist()
+    [[1.0, 3.0]]
+    """
+    batch, seq_len, _ = X.shape
+    answering = np.tile(np.arange(1, seq_len + 1, dtype=np.int64), batch)
+    values = evaluate_nested(expr, np.repeat(X, seq_len, axis=0), realization, {ANSWER: answering}, deadline)
+    return values.reshape((batch, seq_len) + values.shape[1:])
 
 
 def _rows_per_slice(expr: Expr, seq_len: int, dim: int) -> int:

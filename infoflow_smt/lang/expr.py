@@ -242,6 +242,11 @@ BUILTIN_FUNCTIONS = frozenset({"dot", "norm", "bilinear"})
 # selections a position cannot make as one (docs/model.md, "Causal mask").
 UNION_FUNCTIONS = frozenset({"min", "max"})
 
+# The answering position of a target with an answer at every position: ``max(F0(x[o], x[t]) for t in T)``
+# asks every input position ``o`` for its own value. No reduction binds it: it is free in the whole target,
+# an enclosing variable that every input position plays (docs/model.md, "Answers at every position").
+ANSWER = "o"
+
 
 # ---- pure functions of the syntax -------------------------------------------------------------
 def children(e: Expr) -> tuple[Expr, ...]:
@@ -287,6 +292,16 @@ def free_variables(e: Expr) -> frozenset[str]:
         bounds = frozenset().union(*(domain_variables(b.domain) for b in e.bindings))
         return (free_variables(e.body) | bounds) - set(e.variables)
     return frozenset().union(*(free_variables(c) for c in children(e)))
+
+
+def answers_everywhere(e: Expr) -> bool:
+    """Whether ``e`` names the answering position ``o`` (``ANSWER``): one answer per input position.
+
+    >>> from infoflow_smt.lang.language import parse_target_expr
+    >>> answers_everywhere(parse_target_expr("max(dot(x[o], x[t]) for t in T)"))
+    True
+    """
+    return ANSWER in free_variables(e)
 
 
 def rename(e: Expr, names: dict[str, str]) -> Expr:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from infoflow_smt.errors import InvalidSpecError, Problem
 from infoflow_smt.lang.expr import (
+    ANSWER,
     BUILTIN_FUNCTIONS,
     AllPositions,
     Binding,
@@ -426,6 +427,9 @@ class _Walker(ast.NodeVisitor):
             var = target.id
             if self.bad_name(target, var, "an index variable"):
                 pass
+            elif var == ANSWER:
+                self.problem(target, f"index variable {var!r} names the answering position (an answer at every "
+                                     "position) and cannot be bound by a reduction; use another name")
             elif var in scope:
                 self.problem(target, f"index variable {var!r} is already bound by an enclosing reduction; "
                                      "use a fresh name")
@@ -532,7 +536,7 @@ def parse_target_expr(text: str) -> Expr:
                     "(infoflow_smt.limits.MAX_DEPTH): every later step walks it recursively")
     walker = _Walker(source)
     try:
-        result, _ = walker.expr(tree.body, ())
+        result, _ = walker.expr(tree.body, (ANSWER,))  # the answering position is in scope everywhere
     except RecursionError:
         walker.problems.append(Problem("target text is nested too deeply"))
         result = None

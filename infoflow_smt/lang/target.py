@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError, Problem
-from infoflow_smt.lang.evaluate import evaluate_nested, nested, work
-from infoflow_smt.lang.expr import Content, Expr, OffsetIndex, reads_tokens_as_numbers
+from infoflow_smt.lang.evaluate import evaluate_every_position, evaluate_nested, nested, work
+from infoflow_smt.lang.expr import Content, Expr, OffsetIndex, answers_everywhere, reads_tokens_as_numbers
 from infoflow_smt.lang.language import parse_target_expr, to_text
 from infoflow_smt.lang.realization import Realization
 
@@ -40,6 +40,8 @@ class Target:
     text: str            # canonical text: to_text(expr)
     name: str | None = None  # the catalogue spec it came from, e.g. "intrinsic_dimension:D=3"
     seed: int = 0        # fixes parameters, smooth functions and subsets
+    every_position: bool = False  # answered at every position even where it reads no o (a question read at
+                                  # the last position, model.readout); a target naming o is so in any case
 
     def __str__(self) -> str:
         return self.text
@@ -50,7 +52,8 @@ class Target:
         return Realization(self.seed)
 
     def evaluate(self, X: np.ndarray, deadline: Deadline | None = None) -> np.ndarray:
-        """F on every sequence of ``X`` (shape ``(batch, T, d)``): shape ``(batch,)``, or ``(batch, d)``.
+        """F on every sequence of ``X`` (shape ``(batch, T, d)``): shape ``(batch,)``, or ``(batch, d)``; a
+        target with an answer at every position (``per_position``) gives shape ``(batch, T)`` or ``(batch, T, d)``.
         ``deadline`` (a ``Deadline``): checked as the evaluation goes, raising ``OutOfTime`` once it has passed.
 
         >>> parse_target("x[1] + x[T]").evaluate(np.ones((1, 2, 3))).tolist()
@@ -69,7 +72,17 @@ class Target:
             problems.append(Problem(f"X (shape {X.shape}) holds non-finite values"))
         if problems:
             raise InvalidSpecError(problems, subject="input")
-        return evaluate_nested(self._evaluated, np.asarray(X, dtype=float), self.realization, deadline=deadline)
+        X = np.asarray(X, dtype=float)
+        if self.per_position:
+            return evaluate_every_position(self._evaluated, X, self.realization, deadline)
+        return evaluate_nested(self._evaluated, X, self.realization, deadline=deadline)
+
+    @cached_property
+    def per_position(self) -> bool:
+        """Whether the target names the answering position ``o``: every input position computes its own
+        answer (docs/model.md, "Answers at every position"), and the output token plays no part: so does
+        ``max(F0(x[o], x[t]) for t in T)``."""
+        return self.every_position or answers_everywhere(self.expr)
 
     @cached_property
     def normal_form(self) -> Expr:
@@ -100,7 +113,8 @@ class Target:
         """Index tuples one evaluation visits per input of ``length`` with tokens of ``input_dim`` numbers
         (``evaluate.work``: the token dimension decides which tables fit in memory)."""
         if (length, input_dim) not in self._work:
-            self._work[(length, input_dim)] = work(self._evaluated, length, input_dim)
+            once = work(self._evaluated, length, input_dim)  # per answering position, for every position
+            self._work[(length, input_dim)] = once * length if self.per_position else once
         return self._work[(length, input_dim)]
 
     @cached_property

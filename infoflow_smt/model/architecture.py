@@ -11,6 +11,9 @@ from infoflow_smt.limits import MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS, whole
 from infoflow_smt.symbols import T
 from infoflow_smt.words import plural
 
+OUTPUT, LAST = "output", "last"
+READOUTS = (OUTPUT, LAST)  # the extra output token (the default, paper 1), the last input position
+
 
 def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
     """A width as a sympy expression (a positive int, or an expression in T positive and finite for every large
@@ -75,6 +78,8 @@ class Architecture:
     positional: bool = False
     causal: bool = False  # decoder-only: an input position attends to itself and earlier positions only
     rank_aware: bool = False
+    readout: str = "output"   # where the answer is read: the extra output token (paper 1), or "last": input
+                              # position T, a decoder's next-token prediction (docs/model.md, "Readout")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -119,6 +124,11 @@ class Architecture:
                                     "use a constant embed_dim"))
         if not isinstance(self.rank_aware, bool):
             problems.append(Problem(f"rank_aware must be True or False, got {self.rank_aware!r}"))
+        if self.readout not in READOUTS:
+            problems.append(Problem(f"readout must be one of {', '.join(map(repr, READOUTS))}, got {self.readout!r}"))
+        elif self.readout != OUTPUT and self.causal is True:
+            problems.append(Problem("causal=True with readout='last' is not supported yet: under the mask position T "
+                                    "alone sees every position, which the causal model does not include"))
         if problems:
             raise InvalidSpecError(problems, subject="architecture")
         object.__setattr__(self, "heads", heads)
@@ -154,8 +164,8 @@ class Architecture:
 
     def covers(self, other: Architecture) -> bool:
         """Whether this architecture has every resource of ``other``: the same width, input dimension,
-        positional encoding and rank rule, at least as many layers, and at least as many heads in each of
-        ``other``'s layers aligned with this one's last layers (the first extra layers stay idle). Then it
+        positional encoding, rank rule and readout, at least as many layers, and at least as many heads in each
+        of ``other``'s layers aligned with this one's last layers (the first extra layers stay idle). Then it
         computes, at no higher cost, everything ``other`` computes (docs/model.md, section 2). Under the rank
         rule a head more narrows every head of its layer, so the aligned layers need the same heads.
 
@@ -164,8 +174,9 @@ class Architecture:
         >>> Architecture(heads=(2,), rank_aware=True).covers(Architecture(heads=(1,), rank_aware=True))
         False
         """
-        if (str(self.embed_dim), self.input_dim, self.positional, self.causal, self.rank_aware) != (
-                str(other.embed_dim), other.input_dim, other.positional, other.causal, other.rank_aware):
+        if (str(self.embed_dim), self.input_dim, self.positional, self.causal, self.rank_aware, self.readout) != (
+                str(other.embed_dim), other.input_dim, other.positional, other.causal, other.rank_aware,
+                other.readout):
             return False
         shift = self.layers - other.layers
         more = (lambda mine, theirs: mine == theirs) if self.rank_aware else (lambda mine, theirs: mine >= theirs)
@@ -178,13 +189,15 @@ class Architecture:
 
     def with_heads(self, heads: tuple[int, ...]) -> Architecture:
         return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
-                            positional=self.positional, causal=self.causal, rank_aware=self.rank_aware)
+                            positional=self.positional, causal=self.causal, rank_aware=self.rank_aware,
+                            readout=self.readout)
 
     def __str__(self) -> str:
         pe = ", positional" if self.positional else ""
         mask = ", causal" if self.causal else ""
         rank = ", rank-aware" if self.rank_aware else ""
-        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}{mask}{rank}"
+        read = "" if self.readout == OUTPUT else f", readout={self.readout}"
+        return f"heads={self.heads}, E={self.embed_dim}, d={self.input_dim}{pe}{mask}{rank}{read}"
 
 
 def shape_text(heads: tuple[int, ...]) -> str:

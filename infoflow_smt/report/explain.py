@@ -18,7 +18,7 @@ from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
 from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.trees import comparison_tree, selection_nodes
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Mode, Offset, Program, where_text
 from infoflow_smt.words import plural
 
@@ -61,6 +61,8 @@ def where_made(tree, node: str) -> str:
     bound = tree.nodes[node]["bound"]
     if not bound:
         return "made at the output token or at any input position"
+    if bound == {ex.ANSWER}:
+        return f"made at every input position for its own answer (it plays {ex.ANSWER})"
     if len(bound) == 1:
         return f"made at every input position, which plays {next(iter(bound))}"
     return f"that must hold {len(bound)} positions ({', '.join(sorted(bound))}) fixed at once"
@@ -112,15 +114,20 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
             "fixed positions, offsets or a subset of the positions): without positions every input position "
             "looks alike to every head, so no program computes it at any cost.")),)
     sels = selection_nodes(tree)
-    reasons = _order(tree, sels) + _depth(tree, sels, arch, core) + _budgets(tree, sels, arch, core)
+    reasons = _order(tree, sels) + _depth(tree, sels, arch, core)
+    reasons += _budgets(tree, sels, arch, core, target.per_position,
+                        "position T" if readout.reads_at_last(target, arch) else "the output token")
     if "causal" in core:
         reasons.append(_masked(tree, sels))
     reasons += _ranks(tree, arch, core)
     if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
         needed = [describe_node(tree, n) for n in tree.successors("output")]
+        who = (f"every input position must know what its own answer depends on ({ex.ANSWER} is the position "
+               "itself; the output token plays no part)") if target.per_position else \
+            "position T, where the answer is read, must know what the target's value depends on" \
+            if readout.reads_at_last(target, arch) else "the output token must know what the target's value depends on"
         reasons.append(Reason("goal", (
-            f"After layer {arch.layers} the output token must know what the target's value depends on: "
-            f"{'; '.join(needed) or 'every position'}.")))
+            f"After layer {arch.layers} {who}: {'; '.join(needed) or 'every position'}.")))
     if excluded_costs:
         costs = ", ".join(f"{what} costs exponent {e} (paper 1, Theorem {2 if what.startswith('k-th') else 3})"
                           for what, e in sorted(excluded_costs.items()))
@@ -164,18 +171,21 @@ def _depth(tree, sels, arch, core) -> list[Reason]:
         f"gathered, one per layer, and the architecture has {plural(arch.layers, 'layer')}."))]
 
 
-def _budgets(tree, sels, arch, core) -> list[Reason]:
+def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "the output token") -> list[Reason]:
     """One sentence per head budget of the core that has something to say: a budget is a reason only
-    through the selections that compete for its heads, so a budget with none says nothing and is left out."""
+    through the selections that compete for its heads, so a budget with none says nothing and is left out.
+    With an answer at every position the inputs answer, so every selection is theirs to make."""
     at_inputs = [n for n in sels if len(tree.nodes[n]["bound"]) == 1]
     at_output = [n for n in sels if not tree.nodes[n]["bound"]]
+    if per_position:
+        at_inputs, at_output = [n for n in sels if len(tree.nodes[n]["bound"]) <= 1], []
     reasons = []
     for name in sorted((n for n in core if n.startswith("budget:")), key=_budget_order):
         _, layer, where = name.split(":")
         h = plural(arch.heads[int(layer) - 1], "head")
-        if where == "out" and at_output:
+        if where in ("out", "aT") and at_output:  # where the answer is read (position T: class aT)
             reasons.append(Reason(name, (
-                f"Layer {layer} gives the output token {h}, while {plural(len(at_output), 'selection')} "
+                f"Layer {layer} gives {reader} {h}, while {plural(len(at_output), 'selection')} "
                 f"over all positions must reach it, one head each ({_listing(tree, at_output)}).")))
         elif where != "out" and at_inputs:
             reasons.append(Reason(name, (
@@ -185,7 +195,7 @@ def _budgets(tree, sels, arch, core) -> list[Reason]:
         elif where != "out" and at_output:  # docs/model.md, section 10: made at the inputs, handed on
             reasons.append(Reason(name, (
                 f"Layer {layer} gives each input position {h}; each can make one selection over all positions for "
-                f"a later retrieval to hand on to the output token, and with the output token's own heads that is "
+                f"a later retrieval to hand on to {reader}, and with {reader}'s own heads that is "
                 f"too few for the {plural(len(at_output), 'selection')} over all positions the target needs.")))
     return reasons
 
@@ -211,6 +221,15 @@ def _budget_order(name: str) -> tuple[int, str]:
     """``budget:<layer>:<class>`` by layer number (as text, layer 10 came before layer 2), then class."""
     _, layer, where = name.split(":")
     return int(layer), where
+
+
+def last_token_note(target, asked) -> Reason:
+    """The sentence that says how a question read at the last position was decided (``model.readout``)."""
+    return Reason("readout", (
+        f"Read at the last position T without positional encoding: position T runs the heads every input "
+        f"position runs, so it computes {target.text} exactly when every position computes it with x[T] read as "
+        f"its own token: decided as an answer at every position, {asked.text} at every position o "
+        f"(docs/model.md, \"Readout\")."))
 
 
 def growing_costs(arch, law: cost.DecodeLaw, has_kth: bool) -> dict[str, sympy.Expr]:

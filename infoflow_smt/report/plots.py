@@ -3,8 +3,9 @@
 ``plot_flow(verdict, path)``: positions by layers. Each column is a layer (0: the tokens as they come in),
 each row a class of positions (every input position, each fixed position a head treats apart, the output
 token); an arrow is one head, from where its information comes to where it lands, coloured by mode and
-labelled with what it selects or gathers. The output token's last box is ringed and lists what the target's
-value depends on. For an inefficient answer the cheapest program is drawn and each operation whose cost
+labelled with what it selects or gathers. The reader's last box (the output token; position T, read there
+with positional encoding; every input position, for an answer at every position) is ringed and lists what
+the target's value depends on. For an inefficient answer the cheapest program is drawn and each operation whose cost
 grows with ``T`` is dashed: that is the step that fails to be efficient. The caption (the title) states the
 target, the verdict and its exponent, the heads, ``E``, ``d`` and the positional encoding; the arrows are not
 listed again under the picture.
@@ -23,9 +24,10 @@ import networkx as nx
 
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.files import as_path, plain_file, replacing
+from infoflow_smt.lang.expr import FixedIndex
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.trees import comparison_tree
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Mode, Offset, position_text, program_cost, where_text
 from infoflow_smt.report.explain import describe_node
 from infoflow_smt.report.verdict import Verdict
@@ -53,9 +55,18 @@ def _pyplot():
     return plt
 
 
-def _rows(program) -> list:
-    rows = ["input"] + sorted({a.where for a in program.actions if not isinstance(a.where, str)}, key=fixed_to_text)
-    return rows + ["output"]
+def _rows(program, reader="output") -> list:
+    fixed = {a.where for a in program.actions if not isinstance(a.where, str)} | (
+        set() if isinstance(reader, str) else {reader})
+    return ["input"] + sorted(fixed, key=fixed_to_text) + ["output"]
+
+
+def _reader(verdict):
+    """The row the answer is read at: the output token, position T (read there with positional encoding), or
+    every input position (an answer at every position)."""
+    if getattr(verdict.target, "per_position", False):
+        return "input"
+    return FixedIndex(0, True) if readout.reads_at_last(verdict.target, verdict.architecture) else "output"
 
 
 def _sources(action, rows) -> list:
@@ -90,7 +101,8 @@ def plot_flow(verdict, path) -> Path:
                                f"{' (' + verdict.reason_unknown + ')' if verdict.reason_unknown else ''}", "plot")
     plt = _pyplot()
     tree = comparison_tree(verdict.target, program.order_map)
-    rows, L = _rows(program), program.layers
+    reader = _reader(verdict)
+    rows, L = _rows(program, reader), program.layers
     graph = nx.DiGraph()
     for layer in range(L + 1):
         for row in rows:
@@ -121,7 +133,7 @@ def plot_flow(verdict, path) -> Path:
                     color=colour, ha="center", va="center",
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
         legend[action.op.mode.value] = colour
-    final = (L, "output")
+    final = (L, reader)
     nx.draw_networkx_nodes(graph, layout, nodelist=[final], ax=ax, node_size=1300, node_color="none",
                            edgecolors="#d4a017", linewidths=3)
     for layer in range(L + 1):
@@ -130,7 +142,7 @@ def plot_flow(verdict, path) -> Path:
     for row in rows:
         ax.text(-0.45, rows.index(row), where_text(row), ha="right", va="center", fontsize=9)
     needed = "; ".join(describe_node(tree, n) for n in tree.successors("output"))
-    ax.text(L + 0.35, rows.index("output"), "\n".join(textwrap.wrap("needs: " + needed, 38)), fontsize=7,
+    ax.text(L + 0.35, rows.index(reader), "\n".join(textwrap.wrap("needs: " + needed, 38)), fontsize=7,
             va="center", color="#6b4e00")
     for mode, colour in legend.items():
         ax.plot([], [], color=colour, linewidth=2.2, label=mode)

@@ -55,7 +55,10 @@ class Verdict:
                  (f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
                   f"{', positional encoding' if arch.positional else ''}"
                   f"{', causal mask (each input position sees itself and earlier ones)' if arch.causal else ''}"
-                  f"{', rank-aware heads (a head ranks only by a score whose rank fits its width)' if arch.rank_aware else ''}")]
+                  f"{', rank-aware heads (a head ranks only by a score whose rank fits its width)' if arch.rank_aware else ''}"
+                  f"{', answer read at the last position T' if getattr(arch, 'readout', 'output') == 'last' else ''}")]
+        if getattr(self.target, "per_position", False):
+            lines.insert(1, "  an answer at every position: each input position o computes its own")
         if self.status is not Status.UNKNOWN:
             at = "" if self.seq_len is None else f" at T = {self.seq_len}"
             lines.append(f"  best cost exponent{at}: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
@@ -89,9 +92,11 @@ class Verdict:
             return None if p is None else p.to_json() | {"steps": describe_program(p, self.target)}
 
         return {"status": self.status.value, "target": str(self.target), "name": getattr(self.target, "name", None),
+                "per_position": bool(getattr(self.target, "per_position", False)),
                 "architecture": {"heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
                                  "input_dim": arch.input_dim, "positional": arch.positional,
-                                 "causal": arch.causal, "rank_aware": arch.rank_aware},
+                                 "causal": arch.causal, "rank_aware": arch.rank_aware,
+                                 "readout": getattr(arch, "readout", "output")},
                 "seq_len": self.seq_len,
                 "exponent": None if self.status is Status.UNKNOWN else str(self.exponent),
                 "witness": program(self.witness),

@@ -17,7 +17,9 @@ Heads at the input positions (``"budget:<l>:in"``). A node that binds a variable
 position only by that position's own retrieval (its knowledge travels with no copy, ``update_know``), and a
 reader that reads it on the candidates' side needs every candidate, the class ``in`` among them
 (``every_candidate``), to know it; without anchors a selector-side read is the class ``in``'s own too. Each
-such node is a unit job at ``in`` between its release and its reader's deadline minus one, and ``in`` runs at
+such node is a unit job at ``in`` between its release and its reader's deadline minus one (for a target with an
+answer at every position, a node the answer reads for the answering position is one too, due by the last
+layer: ``in`` answers, and knows it only by its own retrieval), and ``in`` runs at
 most ``h_l`` operations in layer ``l`` (the head budget). Unit jobs with integer windows fit the layers'
 capacities if and only if every window ``[a, b]`` of layers holds no more jobs that must run inside it than it
 has heads (Hall's condition for interval neighbourhoods); a window that holds more is the shortfall.
@@ -172,6 +174,12 @@ def _jobs(enc: Encoding, needed: set[str], release: dict, deadline: dict, anchor
                 continue
             # only these readers force the class ``in``: a reader on another side may be an anchor's
             due[read] = min(due.get(read, deadline[key] - 1), deadline[key] - 1)
+    if enc.target.per_position:  # every input position answers: what its answer reads for it, it makes itself
+        for need in goal_needs(enc.target):
+            read = _node_of(enc, need)
+            info = enc.nodes.get(read) if read is not None else None
+            if info is not None and read in needed and info.kind in SELECTIONS and len(info.bound) == 1:
+                due[read] = min(due.get(read, deadline[read]), deadline[read])
     return [Job(k, release[k], d) for k, d in due.items()]
 
 

@@ -57,12 +57,13 @@ from infoflow_smt.lang.trees import (
     walk,
 )
 from infoflow_smt.lang.trees import free_variables as tree_free_variables
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
 from infoflow_smt.smt import symmetry
 from infoflow_smt.symbols import T
 
 IN, OUT = "in", "out"
+LAST_CLASS = "aT"   # position T as a class of its own: the answer read there with positional encoding
 TRUE, FALSE = "true", "false"
 _FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
 _LINES_PER_PARSE = 4_000  # lines z3 parses between two checks of the deadline (a tenth of a second or so)
@@ -311,10 +312,22 @@ def _reads(tree, terms, players: dict[str, Reader], key_of) -> Reads:
 
 
 def goal_needs(target) -> tuple[Need, ...]:
-    """What the output token must hold after the last layer to compute ``target`` (the output plays no
-    variable: every read is the selector's or every candidate's alike)."""
+    """What the answering position must hold after the last layer to compute ``target``: the output token
+    (it plays no variable: every read is the selector's or every candidate's alike), or, for a target with
+    an answer at every position, each input position, which plays the answering position ``o`` (reads tied
+    to ``o`` are its own: selections made for it, offsets from it)."""
     tree = comparison_tree(target)
-    return _reads(tree, [(1, tree.graph["output"])], {}, lambda n: n).either
+    reads = _reads(tree, [(1, tree.graph["output"])], {ex.ANSWER: Reader.SELECTOR}, lambda n: n)
+    return reads.selector + reads.either
+
+
+def answering_classes(enc: Encoding) -> list[str]:
+    """The classes at which the goal is stated: the output token; for a target with an answer at every
+    position, every input class (the anchors are input positions too, and must answer for themselves); read
+    at the last position with positional encoding, position ``T``'s class."""
+    if enc.target.per_position:
+        return list(enc.inputs)
+    return [LAST_CLASS] if LAST_CLASS in enc.anchors else [OUT]
 
 
 def _key(group: str, order: tuple[str, ...], var: str) -> str:
@@ -624,10 +637,26 @@ class _Builder:
         if self.use_anchors and self.pe and enc.arch.layers >= 2 and not self.mask:  # (a fixed position near the
             # start sees too little under a mask to stand in for the others: docs/model.md, "Causal mask")
             enc.anchors = {f"a{q}": ex.FixedIndex(q) for q in range(1, n_free + 1)}
+        if self.pe and readout.reads_at_last(enc.target, enc.arch):  # in every encoding: the goal is stated there
+            enc.anchors[LAST_CLASS] = ex.FixedIndex(0, True)
         enc.inputs = [IN] + list(enc.anchors)
         enc.classes = enc.inputs + [OUT]
         fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
         return fixed_sources, {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
+
+    def neighbour(self, c: str, k: int) -> list[str]:
+        """The class of the position at offset ``k`` from class ``c`` (one, or none outside the sequence): an
+        anchor's neighbour is the anchor at that position, if any, else a generic input position; outside
+        the sequence there is only padding, which brings nothing. ``in`` stands for positions away from the
+        anchors, whose neighbours are generic too."""
+        q = self.enc.anchors.get(c)
+        if q is None:
+            return [IN]
+        p = q.resolve(_FAR) + k
+        if not 1 <= p <= _FAR:
+            return []
+        at = ex.FixedIndex(_FAR - p, True) if q.from_end else ex.FixedIndex(p)
+        return [next((a for a, r in self.enc.anchors.items() if r == at), IN)]
 
     def state_variables(self, layers: range) -> None:
         """The facts after each of ``layers`` (0: the tokens as they come in)."""
@@ -651,7 +680,8 @@ class _Builder:
                     for (c, l, n), v in self.know.items() if l == 0]
         initial += [v if c in enc.anchors and enc.anchors[c] == q else neg(v)
                     for (c, l, q), v in self.xfix.items() if l == 0]
-        initial += [neg(v) for (c, l, k), v in self.xoff.items() if l == 0]
+        # an offset outside the sequence reads padding, which every position has
+        initial += [neg(v) if self.neighbour(c, k) else v for (c, l, k), v in self.xoff.items() if l == 0]
         self.track("initial", conj(initial))
         if not self.pe:  # an assumption, so that an unsat core can say when positions were the obstacle
             denied = self.enc.tracked["positional"] = self.declare_bool("deny:positional")
@@ -857,7 +887,8 @@ class _Builder:
         gains = [self.all[(c, l - 1)], acting[GLOBAL_AGGREGATION]]
         gains += [smt_and(v, self.common(i, l - 1, lambda k, ll: self.all[(k, ll)])) for v, i in winners]
         gains += [smt_and(v, self.all[(self.source_class[q], l - 1)]) for q, v in chosen.items() if not isinstance(q, Offset)]
-        gains += [smt_and(v, self.all[(IN, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)]
+        gains += [smt_and(v, self.all[(k, l - 1)]) for q, v in chosen.items() if isinstance(q, Offset)
+                  for k in self.neighbour(c, q.offset)]
         self.add(f"(= {self.all[(c, l)]} {disj(gains)})")
 
     def update_know(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict, winners: list) -> None:
@@ -875,7 +906,8 @@ class _Builder:
             gains += [smt_and(v, self.known_by_candidates(i, l - 1, key)) for v, i in winners]
             gains += [smt_and(v, know[(self.source_class[q], l - 1, key)]) for q, v in chosen.items()
                       if not isinstance(q, Offset)]
-            gains += [smt_and(v, know[(IN, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)]
+            gains += [smt_and(v, know[(k, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)
+                      for k in self.neighbour(c, q.offset)]
         self.add(f"(= {know[(c, l, key)]} {disj(gains)})")
 
     def update_positions(self, c: str, l: int, chosen: dict, winners: list) -> None:
@@ -957,13 +989,15 @@ class _Builder:
         return self.effective[(l, c, name)]
 
     def goal(self, layers: range) -> None:
-        """After the last layer the output token computes the target from what it holds; the number of
-        layers is an assumption (``depth``), so the goal is written for every depth in ``layers``."""
+        """After the last layer the output token (every input class, for a target with an answer at every
+        position: ``answering_classes``) computes the target from what it holds; the number of layers is an
+        assumption (``depth``), so the goal is written for every depth in ``layers``."""
         enc = self.enc
         needs = goal_needs(enc.target)
         for L in layers:
             enc.depth[L] = self.declare_bool(f"layers:{L}")
-            reachable = smt_or(self.all[(OUT, L)], conj([self.holds(OUT, L, nd) for nd in needs]))
+            reachable = conj([smt_or(self.all[(c, L)], conj([self.holds(c, L, nd) for nd in needs]))
+                              for c in answering_classes(enc)])
             self.track("goal", implies(quoted(enc.depth[L]), reachable))
 
     def costs(self) -> None:

@@ -15,6 +15,7 @@ z3 is imported here and in the encoder only. One deadline bounds the whole answe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import threading
 import time
@@ -34,7 +35,7 @@ from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
 from infoflow_smt.report import explain
@@ -349,7 +350,7 @@ class Questions:
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     context: z3.Context | None = field(default=None, repr=False, compare=False)
-    encodings: dict = field(default_factory=dict)       # (E, d, positional, causal, rank_aware, anchors) -> Encoding
+    encodings: dict = field(default_factory=dict)       # (E, d, positional, causal, rank_aware, readout, anchors) -> Encoding
     replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
     truths: dict = field(default_factory=dict)          # (order, input shape) -> replay.Truth
@@ -357,7 +358,8 @@ class Questions:
     optimal: list = field(default_factory=list)         # (architecture, witness) of fully minimized answers
 
     def encoding(self, arch: Architecture, anchors: bool, deadline: Deadline) -> encoder.Encoding:
-        key = (str(arch.embed_dim), arch.input_dim, arch.positional, arch.causal, arch.rank_aware, anchors)
+        key = (str(arch.embed_dim), arch.input_dim, arch.positional, arch.causal, arch.rank_aware, arch.readout,
+               anchors)
         found = self.encodings.get(key)
         if found is not None and found.arch.layers >= arch.layers and all(
                 H >= h for H, h in zip(found.arch.heads, arch.heads)):
@@ -421,7 +423,8 @@ class Questions:
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
         anchored = arch.positional and arch.layers >= 2 and not arch.causal  # no anchors under a mask
         session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
-        counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored)
+        # position T read as a class of its own is in every encoding: counted like an anchor
+        counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored or bool(session.enc.anchors))
         if counted is None:  # z3 decides what the counts leave open
             level, model, unknown = session.cheapest(session.bounded)
         else:
@@ -496,7 +499,8 @@ class Questions:
             inputs, expected = self.samples_of(length, arch.input_dim, deadline)
             truth = self.truth_of(program.order, tree, inputs)
             passed = None if arch.causal else replay.passes(program, tree, self.target, inputs, expected,
-                                                            arch.positional, truth)
+                                                            arch.positional, truth,
+                                                            readout.reads_at_last(self.target, arch))
             if arch.rank_aware or passed is None or not passed.all():  # the reference replay decides, and reports
                 report = check(program, self.target, arch, inputs=inputs, deadline=deadline)
                 if not report.ok:
@@ -576,13 +580,17 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     T/2 - 1
     """
     deadline = Deadline(timeout)
-    target = as_target(target)
+    given = as_target(target)
+    target = readout.question(given, arch) if isinstance(arch, Architecture) else given
     validate_question(target, arch, seq_len, samples)
     if arch.causal:  # the spelling whose selections a masked input position can make, or a refusal
         target = causal.check_supported(target)
     seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
-        return questions.decide(arch, deadline)
+        verdict = questions.decide(arch, deadline)
+    if target is given:
+        return verdict
+    return dataclasses.replace(verdict, explanation=(explain.last_token_note(given, target),) + verdict.explanation)
 
 
 _contexts = threading.local()
@@ -613,7 +621,7 @@ def _recent(target, law: cost.DecodeLaw, seq_len: int | None, samples: int):
     """The ``Questions`` of a target this thread asked recently (a researcher asks one target about many
     architectures: its encoding is built once), held by one caller at a time (a caller that finds it busy
     gets fresh ones). The answers are the same either way: the shared state is caches."""
-    key = (target.text, target.seed, target.name, law, seq_len, samples, threading.get_ident())
+    key = (target.text, target.seed, target.name, target.per_position, law, seq_len, samples, threading.get_ident())
     with _recent_lock:
         questions = _recent_questions.pop(key, None) or Questions(target, law, seq_len, samples)
         _recent_questions[key] = questions
@@ -761,6 +769,7 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     file it replaces is kept)."""
     deadline = Deadline(timeout)
     target = as_target(target)
+    target = readout.question(target, arch) if isinstance(arch, Architecture) else target
     if arch.causal:
         target = causal.check_supported(target)
     validate_question(target, arch)

@@ -46,18 +46,17 @@ from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.trees import all_orders, comparison_tree, needs_positional, position_reads
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, readout
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program, program_cost
 from infoflow_smt.model.status import Status
 from infoflow_smt.symbols import T as T_SYMBOL
 from infoflow_smt.verify import rank_measure
 from infoflow_smt.verify.interpreter import (
-    EVERYTHING,
     LayerState,
     Poisoned,
     ScalarReplay,
-    Viewpoint,
+    answers,
     check,
     computes_exactly,
     passes_every_input,
@@ -91,13 +90,21 @@ def sources(target, positional: bool) -> tuple[tuple[ex.FixedIndex, ...], tuple[
 
 def anchor_positions(target, arch) -> tuple[ex.FixedIndex, ...]:
     """Positions ``1..K`` that may override the inputs' heads, as the solver has them: positional encoding,
-    two layers or more, ``K`` the groups with a selection node that binds no variable (in some order)."""
-    if not arch.positional or arch.layers < 2 or arch.causal:  # under a mask a fixed position near the
-        return ()                                                # start sees too little to stand in for others
+    two layers or more, ``K`` the groups with a selection node that binds no variable (in some order); and
+    position ``T`` when the answer is read there (``last_position``). Under a causal mask a fixed position
+    near the start sees too little to stand in for the others: none."""
+    if not arch.positional or arch.layers < 2 or arch.causal:
+        return last_position(target, arch)
     free = {data["group"] for order in all_orders(target)
             for _, data in comparison_tree(target, order).nodes(data=True)
             if data["kind"] in ("top1", "kth") and not data["bound"]}
-    return tuple(ex.FixedIndex(i) for i in range(1, len(free) + 1))
+    return tuple(ex.FixedIndex(i) for i in range(1, len(free) + 1)) + last_position(target, arch)
+
+
+def last_position(target, arch) -> tuple[ex.FixedIndex, ...]:
+    """Position ``T`` as a class of its own when the answer is read there with positional encoding (as the
+    solver has it: in every encoding, with or without the other anchors)."""
+    return (ex.FixedIndex(0, True),) if arch.positional and readout.reads_at_last(target, arch) else ()
 
 
 def _decided(target, arch):
@@ -194,7 +201,7 @@ def program_count(target, arch, *, efficient: bool = True, anchors: bool = True,
     4
     """
     target = as_target(target)
-    fixed, total = anchor_positions(target, arch) if anchors else (), 0
+    fixed, total = anchor_positions(target, arch) if anchors else last_position(target, arch), 0
     for order in all_orders(target):
         vocab, count = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed), 1
         for (layer, heads), where in itertools.product(enumerate(arch.heads, 1), ["input", "output", *fixed]):
@@ -210,10 +217,13 @@ class _Search(_Vocabulary):
                  anchors: tuple[ex.FixedIndex, ...], inputs: np.ndarray, expected: np.ndarray,
                  deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
-        self.sample_replays = [ScalarReplay(self.tree, X, target.realization) for X in inputs]
+        self.last = readout.reads_at_last(target, arch)  # the answer is read at position T, a class of its own
+        self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position, self.last)
+                               for X in inputs]
         for replay in self.sample_replays:
             replay.causal = arch.causal
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
+        self.per_position = target.per_position
         self.deadline = deadline  # None: search to the end
 
     def parts(self, layer: int, where: Where, rows: list[int], state
@@ -243,12 +253,15 @@ class _Search(_Vocabulary):
     def step(self, layer: int, state, last: bool) -> Iterator[tuple[tuple, tuple[LayerState, ...]]]:
         """(operation sets per class, next state) for every distinct successor of ``state``."""
         T = self.T
-        outs = self.parts(layer, "output", [T], state)
-        if last:  # the output token reads the layer before: no other class's operation reaches it now
-            classes = [{(): ((), [(s.held[:T], s.known[:T]) for s in state])}]
+        if self.per_position or self.last:  # input positions answer: the output token plays no part
+            outs = {(): ((), [(s.held[T:], s.known[T:]) for s in state])}
+        else:
+            outs = self.parts(layer, "output", [T], state)
+        if last and not (self.per_position or self.last):  # the output token reads the layer before: no
+            classes = [{(): ((), [(s.held[:T], s.known[:T]) for s in state])}]  # other class's op reaches it
         else:
             classes = [self.parts(layer, "input", list(range(T)), state)]
-            classes += [self.parts(layer, q, [q.position - 1], state) for q in self.anchors]
+            classes += [self.parts(layer, q, [q.resolve(T) - 1], state) for q in self.anchors]
         for choice in itertools.product(*(c.values() for c in classes), outs.values()):
             self.explored += 1
             if self.deadline is not None and self.explored % 256 == 0:
@@ -258,16 +271,15 @@ class _Search(_Vocabulary):
                 held = np.vstack([choice[0][1][i][0], choice[-1][1][i][0]])
                 known = list(choice[0][1][i][1]) + choice[-1][1][i][1]
                 for q, (_, part) in zip(self.anchors, choice[1:-1]):  # an anchor overrides its row
-                    held[q.position - 1], known[q.position - 1] = part[i][0][0], part[i][1][0]
+                    held[q.resolve(T) - 1], known[q.resolve(T) - 1] = part[i][0][0], part[i][1][0]
                 new.append(LayerState(held, known))
             yield tuple(ops for ops, _ in choice), tuple(new)
 
     def computes(self, state) -> bool:
-        """Whether the output token computes the target exactly on every sample."""
+        """Whether the output token (every input position, for a target with an answer at every position)
+        computes the target exactly on every sample."""
         try:
-            values = [EVERYTHING if s.held[self.T].all() else r.value(self.tree.graph["output"], {},
-                                                                       Viewpoint(self.T + 1, None, s, {}))
-                      for r, s in zip(self.sample_replays, state)]
+            values = [answers(r, s) for r, s in zip(self.sample_replays, state)]
         except Poisoned:
             return False
         return all(computes_exactly(v, w) for v, w in zip(values, self.expected))
@@ -360,7 +372,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     >>> enumerate_programs("min_pairwise_dot", arch.with_heads((2,))).found is None
     True
     """
-    started, target = time.perf_counter(), _decided(as_target(target), arch)
+    started, target = time.perf_counter(), _decided(readout.question(as_target(target), arch), arch)
     deadline = None if budget_s is None else Deadline(checked_seconds(budget_s, "budget_s"))
     length = seq_len if seq_len is not None else replay_length(target, arch)
     if needs_positional(target, arch.causal) and not arch.positional:
@@ -370,7 +382,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     with np.errstate(all="ignore"):  # as in check: a target may divide by zero, both sides then agree
         expected = np.asarray(target.evaluate(inputs), dtype=float)
     initial = tuple(LayerState.start(length) for _ in range(samples))
-    fixed = anchor_positions(target, arch) if anchors else ()
+    fixed = anchor_positions(target, arch) if anchors else last_position(target, arch)
     explored = states = 0
     for order in all_orders(target):
         search = _Search(target, arch, order, efficient, maximal, decode_law, fixed, inputs, expected,
@@ -409,14 +421,14 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     >>> result.explored, len(result.found.actions)
     (72, 2)
     """
-    started, target = time.perf_counter(), _decided(as_target(target), arch)
+    started, target = time.perf_counter(), _decided(readout.question(as_target(target), arch), arch)
     length = replay_length(target, arch)
     if needs_positional(target, arch.causal) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
     with np.errstate(all="ignore"):
         expected = np.asarray(target.evaluate(inputs), dtype=float)
-    fixed = anchor_positions(target, arch) if anchors else ()
+    fixed = anchor_positions(target, arch) if anchors else last_position(target, arch)
     best, best_key, tried, first_s = None, None, 0, None
     for order in all_orders(target):
         vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed)
@@ -478,7 +490,7 @@ def brute_force_decide(target, arch, *, samples: int = 4, seed: int = 0, budget_
     >>> answer.status, answer.exponent, answer.programs
     (<Status.INFEASIBLE: 'infeasible'>, T/8 - 1, 72)
     """
-    started, target = time.perf_counter(), as_target(target)
+    started, target = time.perf_counter(), readout.question(as_target(target), arch)
     problems = []
     if not isinstance(arch, Architecture):
         problems.append(f"architecture must be an ifs.Architecture, got {type(arch).__name__}")

@@ -3,7 +3,8 @@
 It is the checker of every solver answer and shares no code with the encoder. Each position keeps the set
 of input positions it holds (``I(p, l)``) and the selections it knows (node, binding -> chosen position).
 A content a position does not hold is masked, so any score or value that reads it is poisoned: a poisoned
-score is a failed action, a poisoned output a failed program. The output token must end up computing
+score is a failed action, a poisoned output a failed program. The output token (for a target with an
+answer at every position, each input position, playing ``o`` itself) must end up computing
 exactly what ``Target.evaluate`` computes on the target's own text (the tree is built from its normal
 form, so every replay also checks the normal form).
 
@@ -34,6 +35,7 @@ from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
+from infoflow_smt.model import readout
 from infoflow_smt.model.program import Mode, Offset, Program, validate
 from infoflow_smt.verify import arithmetic, rank_measure, replay
 
@@ -132,8 +134,11 @@ class ScalarReplay:
     """A program's replay on one input, one position at a time (the reference; ``replay.BatchReplay`` runs a
     batch at once): reading contents, evaluating scores and values, selecting."""
 
-    def __init__(self, tree, X: np.ndarray, realization: Realization):
+    def __init__(self, tree, X: np.ndarray, realization: Realization, per_position: bool = False,
+                 last: bool = False):
         self.tree = tree
+        self.per_position = per_position  # every input position answers for itself (``answers``)
+        self.last = last                  # the answer is read at position T (``answering_positions``)
         self.X = X
         self.T, self.d = X.shape
         self.real = realization
@@ -489,33 +494,72 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
     return problems
 
 
-def required_set(tree, X: np.ndarray, realization: Realization) -> frozenset[int]:
-    """R_F(X): the positions the output's chain reads, found by a position that holds everything."""
+def answering_positions(seq_len: int, per_position: bool, last: bool = False) -> list[int]:
+    """Where the target's answer is read: the output token ``T+1``; position ``T`` (``last``: read at the last
+    position with positional encoding); or, for a target with an answer at every position
+    (``Target.per_position``), every input position ``1..T``, each playing ``o`` itself."""
+    if per_position:
+        return list(range(1, seq_len + 1))
+    return [seq_len] if last else [seq_len + 1]
+
+
+def answer_at(scalar: ScalarReplay, layer: LayerState, p: int):
+    """The answer position ``p`` computes from what it holds after the last layer (``EVERYTHING`` when it
+    holds every token: it computes any function of them)."""
+    if layer.held[p - 1].all():
+        return EVERYTHING
+    env = {ex.ANSWER: p} if scalar.per_position else {}
+    return scalar.value(scalar.tree.graph["output"], env, Viewpoint(p, None, layer, {}))
+
+
+def answers(scalar: ScalarReplay, layer: LayerState):
+    """The output token's answer, or, for a target with an answer at every position, the list of every input
+    position's own (``computes_exactly`` compares either with ``Target.evaluate``). Raises ``Poisoned``
+    naming the answering position whose answer reads what it does not hold."""
+    places = answering_positions(scalar.T, scalar.per_position, scalar.last)
+    if not scalar.per_position:
+        return answer_at(scalar, layer, places[0])
+    found = []
+    for p in places:
+        try:
+            found.append(answer_at(scalar, layer, p))
+        except Poisoned as err:
+            raise Poisoned(f"the answer at position {p}: {err}") from None
+    return found
+
+
+def required_set(tree, X: np.ndarray, realization: Realization, per_position: bool = False,
+                 last: bool = False) -> frozenset[int]:
+    """R_F(X): the positions the output's chain reads (every answering position's, for a target with an
+    answer at every position), found by positions that hold everything."""
     scalar = ScalarReplay(tree, X, realization)
     T = scalar.T
     omniscient = LayerState(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
     scalar.trace = set()
-    scalar.value(tree.graph["output"], {}, Viewpoint(T + 1, None, omniscient, {}))
+    for p in answering_positions(T, per_position, last):
+        env = {ex.ANSWER: p} if per_position else {}
+        scalar.value(tree.graph["output"], env, Viewpoint(p, None, omniscient, {}))
     return frozenset(scalar.trace)
 
 
-def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool, causal: bool = False):
-    """Run a program on one input; returns (the output's value, what the output token holds).
+def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool, causal: bool = False,
+        per_position: bool = False, last: bool = False):
+    """Run a program on one input; returns (the answer: the output's value, or the list of every input
+    position's for a target with an answer at every position; what the output token holds).
 
-    Raises ``Poisoned`` (with the reason) when an action or the output reads content it does not hold."""
-    scalar = ScalarReplay(tree, X, realization)
+    Raises ``Poisoned`` (with the reason) when an action or an answer reads content it does not hold."""
+    scalar = ScalarReplay(tree, X, realization, per_position, last)
     scalar.causal = causal
     T = scalar.T
+    reader = T - 1 if last else T  # the row of the position the answer is read at (the output token's: T)
     layer = LayerState.start(T)
     try:
         for layer_no in range(1, program.layers + 1):
             layer = step_layer(scalar, program, layer_no, layer, positional, causal)
-        reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
-        if len(reached) == T:  # the output token holds every token: it computes any function of them
-            return EVERYTHING, reached
-        value = scalar.value(tree.graph["output"], {}, Viewpoint(T + 1, None, layer, {}))
+        reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[reader]))
+        value = answers(scalar, layer)
     except Poisoned as err:
-        err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[T]))
+        err.reached = frozenset(int(q) + 1 for q in np.flatnonzero(layer.held[reader]))
         raise
     return value, reached
 
@@ -572,6 +616,7 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
     problems = _check_arguments(program, target, arch, seq_len, samples, seed, inputs, max_failures)
     if problems:
         raise InvalidSpecError(problems, "check")
+    target = readout.question(target, arch)  # read at the last position: every position's own answer
     if inputs is not None:
         seq_len = inputs.shape[1]
     if target.reads_tokens_as_numbers and arch.input_dim != 1:
@@ -594,7 +639,8 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
         inputs = rng.standard_normal((samples, seq_len, arch.input_dim))
     with np.errstate(all="ignore"):  # a target may divide by zero; both sides then agree on nan or inf
         expected = np.asarray(target.evaluate(inputs, deadline), dtype=float)
-        passed = None if arch.causal else replay.passes(program, tree, target, inputs, expected, arch.positional)
+        passed = None if arch.causal else replay.passes(program, tree, target, inputs, expected, arch.positional,
+                                                        last=readout.reads_at_last(target, arch))
         if passed is not None and passed.all():  # the batched replay: every sample computed
             return CheckReport(ok=True, seq_len=seq_len, samples=len(inputs))
         return _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_failures, deadline)
@@ -602,7 +648,10 @@ def check(program: Program, target, arch, seq_len: int = 12, samples: int = 200,
 
 def computes_exactly(value, expected) -> bool:
     """The output equals the target's value (up to rounding; both nan or inf where the target divides by 0).
-    An output token that holds every token computes any function of them (``EVERYTHING``)."""
+    An output token that holds every token computes any function of them (``EVERYTHING``). A list of answers
+    (one per input position) must match ``expected`` (its values by position) entry by entry."""
+    if isinstance(value, list):
+        return len(value) == len(expected) and all(computes_exactly(v, w) for v, w in zip(value, expected))
     return value is EVERYTHING or bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
 
 
@@ -612,7 +661,8 @@ def passes_every_input(program: Program, tree, target, arch, inputs: np.ndarray,
     with np.errstate(all="ignore"):
         for X, want in zip(inputs, expected):
             try:
-                value, _ = run(program, tree, X, target.realization, arch.positional, arch.causal)
+                value, _ = run(program, tree, X, target.realization, arch.positional, arch.causal,
+                               target.per_position, readout.reads_at_last(target, arch))
             except Poisoned:
                 return False
             if not computes_exactly(value, want):
@@ -627,13 +677,17 @@ def _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_f
         if deadline is not None:
             deadline.check("the witness replay")
         try:
-            value, reached = run(program, tree, X, target.realization, arch.positional, arch.causal)
+            value, reached = run(program, tree, X, target.realization, arch.positional, arch.causal,
+                                 target.per_position, readout.reads_at_last(target, arch))
         except Poisoned as err:
-            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization), err.reached))
+            failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization, target.per_position,
+                                                          readout.reads_at_last(target, arch)), err.reached))
         else:
             if not computes_exactly(value, expected[i]):
-                failures.append(Failure(i, f"the output computes {value}, the target is {expected[i]}",
-                                        X, required_set(tree, X, target.realization), reached))
+                what = "the answers are" if isinstance(value, list) else "the output computes"
+                failures.append(Failure(i, f"{what} {value}, the target is {expected[i]}",
+                                        X, required_set(tree, X, target.realization, target.per_position,
+                                                          readout.reads_at_last(target, arch)), reached))
         if len(failures) >= max_failures:
             break
     return CheckReport(ok=not failures, seq_len=seq_len, samples=len(inputs), failures=tuple(failures))

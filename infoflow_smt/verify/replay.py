@@ -191,8 +191,11 @@ def carried(prev: _State) -> _State:
 class BatchReplay:
     """One program on a batch of inputs: ``passes()`` says, per sample, whether it computes the target."""
 
-    def __init__(self, program: Program, tree, X: np.ndarray, truth: Truth, positional: bool):
+    def __init__(self, program: Program, tree, X: np.ndarray, truth: Truth, positional: bool,
+                 per_position: bool = False, last: bool = False):
         self.program, self.tree, self.truth = program, tree, truth
+        self.per_position = per_position  # every input position answers for itself (it plays ``o``)
+        self.last = last                  # the answer is read at position T, not at the output token
         self.S, self.T, _ = X.shape
         self.positional = positional
         self.samples = np.arange(self.S)
@@ -211,12 +214,28 @@ class BatchReplay:
         state, failed = self.start(), np.zeros(self.S, dtype=bool)
         for layer in range(1, self.program.layers + 1):
             state, failed = self.step(layer, state, failed)
-        out = self.T
+        if self.per_position:
+            return ~failed & self.every_position_answers(state)
+        out = self.T - 1 if self.last else self.T  # the row of position T, or of the output token
         everything = state.all[:, out]
         reads = self.reads(self.tree.graph["output"], {}, {}, state, out, out)
         reads_ok = np.broadcast_to(reads, (self.S,) + reads.shape[1:]).reshape(self.S, -1).all(axis=1)
         computes = _close(self.truth.output.data, self.truth.expected)
         return ~failed & (everything | (reads_ok & computes))
+
+    def every_position_answers(self, state: _State) -> np.ndarray:
+        """Per sample, whether every input position, playing the answering position ``o``, holds what its own
+        answer reads (or every token) and the answer is the target's value there."""
+        S, T = self.S, self.T
+        rows = np.arange(T)
+        reads = self.reads(self.tree.graph["output"], {ex.ANSWER: (rows[:, None], 0)}, {ex.ANSWER: "selector"},
+                           state, rows[:, None], None)
+        reads_ok = np.broadcast_to(reads, (S, T, 1))[..., 0]
+        output = self.truth.output
+        value = np.broadcast_to(output.to((ex.ANSWER,)), (S, T) + ((self.truth.d,) if output.vector else ()))
+        expected = self.truth.expected.reshape(S, T, -1)
+        same = np.isclose(value.reshape(S, T, -1), expected, rtol=1e-9, atol=1e-9, equal_nan=True).all(axis=2)
+        return (state.all[:, :T] | (reads_ok & same)).all(axis=1)
 
     # ---- one layer ----------------------------------------------------------------------------------
     def actions(self, layer: int) -> list[tuple[np.ndarray, object]]:
@@ -373,8 +392,9 @@ def _close(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
 
 
 def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, positional: bool,
-           truth: Truth | None = None) -> np.ndarray | None:
-    """Per sample, whether ``program`` computes ``target`` (``expected``, from ``Target.evaluate``) on ``X``;
+           truth: Truth | None = None, last: bool = False) -> np.ndarray | None:
+    """Per sample, whether ``program`` computes ``target`` (``expected``, from ``Target.evaluate``) on ``X``,
+    read at the output token, at every position (``target.per_position``) or at position ``T`` (``last``);
     None when a truth table would exceed the memory budget (replay with the scalar interpreter)."""
     try:
         truth = truth or Truth(tree, X, target.realization)
@@ -382,4 +402,4 @@ def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, 
         return None
     truth.expected = np.asarray(expected, dtype=float).reshape(len(X), -1)
     with np.errstate(all="ignore"):
-        return BatchReplay(program, tree, X, truth, positional).passes()
+        return BatchReplay(program, tree, X, truth, positional, target.per_position, last).passes()

@@ -213,3 +213,14 @@ def test_cli_exit_codes_and_json_schema(capsys):
     jsonschema.validate(json.loads(out), compile_cli.SCHEMA)
     code, _, err = _cli(capsys, "max_retrieval", "--heads", "1", "--beta", "banana")
     assert code == 2 and err.count("\n") == 1 and "banana" in err
+
+
+def test_a_target_with_an_answer_at_every_position_is_refused():
+    from experiments.compiler import compile as compile_witness
+    from experiments.data import resolve_target
+    text = "max(F0(x[o], x[t]) for t in T)"
+    verdict = ifs.decide(text, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2))
+    with pytest.raises(CompileRefusal, match="answer at every position"):
+        compile_witness(verdict)
+    with pytest.raises(ifs.InvalidSpecError, match="answer at every position"):
+        resolve_target(text)

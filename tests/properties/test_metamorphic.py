@@ -13,6 +13,7 @@ to a target (no joint reduction to reorder, no two selections to join) is skippe
 """
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import random
@@ -22,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 import sympy
-from support.generators import random_target
+from support.generators import last_token_target, per_position_target, random_target
 
 import infoflow_smt as ifs
 from infoflow_smt.lang import expr as ex
@@ -265,12 +266,22 @@ def _answer(verdict) -> tuple[str, object]:
     return verdict.status.value, sympy.sympify(verdict.exponent)
 
 
-def disagreements(index: int) -> list[str]:
-    """Every rewrite of target ``index`` whose verdict differs from the original's (empty when none does)."""
-    rng = random.Random(10_000 + index)
+def _drawn(index: int, variant: str) -> tuple[ifs.Target, list[ifs.Architecture]]:
+    """Target ``index`` of a variant and its architectures: ``"plain"`` (the main set), ``"last"`` (a target
+    reading ``x[T]``, asked with ``readout="last"``, no positions) or ``"per_position"`` (a target naming ``o``)."""
+    rng = random.Random({"plain": 10_000, "last": 30_000, "per_position": 40_000}[variant] + index)
+    if variant == "last":
+        original = ifs.parse_target(last_token_target(rng))
+        return original, [dataclasses.replace(a, readout="last") for a in _architectures(rng, False)]
     positional = rng.random() < 0.3
-    original = ifs.parse_target(random_target(rng, positional))
-    archs = _architectures(rng, original.needs_positional)
+    text = per_position_target(rng, positional) if variant == "per_position" else random_target(rng, positional)
+    original = ifs.parse_target(text)
+    return original, _architectures(rng, original.needs_positional)
+
+
+def disagreements(index: int, variant: str = "plain") -> list[str]:
+    """Every rewrite of target ``index`` whose verdict differs from the original's (empty when none does)."""
+    original, archs = _drawn(index, variant)
     problems = []
     answers = {arch: _answer(ifs.decide(original, arch)) for arch in archs}
     for name, rewrite in REWRITES.items():
@@ -290,9 +301,9 @@ def disagreements(index: int) -> list[str]:
     return problems
 
 
-def _isolated(index: int) -> list[str]:
+def _isolated(index: int, variant: str = "plain") -> list[str]:
     try:
-        return disagreements(index)
+        return disagreements(index, variant)
     except Exception as err:  # noqa: BLE001 - a crash is a finding about this target
         return [f"target {index}: raised {type(err).__name__}: {err}"]
 
@@ -307,6 +318,15 @@ def outcomes() -> dict[int, list[str]]:
 @pytest.mark.parametrize("index", range(TARGET_COUNT), ids=lambda i: f"target{i}")
 def test_rewrites_get_the_same_verdict(index: int, outcomes: dict[int, list[str]]) -> None:
     assert outcomes[index] == []
+
+
+VARIANT_COUNT = 30   # a sample of each switch: read at the last position, an answer at every position
+
+
+@pytest.mark.parametrize("variant", ["last", "per_position"])
+@pytest.mark.parametrize("index", range(VARIANT_COUNT), ids=lambda i: f"target{i}")
+def test_rewrites_get_the_same_verdict_with_each_switch(variant: str, index: int) -> None:
+    assert _isolated(index, variant) == []
 
 
 def test_every_rule_is_exercised(outcomes: dict[int, list[str]]) -> None:

@@ -4,10 +4,12 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 
 import infoflow_smt as ifs
+from infoflow_smt.lang.expr import ANSWER
 
 VARIABLES = "stuvw"
 
@@ -17,8 +19,9 @@ class _TargetText:
     indices, kth_largest, sum/mean; dot, bilinear, f1, f2, F0. Domains other than T, fixed positions and
     offsets only when ``positional``. Every variable a reduction binds is read by its body."""
 
-    def __init__(self, rng: random.Random, positional: bool):
+    def __init__(self, rng: random.Random, positional: bool, last: bool = False):
         self.rng, self.positional = rng, positional
+        self.last = last  # reads of x[T] without positions: a question read at the last position
 
     def fresh(self, scope: list[tuple[str, str]]) -> str:
         return next(v for v in VARIABLES if v not in {name for name, _ in scope})
@@ -41,6 +44,8 @@ class _TargetText:
             return f"x[{r.choice(['argmax', 'argmin'])}({body} for {u} in T)]"
         if self.positional and roll < 0.4:
             return r.choice(["x[1]", "x[2]", "x[T]"])
+        if self.last and roll < 0.45:
+            return "x[T]"
         return f"x[{r.choice(scope)[0]}]" if scope else "a1"
 
     def score(self, scope, must: list[str], depth: int) -> str:
@@ -97,6 +102,57 @@ def random_target(rng: random.Random, positional: bool) -> str:
     if count == 1:
         return groups[0]
     return rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+
+
+def per_position_target(rng: random.Random, positional: bool) -> str:
+    """A random target with an answer at every position: each group may read the answering position ``o``
+    (one always does), as an enclosing variable of the whole target; with positions, also ``x[o-1]`` and
+    fixed positions. ``o`` heads the scope, so a nested selection may be made for it."""
+    gen = _TargetText(rng, positional)
+    scope = [(ANSWER, "T")]
+    count = rng.choice([1, 1, 2])
+    groups = [gen.group(scope, rng.choice([0, 1, 1]), [ANSWER] if i == 0 or rng.random() < 0.5 else [])
+              for i in range(count)]
+    if positional and rng.random() < 0.3:
+        groups.append(rng.choice(["f1(x[o-1])", "dot(x[o], x[o-1])", "f2(x[o], x[1])"]))
+    if len(groups) == 1:
+        return groups[0]
+    return rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+
+
+def per_position_case(index: int) -> Case:
+    """Case ``index`` of the per-position set (``per_position_target``), seeded apart from ``random_case``."""
+    rng = random.Random(10_000 + index)
+    positional = rng.random() < 0.35
+    text = per_position_target(rng, positional)
+    return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))
+
+
+def last_token_target(rng: random.Random) -> str:
+    """A random target that reads ``x[T]`` and no other position: a question for ``readout="last"``."""
+    gen = _TargetText(rng, positional=False, last=True)
+    count = rng.choice([1, 1, 2])
+    groups = [gen.group([], rng.choice([0, 1, 1])) for _ in range(count)]
+    if rng.random() < 0.3:
+        groups.append(rng.choice(["f1(x[T])", "dot(x[T], a1)"]))
+    return groups[0] if len(groups) == 1 else rng.choice([" + ".join(groups), f"F0({', '.join(groups)})"])
+
+
+def last_token_case(index: int) -> Case:
+    """Case ``index`` of the set read at the last position: a target reading ``x[T]`` (and no other position),
+    on an architecture with ``readout="last"`` and no positional encoding."""
+    rng = random.Random(20_000 + index)
+    text = last_token_target(rng)
+    arch = random_architecture(rng, False)
+    return Case(index, text, dataclasses.replace(arch, readout="last"))
+
+
+def last_position_case(index: int) -> Case:
+    """Case ``index`` of the set read at the last position with positional encoding: a random positional target
+    (fixed positions, offsets, subsets) on a positional architecture with ``readout="last"``."""
+    rng = random.Random(30_000 + index)
+    text = random_target(rng, True)
+    return Case(index, text, dataclasses.replace(random_architecture(rng, True), readout="last"))
 
 
 def twinned_target(rng: random.Random, positional: bool) -> str:

@@ -389,3 +389,19 @@ def test_export_smtlib_past_its_timeout_exits_3_and_writes_nothing(capsys, tmp_p
                          "--output", str(out_file), "--timeout", "0.05")
     assert code == 3 and out == "" and not out_file.exists()
     assert len(err.strip().splitlines()) == 1 and "deadline passed during encoding" in err
+
+
+def test_readout_last_decides_the_question_read_at_position_T(capsys):
+    code, out, _ = run(capsys, "decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--readout", "last",
+                       "--json")
+    document = json.loads(out)
+    validate(document, "decide")
+    assert code == 0 and document["architecture"]["readout"] == "last" and document["per_position"]
+    assert not document["architecture"]["positional"]  # x[T] is the reader's own token: no position needed
+    code, out, _ = run(capsys, "decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--readout", "last")
+    assert code == 0 and "answer read at the last position T" in out
+    code, out, _ = run(capsys, "decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--readout", "last",
+                       "--positional")
+    assert code == 0 and "at input position T: retrieves" in out
+    code, _, err = run(capsys, "decide", "x[o]", "--heads", "1", "--readout", "last", "--positional")
+    assert code == 2 and "not supported yet" in err and len(err.strip().splitlines()) == 1

@@ -102,3 +102,8 @@ def test_an_unknown_cell_is_not_counted_as_decided():
     counts = Sweep(cells)
     assert (counts.decided, counts.inferred, counts.undecided) == (1, 1, 1)
     assert counts.to_json()["decided"] == 1 and str(counts).startswith("3 cells: 1 decided, 1 inferred")
+
+
+def test_a_sweep_refuses_the_last_position_readout():
+    with pytest.raises(ifs.InvalidSpecError, match="readout='last' is not supported by sweeps yet"):
+        ifs.sweep(["max_retrieval"], [ifs.Architecture(heads=(1,), readout="last")])

@@ -318,3 +318,15 @@ def test_a_bad_bound_is_refused_in_one_line(text, message):
     with pytest.raises(InvalidSpecError, match=message) as caught:
         parse_target_expr(text)
     assert "\n" not in str(caught.value)
+
+
+# ---- the answering position o ---------------------------------------------------------------------------
+def test_o_is_the_answering_position_and_no_reduction_binds_it():
+    from infoflow_smt.lang.expr import answers_everywhere
+    assert answers_everywhere(parse_target_expr("max(F0(x[o], x[t]) for t in T)"))
+    assert answers_everywhere(parse_target_expr("x[o-1]"))
+    assert not answers_everywhere(parse_target_expr("max(F0(x[T], x[t]) for t in T)"))
+    with pytest.raises(InvalidSpecError, match="names the answering position .* cannot be bound by a reduction"):
+        parse_target_expr("max(f1(x[o]) for o in T)")
+    with pytest.raises(InvalidSpecError, match="used as a value; write x\\[o\\]"):
+        parse_target_expr("f1(o)")

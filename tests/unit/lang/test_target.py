@@ -66,3 +66,22 @@ def test_work_counts_the_index_tuples_one_evaluation_visits():
     # a joint min is evaluated nested: the inner min over t for each s (64 tuples), then the min over s (8)
     assert parse_target("min(dot(x[s], x[t]) for s in T for t in T)").work(8) == 72
     assert parse_target("x[3]").work(8) == 0
+
+
+# ---- answers at every position -------------------------------------------------------------------------
+def test_a_target_naming_o_answers_at_every_position():
+    every = parse_target("max(F0(x[o], x[t]) for t in T)")
+    last = parse_target("max(F0(x[T], x[t]) for t in T)")
+    X = np.random.default_rng(0).standard_normal((3, 6, 2))
+    values = every.evaluate(X)
+    assert every.per_position and not last.per_position and values.shape == (3, 6)
+    assert np.allclose(values[:, -1], last.evaluate(X))  # position T's own answer is the one read at T
+    first = parse_target("max(F0(x[1], x[t]) for t in T)").evaluate(X)
+    assert np.allclose(values[:, 0], first)
+    assert parse_target("x[o] + x[o-1]").evaluate(X).shape == (3, 6, 2)
+    assert np.allclose(parse_target("x[o-1]").evaluate(X)[:, 0], 0.0)  # before the sequence: padding
+
+
+def test_a_per_position_target_counts_its_work_for_every_position():
+    assert parse_target("max(dot(x[o], x[t]) for t in T)").work(8) == 8 * parse_target(
+        "max(dot(x[1], x[t]) for t in T)").work(8)

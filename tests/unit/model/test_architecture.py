@@ -88,3 +88,15 @@ def test_a_causal_architecture_refuses_a_width_that_grows_with_t():
         Architecture(heads=(1,), embed_dim=T * 2, causal=True)
     with pytest.raises(InvalidSpecError, match="causal must be True or False"):
         Architecture(heads=(1,), causal="yes")
+
+
+# ---- the readout --------------------------------------------------------------------------------------
+def test_the_readout_is_the_output_token_unless_asked():
+    arch = Architecture(heads=(1, 2), embed_dim=8, input_dim=2)
+    last = dataclasses.replace(arch, readout="last")
+    assert arch.readout == "output" and str(arch) == "heads=(1, 2), E=8, d=2"
+    assert str(last) == "heads=(1, 2), E=8, d=2, readout=last"
+    assert last.with_heads((2, 2)).readout == "last"
+    assert not last.covers(arch) and not arch.covers(last) and last.with_heads((2, 2)).covers(last)
+    with pytest.raises(InvalidSpecError, match="readout must be one of 'output', 'last', got 'first'"):
+        Architecture(heads=(1,), readout="first")

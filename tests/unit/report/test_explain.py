@@ -170,3 +170,13 @@ def test_budget_reasons_follow_the_layer_numbers_past_nine():
     reasons = _budgets(tree, sels, arch, core)
     assert [r.constraint for r in reasons] == ["budget:2:in", "budget:2:out", "budget:10:out", "budget:11:in"]
     assert reasons[1].sentence.startswith("Layer 2 gives the output token 1 head")
+
+
+# ---- answers at every position ------------------------------------------------------------------------
+def test_a_per_position_answer_is_explained_at_the_input_positions():
+    verdict = ifs.decide("max(dot(x[o], x[t]) for t in T) + max(f1(x[t]) for t in T)",
+                         ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2))
+    text = " ".join(map(str, verdict.explanation))
+    assert verdict.status is ifs.Status.INFEASIBLE
+    assert "every input position must know what its own answer depends on" in text
+    assert "2 selections can only be made at the input positions" in text and "output token must" not in text

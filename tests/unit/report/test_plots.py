@@ -2,6 +2,7 @@
 before anything is drawn."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,12 @@ def test_a_retrieval_arrow_names_the_selection_it_wins():
     tree = comparison_tree(catalogue.parse_spec("kth_largest:k=3"))
     [node] = [n for n, kind in tree.nodes(data="kind") if kind == "kth"]
     assert _arrow_label(Action(1, 2, "output", Op(Mode.KTH, node)), tree) == "h2: third largest over t"
+
+
+def test_the_ringed_reader_is_where_the_answer_is_read():
+    from infoflow_smt.lang.expr import FixedIndex
+    from infoflow_smt.report.plots import _reader
+    arch = ifs.Architecture(heads=(1,), embed_dim=16, input_dim=2, positional=True, readout="last")
+    assert _reader(ifs.decide("max(F0(x[T], x[t]) for t in T)", arch)) == FixedIndex(0, True)
+    assert _reader(ifs.decide("max(F0(x[o], x[t]) for t in T)", dataclasses.replace(arch, positional=False))) == "input"
+    assert _reader(ifs.decide("max(f1(x[t]) for t in T)", dataclasses.replace(arch, readout="output"))) == "output"

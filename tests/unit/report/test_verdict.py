@@ -10,7 +10,7 @@ import sympy
 import infoflow_smt as ifs
 from infoflow_smt.report.verdict import Stats, Status, Verdict
 
-JSON_KEYS = {"status", "target", "name", "architecture", "seq_len", "exponent", "witness", "best_program",
+JSON_KEYS = {"status", "target", "name", "per_position", "architecture", "seq_len", "exponent", "witness", "best_program",
              "explanation", "reason_unknown", "stats"}
 
 
@@ -32,6 +32,7 @@ def test_to_json_keys_and_values(two_verdicts):
         record = json.loads(json.dumps(verdict.to_json()))   # JSON-ready as it is
         assert set(record) == JSON_KEYS
         assert record["architecture"]["embed_dim"] == "16" and record["name"] == "min_pairwise_dot"
+        assert record["per_position"] is False
     record = feasible.to_json()
     assert record["status"] == "feasible" and record["exponent"] == "1" and record["explanation"] == []
     assert record["witness"]["steps"] and record["best_program"] is None

@@ -6,6 +6,7 @@ import re
 import pytest
 
 import infoflow_smt as ifs
+from infoflow_smt.lang import expr as ex
 from infoflow_smt.model import cost
 from infoflow_smt.model.program import Mode, Offset
 from infoflow_smt.smt import encoder
@@ -154,3 +155,20 @@ def test_a_builder_has_all_its_state_once_constructed(index: int):
     assert builder.references(encoder.IN) == builder.fixed_sources + [Offset(k) for k in builder.enc.offsets]
     builder.build()
     assert set(vars(builder)) == made
+
+
+# ---- answers at every position ------------------------------------------------------------------------
+def test_a_per_position_goal_is_stated_at_every_input_class():
+    target = ifs.parse_target("max(F0(x[o], x[t]) for t in T) + max(f1(x[t]) for t in T)")
+    needs = encoder.goal_needs(target)
+    assert [n.kind for n in needs] == ["group", "group"]  # the one made for o, and the one made for nobody
+    arch = ifs.Architecture(heads=(2, 2), embed_dim=8, input_dim=2, positional=True)
+    enc = encoder.encode(target, arch)
+    assert enc.anchors and encoder.answering_classes(enc) == enc.inputs  # the anchors answer too
+    assert encoder.answering_classes(encoder.encode(ifs.parse_target("max(f1(x[t]) for t in T)"), arch)) == ["out"]
+
+
+def test_read_at_the_last_position_with_positions_the_goal_is_stated_at_position_T():
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, positional=True, readout="last")
+    enc = encoder.encode(ifs.parse_target("max(F0(x[T], x[t]) for t in T)"), arch)
+    assert enc.anchors == {"aT": ex.FixedIndex(0, True)} and encoder.answering_classes(enc) == ["aT"]

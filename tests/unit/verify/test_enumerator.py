@@ -229,3 +229,22 @@ def test_brute_force_answers_in_the_same_terms_as_decide():
     document = one.to_json()
     assert document["status"] == "infeasible" and document["exponent"] == "T/8 - 1"  # a head of width 32/2
     assert document["program"] == one.program.to_json()
+
+
+# ---- answers at every position: the brute force answers what decide answers -------------------------------
+PER_POSITION = [
+    ("max(F0(x[o], x[t]) for t in T)", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2)),
+    ("min(dot(x[o], x[s]) + min(dot(x[s], x[t]) for t in T) for s in T)",
+     ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2)),
+    ("min(dot(x[o], x[s]) + min(dot(x[s], x[t]) for t in T) for s in T)",
+     ifs.Architecture(heads=(1, 1), embed_dim=8, input_dim=2)),
+    ("dot(x[o], x[o-1]) + max(f1(x[t]) for t in T)", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2,
+                                                                      positional=True)),
+    ("max(dot(x[o], x[t]) for t in T) + x[1]", ifs.Architecture(heads=(1, 1), embed_dim=8, input_dim=2,
+                                                               positional=True)),
+]
+
+
+@pytest.mark.parametrize("text, architecture", PER_POSITION, ids=range(len(PER_POSITION)))
+def test_brute_force_agrees_on_answers_at_every_position(text, architecture):
+    assert _same_answer(ifs.parse_target(text), architecture) == []

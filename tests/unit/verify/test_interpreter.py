@@ -115,3 +115,30 @@ def test_solver_witnesses_compute_the_target(text):
         assert report.ok, str(report)
         rng = np.random.default_rng(0)
         assert np.all(np.isfinite(tgt.evaluate(rng.standard_normal((2, 10, 2)))))
+
+
+# ---- answers at every position ------------------------------------------------------------------------
+def test_every_input_position_answers_for_itself():
+    target = ifs.parse_target("max(F0(x[o], x[t]) for t in T)")
+    arch = A(heads=(1,), embed_dim=8, input_dim=2)
+    at_inputs = Program((ret(1, 1, "input", "g0.t"),), layers=1)
+    assert ifs.check(at_inputs, target, arch, seq_len=8, samples=10).ok
+    at_output = Program((Action(1, 1, "output", Op(Mode.AGGREGATE)),), layers=1)  # the output token plays no part
+    report = ifs.check(at_output, target, arch, seq_len=8, samples=3)
+    assert not report.ok and "the answer at position 1" in report.failures[0].reason
+    assert report.failures[0].required  # the positions some position's answer reads
+
+
+def test_an_answer_reading_the_previous_token_needs_it_gathered():
+    target = ifs.parse_target("dot(x[o], x[o-1]) + max(f1(x[t]) for t in T)")
+    arch = A(heads=(2,), embed_dim=8, input_dim=2, positional=True)
+    both = Program((ret(1, 1, "input", "g0.t"), Action(1, 2, "input", Op(Mode.POSITIONS, positions=(Offset(-1),)))),
+                   layers=1)
+    assert ifs.check(both, target, arch, seq_len=8, samples=10).ok
+    assert not ifs.check(Program(both.actions[:1], layers=1), target, arch, seq_len=8, samples=3).ok
+
+
+def test_an_answer_is_compared_position_by_position():
+    from infoflow_smt.verify.interpreter import EVERYTHING, computes_exactly
+    assert computes_exactly([1.0, EVERYTHING], np.array([1.0, 5.0]))
+    assert not computes_exactly([1.0, 2.0], np.array([1.0, 5.0]))

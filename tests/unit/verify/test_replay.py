@@ -7,10 +7,11 @@ import random
 
 import numpy as np
 import pytest
-from support.generators import random_case
+from support.generators import last_position_case, per_position_case, random_case
 
 import infoflow_smt as ifs
 from infoflow_smt.lang.trees import comparison_tree, selection_nodes
+from infoflow_smt.model import readout
 from infoflow_smt.model.program import Action, Mode, Op, Program
 from infoflow_smt.verify import interpreter, replay
 
@@ -41,7 +42,8 @@ def _scalar(program, tree, target, arch, X, expected) -> np.ndarray:
     passed = []
     for x, want in zip(X, expected):
         try:
-            value, _ = interpreter.run(program, tree, x, target.realization, arch.positional)
+            value, _ = interpreter.run(program, tree, x, target.realization, arch.positional,
+                                       per_position=target.per_position, last=readout.reads_at_last(target, arch))
             passed.append(interpreter.computes_exactly(value, want))
         except interpreter.Poisoned:
             passed.append(False)
@@ -94,3 +96,38 @@ def test_a_table_over_the_budget_falls_back_to_the_scalar_replay(monkeypatch):
     X = np.random.default_rng(0).standard_normal((3, 8, 2))
     assert replay.passes(verdict.witness, tree, target, X, target.evaluate(X), False) is None
     assert ifs.check(verdict.witness, target, arch, seq_len=8, samples=3).ok
+
+
+# ---- answers at every position: the batched replay against the scalar one, witnesses and their mutants ----
+def _per_position_comparisons(index: int, draw=per_position_case):
+    case = draw(index)
+    target = readout.question(ifs.parse_target(case.text), case.arch)
+    verdict = ifs.decide(target, case.arch)
+    program = verdict.witness or verdict.best_program
+    if program is None:
+        return []
+    tree = comparison_tree(target, program.order_map)
+    X = np.random.default_rng(index).standard_normal((4, 10, case.arch.input_dim))
+    found = []
+    with np.errstate(all="ignore"):
+        expected = np.asarray(target.evaluate(X), dtype=float)
+        for variant in [program] + _broken(program, tree, case.arch, random.Random(index)):
+            if interpreter._action_problems(variant, tree, case.arch):
+                continue
+            batched = replay.passes(variant, tree, target, X, expected, case.arch.positional,
+                                    last=readout.reads_at_last(target, case.arch))
+            if batched is not None:
+                found.append((variant, batched, _scalar(variant, tree, target, case.arch, X, expected)))
+    return found
+
+
+def test_replays_read_at_the_last_position_agree_with_the_scalar_interpreter():
+    found = [c for index in range(20) for c in _per_position_comparisons(index, last_position_case)]
+    assert sum(s.all() for _, _, s in found) >= 5 and sum((~s).any() for _, _, s in found) >= 5  # both kinds met
+    assert [(str(p), b, s) for p, b, s in found if (b != s).any()] == []
+
+
+def test_per_position_replays_agree_with_the_scalar_interpreter():
+    found = [c for index in range(24) for c in _per_position_comparisons(index)]
+    assert sum(s.all() for _, _, s in found) >= 10 and sum((~s).any() for _, _, s in found) >= 5  # both kinds met
+    assert [(str(p), b, s) for p, b, s in found if (b != s).any()] == []

@@ -1,0 +1,69 @@
+"""Where the answer is read, and the question each readout asks of a target (docs/model.md, "Readout").
+
+By default the answer is read at the extra output token ``T+1``, which starts empty (paper 1). With
+``Architecture(readout="last")`` it is read at input position ``T``, which holds ``x[T]`` from the start, as
+in a decoder's next-token prediction. Without positional encoding position ``T`` is an ordinary input
+position: it runs the heads every input position runs, and the model is permutation-equivariant, so it
+computes ``F`` exactly when every position ``p`` computes ``F`` with ``x[T]`` read as its own token ``x[p]``:
+the question of an answer at every position, with ``x[T]`` written ``x[o]`` (``last_token_target``). With
+positional encoding position ``T`` is told apart: a class of its own (like the anchors), holding ``x[T]``
+from the start, at which the goal is stated (``reads_at_last``).
+"""
+from __future__ import annotations
+
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.language import to_text
+from infoflow_smt.lang.target import Target
+from infoflow_smt.model.architecture import LAST
+
+_LAST_TOKEN = ex.FixedIndex(0, True)
+
+
+def question(target: Target, arch) -> Target:
+    """The target whose per-position or output answer ``arch`` must compute to compute ``target`` at its
+    readout: ``target`` itself at the output token, ``last_token_target(target)`` at the last position (a
+    target with an answer at every position too: read at ``T``, its answer is the one with ``o = T``, and
+    without positions every position's question is position ``T``'s; so the rewrite is idempotent). Raises
+    ``InvalidSpecError`` (one line) for what no readout rule covers yet: the last position with positional
+    encoding.
+
+    >>> from infoflow_smt.lang.target import parse_target
+    >>> from infoflow_smt.model.architecture import Architecture
+    >>> str(question(parse_target("max(F0(x[T], x[t]) for t in T)"), Architecture(heads=(1,), readout="last")))
+    'max(F0(x[o], x[t]) for t in T)'
+    """
+    if getattr(arch, "readout", None) != LAST:
+        return target
+    if not arch.positional:
+        return last_token_target(target)
+    if target.per_position:
+        raise InvalidSpecError("readout='last' with positional encoding and a target with an answer at every "
+                               "position (it names o) is not supported yet: ask it with the output token's readout "
+                               "(every position answers there)", "architecture")
+    return target  # position T is a class of its own, at which the goal is stated (reads_at_last)
+
+
+def reads_at_last(target: Target, arch) -> bool:
+    """Whether the answer to ``question(target, arch)`` is read at position ``T``, a class of its own: the last
+    position with positional encoding (without it every position answers, ``Target.per_position``)."""
+    return getattr(arch, "readout", None) == LAST and not target.per_position
+
+
+def last_token_target(target: Target) -> Target:
+    """``target`` with its reads of ``x[T]`` written ``x[o]``: what every position must compute for position
+    ``T`` to compute ``target`` without positional encoding (module docstring): answered at every position
+    even where it reads no ``x[T]``. The seed is kept, the catalogue name is not (the function asked is another).
+
+    >>> from infoflow_smt.lang.target import parse_target
+    >>> str(last_token_target(parse_target("x[T] + max(dot(x[T], x[t]) for t in T)")))
+    'x[o] + max(dot(x[o], x[t]) for t in T)'
+    """
+    expr = _own_token(target.expr)
+    return Target(expr=expr, text=to_text(expr), name=None, seed=target.seed, every_position=True)
+
+
+def _own_token(e: ex.Expr) -> ex.Expr:
+    if isinstance(e, ex.Content) and e.index == _LAST_TOKEN:
+        return ex.Content(ex.VarIndex(ex.ANSWER))
+    return ex.map_children(e, _own_token)

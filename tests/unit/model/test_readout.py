@@ -1,0 +1,57 @@
+"""The readout: the question each readout asks of a target (docs/model.md, "Readout")."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import infoflow_smt as ifs
+from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang.expr import FixedIndex
+from infoflow_smt.model.readout import last_token_target, question, reads_at_last
+
+LAST = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, readout="last")
+
+
+def test_the_output_token_asks_the_target_itself():
+    target = ifs.parse_target("max(F0(x[T], x[t]) for t in T)")
+    assert question(target, dataclasses.replace(LAST, readout="output")) is target
+
+
+def test_the_last_position_reads_x_T_as_its_own_token():
+    target = ifs.parse_target("x[T] + max(dot(x[T], x[t]) for t in T)", seed=3)
+    asked = question(target, LAST)
+    assert asked.text == "x[o] + max(dot(x[o], x[t]) for t in T)" and asked.seed == 3 and asked.per_position
+    X = np.random.default_rng(0).standard_normal((4, 7, 2))
+    assert np.allclose(asked.evaluate(X)[:, -1], target.evaluate(X))  # position T's answer is the target
+
+
+def test_a_target_without_x_T_is_still_answered_at_every_position():
+    asked = question(ifs.parse_target("max(f1(x[t]) for t in T)"), LAST)
+    assert asked.text == "max(f1(x[t]) for t in T)" and asked.per_position
+    assert asked.evaluate(np.zeros((2, 5, 2))).shape == (2, 5)
+
+
+def test_the_rewrite_is_idempotent():
+    asked = last_token_target(ifs.parse_target("max(F0(x[T], x[t]) for t in T)"))
+    assert question(asked, LAST) == asked
+
+
+def test_with_positions_the_target_is_asked_of_position_T_itself():
+    target = ifs.parse_target("max(F0(x[T], x[t]) for t in T)")
+    positional = dataclasses.replace(LAST, positional=True)
+    assert question(target, positional) is target and reads_at_last(target, positional)
+    assert not reads_at_last(question(target, LAST), LAST)  # without positions every position answers
+    with pytest.raises(InvalidSpecError, match="with positional encoding and a target with an answer at every"):
+        question(ifs.parse_target("x[o]"), positional)
+
+
+def test_match2_read_at_the_last_position_is_one_layer_and_two_at_the_output_token():
+    match2 = "max(F0(x[T], x[t]) for t in T)"
+    assert ifs.decide(match2, LAST).status is ifs.Status.FEASIBLE
+    verdict = ifs.decide(match2, dataclasses.replace(LAST, positional=True))
+    assert verdict.feasible and {a.where for a in verdict.witness.actions} == {FixedIndex(0, True)}
+    assert ifs.decide(match2, dataclasses.replace(LAST, readout="output", positional=True)).status is \
+        ifs.Status.INFEASIBLE
+    assert ifs.decide(match2, ifs.Architecture(heads=(1, 1), embed_dim=8, input_dim=2, positional=True)).feasible
