@@ -88,7 +88,7 @@ def check_supported(target: Target) -> Target:
 
 def binds_nothing(target: Target) -> bool:
     """Whether ``target`` has a selection that binds no variable (under a mask: one no input position makes
-    whole, ``solver.open_under_mask``)."""
+    whole, ``solver._Session.settled_under_mask``)."""
     tree = comparison_tree(target)
     return any(d["kind"] in SELECTION_KINDS and not d["bound"] for _, d in tree.nodes(data=True))
 

@@ -20,7 +20,7 @@ import functools
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -306,6 +306,22 @@ class _Session:
         # a literal's name, without z3's pretty printer (slow, and it quotes names with a colon)
         return {names.get(c.decl().name(), "level") for c in self.enc.solver.unsat_core()}
 
+    def settled_under_mask(self) -> bool:
+        """Whether a "no" under a causal mask holds for the programs the model leaves out as well.
+
+        Under a mask an input position can make a selection that binds no variable over its own prefix, and a
+        later layer can collect position ``T``'s (the whole ones): by gathering position ``T`` with positional
+        encoding (or letting ``T`` work for the output token), without it by a retrieval whose score is the sum
+        of the prefix values (it grows along the prefix; every position from the last winner on ties, each
+        holding the same winners). Each such program is beaten by the output token making those selections
+        itself, at least one layer earlier, with heads of its own: so when no efficient program exists even
+        with the output token's head budgets dropped in every layer but the last, none of them is efficient
+        either. A question left open counts as not settled."""
+        last = f"budget:{self.layers}:{encoder.OUT}"  # what inputs select in a layer is collected in a later one
+        kept = [literal for name, literal in self.enc.tracked.items()
+                if not (name.startswith("budget:") and name.endswith(f":{encoder.OUT}")) or name == last]
+        return self.ask(self.bounded, base=self.enc.assumptions(self.heads, kept)) == z3.unsat
+
     def minimal_core(self) -> set[str]:
         """A minimal set of tracked constraints that still leaves no program within the levels of the unsat
         answer (``refuted``), the same in every process. z3's own core depends on the history of its context (the order
@@ -386,7 +402,7 @@ class Questions:
         """The checked verdict for ``arch`` (see ``decide``)."""
         effort = _Effort()
         try:
-            return open_under_mask(self._decide(arch, deadline, effort))
+            return self._decide(arch, deadline, effort)
         except OutOfTime as late:
             return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=effort.stats(), seq_len=self.seq_len,
                            reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
@@ -443,6 +459,9 @@ class Questions:
             notes = self.notes(program, arch)
             return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=effort.stats(note),
                            best_program=program, seq_len=seq_len, explanation=notes)
+        if arch.causal and arch.layers >= 2 and causal.binds_nothing(target) and not session.settled_under_mask():
+            return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=effort.stats(), seq_len=seq_len,
+                           reason_unknown=OPEN_UNDER_MASK)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
         # program at any cost: with every level allowed, since such a program may retrieve (a bounded level)
         # besides what grows with T; no prefix of bounded levels alone has one
@@ -532,27 +551,11 @@ class Questions:
 
 
 NOT_ESTABLISHED = "under the causal mask, infeasible is not established"
-
-
-def open_under_mask(verdict: Verdict) -> Verdict:
-    """``verdict``, or UNKNOWN where its INFEASIBLE rests on programs the causal model leaves out.
-
-    Under a mask an input position can still make a selection that binds no variable over its own prefix, and
-    a later layer can collect position ``T``'s prefix selections, which are the whole ones: with positional
-    encoding by gathering position ``T`` (or letting ``T`` work for the output token), without it by a retrieval
-    whose score grows along the prefix (the sum of the prefix values: every position at or after the last
-    winner ties, and each holds the same winners). The model here does not include those programs yet, so
-    on two layers or more an INFEASIBLE answer for a target with such a selection is not a proof; a FEASIBLE
-    one is (its witness is replayed)."""
-    arch = verdict.architecture
-    if not (arch.causal and arch.layers >= 2 and verdict.status is Status.INFEASIBLE
-            and causal.binds_nothing(verdict.target)):
-        return verdict
-    return replace(verdict, status=Status.UNKNOWN, exponent=sympy.nan, explanation=(), best_program=None,
-                   reason_unknown=f"{NOT_ESTABLISHED}: the programs the model covers reach exponent "
-                                  f"{verdict.exponent} at best, but an input position can also make a selection "
-                                  "that binds no variable over its prefix, and a later layer collect position T's "
-                                  "(whole) ones, which the model does not include yet")
+OPEN_UNDER_MASK = (f"{NOT_ESTABLISHED}: no program the model covers is efficient, but an input position can also "
+                   "make a selection that binds no variable over its prefix, and a later layer collect position T's "
+                   "(whole) ones, programs the model does not include yet; with as many heads at the output token "
+                   "as it likes before the last layer, which they cannot beat, the covered programs would be efficient "
+                   "(_Session.settled_under_mask)")
 
 
 def _interruptible(function):
