@@ -202,7 +202,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = _Parser(prog=prog, description=__doc__.split("\n\n")[0].replace(PROG, prog))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     common = _Parser(add_help=False)
-    common.add_argument("--profile", default="smoke", help="smoke | cpu | depth | workers | paper")
+    common.add_argument("--profile", default="smoke", help="smoke | cpu | depth | workers | causal | paper")
     common.add_argument("--results", default="results",
                         help="directory of <profile>.sqlite (default results/)")
     common.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when present")

@@ -6,6 +6,7 @@
              depth-versus-heads experiment at T = 8), with the criteria they must meet; < 20 min on 2 CPU
              cores.
 * ``depth``: the D = 3 depth-versus-heads experiment at T = 8 and 16, two seeds.
+* ``causal``: intrinsic dimension D = 2 under a causal mask, symmetric and non-symmetric A_i, T = 16.
 * ``workers``: positions as workers: the D = 4 sum of maxima on 2 layers of 1 head with and without positional
              encoding, beside 1 layer of 4 and of 3 heads, T = 16 and 32, two seeds.
 * ``paper``: paper 1 Exp. 1 and 2 and paper 2 Table 2 at the papers' T, d, heads and widths, with step
@@ -47,6 +48,7 @@ class Table:
     residual: bool = False                      # paper 2: off; paper 1: on
     layernorm: bool = False                     # off in both papers' synthetic runs
     cls_as_key: bool = True                     # paper 2 one-layer tables: False (softmax over t = 1..T)
+    causal: bool = False                        # decoder-only: each input position attends to itself and earlier
     target_seed: int = 0                        # fixes the target's random matrices A_i / vectors a_i
     data_seed: int = 0                          # fixes the inputs
     split: str = "T"                            # one job per T (all architectures and seeds batched), or
@@ -59,7 +61,8 @@ class Table:
                            head_dim=self.head_dim, mlp_hidden=self.mlp_hidden, ffn_hidden=self.ffn_hidden,
                            output_dim=output_dim, positional=self.positional, residual=self.residual,
                            layernorm=self.layernorm, cls_as_key=self.cls_as_key, attn_beta=self.attn_beta,
-                           learn_temperature=self.learn_temperature, token_embedding=self.token_embedding)
+                           learn_temperature=self.learn_temperature, token_embedding=self.token_embedding,
+                           causal=self.causal)
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,27 @@ WORKERS = Profile(
     criteria=(Criterion("transition", "workers_pe", (16, 32), better=(4,), worse=((3,),), ratio=10),
               Criterion("transition", "workers_pe", (16, 32), better=(1, 1), worse=((3,),), ratio=10)))
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, DEPTH, WORKERS, PAPER)}
+# causal: the model's prediction for intrinsic_dimension:D=2 under a causal mask (docs/model.md, "Causal mask"):
+# with symmetric A_i (written B_i(s, t) + B_i(t, s)) each group is one ordered half, so (2, 2) is efficient and
+# (1, 2) is not, as without the mask; with non-symmetric A_i each group needs both sides of its pairs at the
+# inputs, so (2, 2) is not efficient and (4, 2) is. The intrinsic table's recipe (linear embedding, residual,
+# 128-wide FFN, learned temperature, 14000 steps), T = 16, E = 16, seeds 0 and 1.
+_SYMMETRIC_D2 = " + ".join(f"max(bilinear(A{i}, x[s], x[t]) + bilinear(A{i}, x[t], x[s]) for s in T for t in T)"
+                           for i in (1, 2))
+CAUSAL = Profile(
+    name="causal", description="intrinsic_dimension:D=2 under a causal mask, with symmetric A_i on (2, 2) and "
+                               "(1, 2) and with non-symmetric A_i on (2, 2) and (4, 2), T = 16, E = 16, seeds 0 and 1",
+    nmse_threshold=1e-2,  # as cpu
+    tables=(replace(_intrinsic(2, (16,), _CPU_ID, embed_dim=16), name="causal_symmetric", target=_SYMMETRIC_D2,
+                    archs=(((2, 2), 16), ((1, 2), 16)), causal=True),
+            replace(_intrinsic(2, (16,), _CPU_ID, embed_dim=16), name="causal_asymmetric",
+                    archs=(((2, 2), 16), ((4, 2), 16)), causal=True)),
+    default_train=_CPU_ID,
+    # what the solver predicts under the mask, fixed before training
+    criteria=(Criterion("transition", "causal_symmetric", (16,), better=(2, 2), worse=((1, 2),), ratio=10),
+              Criterion("transition", "causal_asymmetric", (16,), better=(4, 2), worse=((2, 2),), ratio=10)))
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (SMOKE, CPU, DEPTH, WORKERS, CAUSAL, PAPER)}
 
 
 def get_profile(name: str | Profile) -> Profile:

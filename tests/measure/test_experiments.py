@@ -168,7 +168,7 @@ def test_smoke_profile_runs_end_to_end(smoke_results: tuple[str, object]) -> Non
     assert r.config["seed"] == r.seed and r.wall_s > 0 and "nmse_best" in r.metrics
 
 
-@pytest.mark.parametrize("name", ["cpu", "workers", "paper"])   # depth: the cpu profile's d3 table
+@pytest.mark.parametrize("name", ["cpu", "workers", "causal", "paper"])   # depth: the cpu profile's d3 table
 def test_profiles_run_at_smoke_size(name: str, tmp_path) -> None:
     """Every table of the long profiles builds, trains, is stored and reported (tiny sizes, smallest T)."""
     from experiments import report
