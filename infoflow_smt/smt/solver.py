@@ -117,6 +117,12 @@ def _witness_length(program, target, arch, seq_len: int | None) -> int:
     return length if seq_len is None else max(min(seq_len, length), target.shortest_length)
 
 
+# z3's own SIGINT handler, installed for the length of each call, swallows a Ctrl-C that lands after the call's
+# search (no cancel, and the signal is gone): Python's handler takes every one instead, and the short checks
+# return to it within milliseconds
+z3.set_param("ctrl_c", False)
+
+
 def interrupted(solver: z3.Solver, took: float, limit: float) -> None:
     """Raise KeyboardInterrupt when the solver's last check (``took`` seconds of a ``limit``) was cut short by
     Ctrl-C. z3 installs its own SIGINT handler for the length of a check and answers unknown, "canceled": Python
