@@ -430,24 +430,10 @@ def _reduce(e: Reduce, ctx: _Context, lead: tuple[int, ...],
     bounded = [b for b in e.bindings if domain_variables(b.domain)]
     if bounded:
         return _reduce_bounded(e, ctx, lead, env, domains, bounded)
-    chunk = max(1, min(total, _BUDGET // max(1, math.prod(lead) * ctx.dim)))
-    outer = {name: positions[..., None] for name, positions in env.items()}  # one more axis: the chunk
-    axis = len(lead)
     acc: object = None
-    for start in range(0, total, chunk):
-        ctx.check_deadline()
-        picks = np.unravel_index(np.arange(start, min(start + chunk, total)), sizes)
-        inner = dict(outer)
-        for binding, positions, pick in zip(e.bindings, domains, picks):
-            inner[binding.var] = positions[pick].reshape((1,) * axis + (-1,))
-        inner_lead = lead + (len(picks[0]),)
-        body = _eval(e.body, ctx, inner_lead, inner)
-        if kind.is_selection and body.vector:  # scalar tokens: a token is its own score
-            if ctx.dim != 1:
-                raise _fail(scalar_tokens_problem(to_text(e), ctx.dim))
-            body = _Value(np.asarray(body.data)[..., 0], False)
-        values = np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
-        acc = _fold(kind, e.k, acc, values, domains[0][picks[0]], axis)
+    for picks, inner, inner_lead in _slices(e, ctx, lead, env, domains):
+        body, values = _compared(e, ctx, _eval(e.body, ctx, inner_lead, inner), inner_lead)
+        acc = _fold(kind, e.k, acc, values, domains[0][picks[0]], len(lead))
     if kind.returns_index:
         _, best_position = acc
         return _Value(best_position.astype(float), False), best_position
@@ -465,18 +451,8 @@ def _reduce_bounded(e: Reduce, ctx: _Context, lead: tuple[int, ...], env: Mappin
     A binding left with no tuple (``range(1, s)`` nested alone, at ``s = 1``) has no value: reading it is an
     error (``_check_read``), as an empty domain is; ``min(... for s in T for t in range(1, s))`` has pairs."""
     kind, axis = e.kind, len(lead)
-    sizes = tuple(len(p) for p in domains)
-    total = math.prod(sizes)
-    chunk = max(1, min(total, _BUDGET // max(1, math.prod(lead) * ctx.dim)))
-    outer = {name: positions[..., None] for name, positions in env.items()}
     acc, count, body = None, np.zeros(lead, dtype=np.int64), None
-    for start in range(0, total, chunk):
-        ctx.check_deadline()
-        picks = np.unravel_index(np.arange(start, min(start + chunk, total)), sizes)
-        inner = dict(outer)
-        for binding, positions, pick in zip(e.bindings, domains, picks):
-            inner[binding.var] = positions[pick].reshape((1,) * axis + (-1,))
-        inner_lead = lead + (len(picks[0]),)
+    for picks, inner, inner_lead in _slices(e, ctx, lead, env, domains):
         valid = np.ones((1,) * len(inner_lead), dtype=bool)
         for b in bounded:
             low = bound_position(b.domain.start, ctx.seq_len, inner)
@@ -485,12 +461,7 @@ def _reduce_bounded(e: Reduce, ctx: _Context, lead: tuple[int, ...], env: Mappin
         valid = np.broadcast_to(valid, inner_lead)
         count = count + valid.sum(axis=axis)
         inner[_VALID] = valid & inner[_VALID] if _VALID in inner else valid
-        body = _eval(e.body, ctx, inner_lead, inner)
-        if kind.is_selection and body.vector:
-            if ctx.dim != 1:
-                raise _fail(scalar_tokens_problem(to_text(e), ctx.dim))
-            body = _Value(np.asarray(body.data)[..., 0], False)
-        values = np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
+        body, values = _compared(e, ctx, _eval(e.body, ctx, inner_lead, inner), inner_lead)
         mask = valid[..., None] if body.vector else valid
         fill = {ReduceKind.MIN: np.inf, ReduceKind.ARGMIN: np.inf, ReduceKind.SUM: 0.0, ReduceKind.MEAN: 0.0}
         values = np.where(mask, values, fill.get(kind, -np.inf))
@@ -503,6 +474,33 @@ def _reduce_bounded(e: Reduce, ctx: _Context, lead: tuple[int, ...], env: Mappin
     if kind is ReduceKind.KTH_LARGEST:
         return _Value(acc.min(axis=-1), False), None
     return _Value(acc, body.vector), None
+
+
+def _slices(e: Reduce, ctx: _Context, lead: tuple[int, ...], env: Mapping[str, np.ndarray],
+            domains: list[np.ndarray]):
+    """The reduction's candidate tuples in slices that fit the evaluation budget, each as (the positions
+    picked, one array per variable; the bindings in scope, one more axis for the slice; the slice's shape)."""
+    sizes = tuple(len(p) for p in domains)
+    total, axis = math.prod(sizes), len(lead)
+    chunk = max(1, min(total, _BUDGET // max(1, math.prod(lead) * ctx.dim)))
+    outer = {name: positions[..., None] for name, positions in env.items()}
+    for start in range(0, total, chunk):
+        ctx.check_deadline()
+        picks = np.unravel_index(np.arange(start, min(start + chunk, total)), sizes)
+        inner = dict(outer)
+        for binding, positions, pick in zip(e.bindings, domains, picks):
+            inner[binding.var] = positions[pick].reshape((1,) * axis + (-1,))
+        yield picks, inner, lead + (len(picks[0]),)
+
+
+def _compared(e: Reduce, ctx: _Context, body: _Value, inner_lead: tuple[int, ...]) -> tuple[_Value, np.ndarray]:
+    """The body and the values the reduction folds over a slice: a selection over scalar tokens compares the
+    tokens themselves (a token is its own score), which needs ``d = 1``."""
+    if e.kind.is_selection and body.vector:
+        if ctx.dim != 1:
+            raise _fail(scalar_tokens_problem(to_text(e), ctx.dim))
+        body = _Value(np.asarray(body.data)[..., 0], False)
+    return body, np.broadcast_to(body.data, inner_lead + ((ctx.dim,) if body.vector else ()))
 
 
 def _check_read(e: Reduce, ctx: _Context, count: np.ndarray | None, env: Mapping[str, np.ndarray]) -> None:

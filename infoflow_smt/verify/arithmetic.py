@@ -16,6 +16,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.trees import GroupRef, NodeRef
+
 OPERATORS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "**": np.power}
 
 
@@ -58,3 +61,18 @@ def apply_call(name: str, args: Sequence, vectors: Sequence[bool], *, matrix: np
         fits(points)
     laid_out = np.concatenate([np.broadcast_to(c, points + c.shape[-1:]) for c in columns], axis=-1)
     return function(name, laid_out.shape[-1])(laid_out)
+
+
+def is_vector(e, tree) -> bool:
+    """Whether an expression of ``tree``'s scores has a d-vector value (contents, parameters, sums and means
+    of them); numbers and calls do not."""
+    if isinstance(e, (ex.Content, ex.Param)):
+        return True
+    if isinstance(e, ex.BinOp):
+        return is_vector(e.left, tree) or is_vector(e.right, tree)
+    if isinstance(e, ex.Neg):
+        return is_vector(e.operand, tree)
+    if isinstance(e, (GroupRef, NodeRef)):
+        group = tree.graph["groups"][e.group if isinstance(e, GroupRef) else tree.nodes[e.node]["group"]]
+        return not group.kind.is_selection and is_vector(group.body, tree)
+    return False

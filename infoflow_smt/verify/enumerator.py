@@ -218,10 +218,8 @@ class _Search(_Vocabulary):
                  deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
         self.last = readout.reads_at_last(target, arch)  # the answer is read at position T, a class of its own
-        self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position, self.last)
-                               for X in inputs]
-        for replay in self.sample_replays:
-            replay.causal = arch.causal
+        self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position, self.last,
+                                            arch.causal) for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
         self.per_position = target.per_position
         self.deadline = deadline  # None: search to the end

@@ -135,8 +135,9 @@ class ScalarReplay:
     batch at once): reading contents, evaluating scores and values, selecting."""
 
     def __init__(self, tree, X: np.ndarray, realization: Realization, per_position: bool = False,
-                 last: bool = False):
+                 last: bool = False, causal: bool = False):
         self.tree = tree
+        self.causal = causal              # input positions see no later position
         self.per_position = per_position  # every input position answers for itself (``answers``)
         self.last = last                  # the answer is read at position T (``answering_positions``)
         self.X = X
@@ -146,11 +147,9 @@ class ScalarReplay:
         self.matrix = lru_cache(maxsize=None)(realization.matrix)
         self.vector = lru_cache(maxsize=None)(realization.vector)
         self.function = lru_cache(maxsize=None)(realization.function)
-        self.groups = tree.graph["groups"]
         self.trace: set[int] | None = None  # positions read along the chain (for R_F)
         self.scanning = 0
         self.made: dict[tuple, int] = {}    # selections made by positions holding every token
-        self.causal = False                 # set by ``run``: input positions see no later position
 
     # ---- reading contents -----------------------------------------------------------------------
     def content(self, q, side: str | None, view: Viewpoint) -> np.ndarray:
@@ -186,17 +185,7 @@ class ScalarReplay:
         return self.real.domain_positions(domain, self.T, bounds)
 
     def is_vector(self, e) -> bool:
-        """Whether an expression has a d-vector value (contents, parameters, sums and means of them)."""
-        if isinstance(e, (ex.Content, ex.Param)):
-            return True
-        if isinstance(e, ex.BinOp):
-            return self.is_vector(e.left) or self.is_vector(e.right)
-        if isinstance(e, ex.Neg):
-            return self.is_vector(e.operand)
-        if isinstance(e, (GroupRef, NodeRef)):
-            group = self.groups[e.group if isinstance(e, GroupRef) else self.tree.nodes[e.node]["group"]]
-            return not group.kind.is_selection and self.is_vector(group.body)
-        return False  # numbers and calls
+        return arithmetic.is_vector(e, self.tree)
 
     # ---- values -----------------------------------------------------------------------------------
     def value(self, e, env: dict, view: Viewpoint):
@@ -548,8 +537,7 @@ def run(program: Program, tree, X: np.ndarray, realization: Realization, positio
     position's for a target with an answer at every position; what the output token holds).
 
     Raises ``Poisoned`` (with the reason) when an action or an answer reads content it does not hold."""
-    scalar = ScalarReplay(tree, X, realization, per_position, last)
-    scalar.causal = causal
+    scalar = ScalarReplay(tree, X, realization, per_position, last, causal)
     T = scalar.T
     reader = T - 1 if last else T  # the row of the position the answer is read at (the output token's: T)
     layer = LayerState.start(T)

@@ -98,7 +98,6 @@ class _Grid:
 
     def __init__(self, tree, candidate: str, realization, d: int, side: int):
         self.tree, self.candidate, self.real, self.d, self.side = tree, candidate, realization, d, side
-        self.groups = tree.graph["groups"]
         self.rng = np.random.default_rng(0)
         self.draws: dict = {}
 
@@ -148,13 +147,4 @@ class _Grid:
         return frozenset(self.tree.nodes[node]["bound"])
 
     def is_vector(self, e) -> bool:
-        if isinstance(e, (ex.Content, ex.Param)):
-            return True
-        if isinstance(e, ex.BinOp):
-            return self.is_vector(e.left) or self.is_vector(e.right)
-        if isinstance(e, ex.Neg):
-            return self.is_vector(e.operand)
-        if isinstance(e, (GroupRef, NodeRef)):
-            group = self.groups[e.group if isinstance(e, GroupRef) else self.tree.nodes[e.node]["group"]]
-            return not group.kind.is_selection and self.is_vector(group.body)
-        return False
+        return arithmetic.is_vector(e, self.tree)

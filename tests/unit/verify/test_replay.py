@@ -50,22 +50,25 @@ def _scalar(program, tree, target, arch, X, expected) -> np.ndarray:
     return np.array(passed)
 
 
-def _comparisons(index: int):
-    case = random_case(index)
-    target = ifs.parse_target(case.text)
+def _comparisons(index: int, draw=random_case, samples: int = 6):
+    """(program, batched verdicts, scalar verdicts) for case ``index`` of ``draw``'s set: its witness (or
+    cheapest program) and the mutants of it that pass the structural checks, on ``samples`` inputs."""
+    case = draw(index)
+    target = readout.question(ifs.parse_target(case.text), case.arch)
     verdict = ifs.decide(target, case.arch)
     program = verdict.witness or verdict.best_program
     if program is None:
         return []
     tree = comparison_tree(target, program.order_map)
-    X = np.random.default_rng(index).standard_normal((6, 10, case.arch.input_dim))
+    X = np.random.default_rng(index).standard_normal((samples, 10, case.arch.input_dim))
     found = []
     with np.errstate(all="ignore"):
         expected = np.asarray(target.evaluate(X), dtype=float)
         for variant in [program] + _broken(program, tree, case.arch, random.Random(index)):
             if interpreter._action_problems(variant, tree, case.arch):
                 continue  # a structural problem: check() reports it before any replay
-            batched = replay.passes(variant, tree, target, X, expected, case.arch.positional)
+            batched = replay.passes(variant, tree, target, X, expected, case.arch.positional,
+                                    last=readout.reads_at_last(target, case.arch))
             if batched is not None:
                 found.append((variant, batched, _scalar(variant, tree, target, case.arch, X, expected)))
     return found
@@ -99,35 +102,13 @@ def test_a_table_over_the_budget_falls_back_to_the_scalar_replay(monkeypatch):
 
 
 # ---- answers at every position: the batched replay against the scalar one, witnesses and their mutants ----
-def _per_position_comparisons(index: int, draw=per_position_case):
-    case = draw(index)
-    target = readout.question(ifs.parse_target(case.text), case.arch)
-    verdict = ifs.decide(target, case.arch)
-    program = verdict.witness or verdict.best_program
-    if program is None:
-        return []
-    tree = comparison_tree(target, program.order_map)
-    X = np.random.default_rng(index).standard_normal((4, 10, case.arch.input_dim))
-    found = []
-    with np.errstate(all="ignore"):
-        expected = np.asarray(target.evaluate(X), dtype=float)
-        for variant in [program] + _broken(program, tree, case.arch, random.Random(index)):
-            if interpreter._action_problems(variant, tree, case.arch):
-                continue
-            batched = replay.passes(variant, tree, target, X, expected, case.arch.positional,
-                                    last=readout.reads_at_last(target, case.arch))
-            if batched is not None:
-                found.append((variant, batched, _scalar(variant, tree, target, case.arch, X, expected)))
-    return found
-
-
 def test_replays_read_at_the_last_position_agree_with_the_scalar_interpreter():
-    found = [c for index in range(20) for c in _per_position_comparisons(index, last_position_case)]
+    found = [c for index in range(20) for c in _comparisons(index, last_position_case, 4)]
     assert sum(s.all() for _, _, s in found) >= 5 and sum((~s).any() for _, _, s in found) >= 5  # both kinds met
     assert [(str(p), b, s) for p, b, s in found if (b != s).any()] == []
 
 
 def test_per_position_replays_agree_with_the_scalar_interpreter():
-    found = [c for index in range(24) for c in _per_position_comparisons(index)]
+    found = [c for index in range(24) for c in _comparisons(index, per_position_case, 4)]
     assert sum(s.all() for _, _, s in found) >= 10 and sum((~s).any() for _, _, s in found) >= 5  # both kinds met
     assert [(str(p), b, s) for p, b, s in found if (b != s).any()] == []
