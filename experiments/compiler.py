@@ -33,6 +33,7 @@ from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.trees import GroupRef, comparison_tree, outermost
 from infoflow_smt.model.program import Offset
+from infoflow_smt.verify.arithmetic import is_vector
 
 from . import witness_plan as wp
 
@@ -558,7 +559,7 @@ class Values:
         with scalar tokens, as its one coordinate)."""
         v, n = self.value(e, env), len(self.R)
         if rank == 1:
-            v = v[..., 0] if wp._is_vector(e, self.tree) else v
+            v = v[..., 0] if is_vector(e, self.tree) else v
             return v.expand(n).reshape(n, 1)
         return v.expand(n, self.d)
 
@@ -593,7 +594,7 @@ class Values:
         winner = self.winner(node, env)
         local = {v: env[v] for v in data["bound"]} | {data["var"]: winner}
         total = sum(sign * self.value(t, local) for sign, t in data["terms"])
-        return total[..., 0] if wp._is_vector(data["score"], self.tree) else total
+        return total[..., 0] if is_vector(data["score"], self.tree) else total
 
     def averaged(self, node: str) -> torch.Tensor:
         """A sum or mean from a uniform average: ``a = sum_D v / (T+1)``, ``b = |D| / (T+1)``, ``c = 1/(T+1)``."""
@@ -616,7 +617,7 @@ class Values:
             at += f.rank
         for sign, t in s.constant:
             v = self.value(t, env)
-            total = total + sign * (v[..., 0] if wp._is_vector(t, self.tree) else v)
+            total = total + sign * (v[..., 0] if is_vector(t, self.tree) else v)
         return total
 
     def visit_Num(self, e, env):
@@ -656,7 +657,7 @@ class Values:
 
     def visit_BinOp(self, e, env):
         a, b = self.value(e.left, env), self.value(e.right, env)
-        va, vb = wp._is_vector(e.left, self.tree), wp._is_vector(e.right, self.tree)
+        va, vb = is_vector(e.left, self.tree), is_vector(e.right, self.tree)
         if va != vb:  # a scalar against a vector: align it with the last (d) axis
             a, b = (a, b.unsqueeze(-1)) if va else (a.unsqueeze(-1), b)
         ops = {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div, "**": torch.pow}
@@ -672,7 +673,7 @@ class Values:
             return (args[0] * args[1]).sum(-1)
         if e.name == "norm":
             return torch.linalg.norm(args[0], dim=-1)
-        columns = [a if wp._is_vector(x, self.tree) else a.unsqueeze(-1) for a, x in zip(args, e.args)]
+        columns = [a if is_vector(x, self.tree) else a.unsqueeze(-1) for a, x in zip(args, e.args)]
         lead = torch.broadcast_shapes(*(c.shape[:-1] for c in columns))
         u = torch.cat([c.expand(*lead, c.shape[-1]) for c in columns], dim=-1)
         f = self.real.function(e.name, u.shape[-1])

@@ -21,6 +21,7 @@ from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import to_text
 from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program
+from infoflow_smt.verify.arithmetic import is_vector
 
 INPUT, OUTPUT = "input", "output"
 
@@ -201,7 +202,7 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
         locations.append(current)
     masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
     skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
-    answer_width = input_dim if _is_vector(tree.graph["output"], tree) else 1
+    answer_width = input_dim if is_vector(tree.graph["output"], tree) else 1
     counts = tuple(sorted(n for n in tree.nodes if is_count(n, tree)))
     slots, scratch = _allocate(plans, flags, skips, input_dim, answer_width, counts), None
     if sum(s.width for s in slots) > width:
@@ -418,7 +419,7 @@ def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone
 def average_width(node: str, tree, d: int) -> tuple[int, int]:
     """The width of an aggregate's value, and of what an average carries for it: the value and, for a
     mean, the domain's share (a sum divides by the 1/(T+1) every average carries once)."""
-    value = d if _is_vector(tree.nodes[node]["score"], tree) else 1
+    value = d if is_vector(tree.nodes[node]["score"], tree) else 1
     return value, value + (tree.nodes[node]["sense"] == "mean")
 
 
@@ -541,19 +542,6 @@ def _refuse_widths(plan: Plan) -> None:
 
 
 # ---- splitting a score into host x candidate products ------------------------------------------------
-def _is_vector(e, tree) -> bool:
-    if isinstance(e, (ex.Content, ex.Param)):
-        return True
-    if isinstance(e, ex.BinOp):
-        return _is_vector(e.left, tree) or _is_vector(e.right, tree)
-    if isinstance(e, ex.Neg):
-        return _is_vector(e.operand, tree)
-    if isinstance(e, (GroupRef, NodeRef)):
-        group = tree.graph["groups"][e.group if isinstance(e, GroupRef) else tree.nodes[e.node]["group"]]
-        return not group.kind.is_selection and _is_vector(group.body, tree)
-    return False
-
-
 def reads(e, tree) -> frozenset[str]:
     """The variables ``e`` depends on, through selections too (a selection depends on its bound ones)."""
     if isinstance(e, ex.Content):
@@ -661,7 +649,7 @@ class _Splitter:
                 return [dataclasses.replace(f, host=ex.BinOp("*", known, f.host))
                         for f in self.factors(other, coefficient)]
         sides = self._sides(term.left, term.right) if term.op == "*" else None
-        if sides and not _is_vector(term.left, self.tree) and not _is_vector(term.right, self.tree):
+        if sides and not is_vector(term.left, self.tree) and not is_vector(term.right, self.tree):
             return [Factor(sides[0], sides[1], 1, coefficient)]
         return None
 
