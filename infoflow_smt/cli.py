@@ -660,7 +660,8 @@ def _answer(argv: list[str], debug: bool) -> int:
         _say(f"{PROG}: {_one_line(str(err))}")
         return 3
     except KeyboardInterrupt:
-        _say(f"{PROG}: interrupted; finished sweep cells stay in the cache, nothing else was written")
+        kept = "; finished sweep cells stay in the cache, nothing else was written" if argv[0] == "sweep" else ""
+        _say(f"{PROG}: interrupted{kept}")
         return 130
     except BrokenPipeError:
         raise   # the console script ends it quietly (entry)

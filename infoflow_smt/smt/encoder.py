@@ -59,7 +59,7 @@ from infoflow_smt.lang.trees import (
 from infoflow_smt.lang.trees import free_variables as tree_free_variables
 from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
-from infoflow_smt.smt import symmetry
+from infoflow_smt.smt import cancel, symmetry
 from infoflow_smt.symbols import T
 
 IN, OUT = "in", "out"
@@ -262,7 +262,8 @@ class Encoding:
             if not others:
                 return held
             self.solver.set("timeout", deadline.milliseconds())
-            result = self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others))
+            with cancel.interruptible(self.ctx):
+                result = self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others))
             if result == z3.unknown:  # not "no further fact": a set cut short is no fixpoint
                 raise OutOfTime("finding the saturation bound")
             if result == z3.unsat:

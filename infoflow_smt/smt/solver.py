@@ -40,7 +40,7 @@ from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
 from infoflow_smt.report import explain
 from infoflow_smt.report.verdict import Stats, Status, Verdict
-from infoflow_smt.smt import counting, encoder
+from infoflow_smt.smt import cancel, counting, encoder
 from infoflow_smt.symbols import T
 from infoflow_smt.verify import replay
 from infoflow_smt.verify.interpreter import check
@@ -118,19 +118,17 @@ def _witness_length(program, target, arch, seq_len: int | None) -> int:
 
 
 # z3's own SIGINT handler, installed for the length of each call, swallows a Ctrl-C that lands after the call's
-# search (no cancel, and the signal is gone): Python's handler takes every one instead, and the short checks
-# return to it within milliseconds
+# search (no cancel, and the signal is gone): Python's handler takes every one instead, and ``cancel`` stops a
+# check under way
 z3.set_param("ctrl_c", False)
 
 
-def interrupted(solver: z3.Solver, took: float, limit: float) -> None:
-    """Raise KeyboardInterrupt when the solver's last check (``took`` seconds of a ``limit``) was cut short by
-    Ctrl-C. z3 installs its own SIGINT handler for the length of a check and answers unknown, "canceled": Python
-    never sees the signal, so without this an interrupt would read as an unfinished question (or, in a
-    minimization, as a witness not shown minimal) and the run would go on. z3 also says "canceled" when the
-    check's own timeout fires, so a cancel counts as an interrupt only well before that timeout."""
-    canceled = solver.reason_unknown() == "canceled" and took < 0.9 * limit - 0.05
-    if canceled or interrupt_pending():
+def interrupted() -> None:
+    """Raise KeyboardInterrupt when a Ctrl-C was remembered (``deadline.on_interrupt``) but its exception went
+    astray: z3 frees terms in destructors, and Python drops an exception raised there. Without this an
+    interrupted check would read as an unfinished question (or, in a minimization, as a witness not shown
+    minimal) and the run would go on."""
+    if interrupt_pending():
         raise KeyboardInterrupt
 
 
@@ -190,10 +188,10 @@ class _Session:
         limit = budget if at_most is None else min(budget, int(at_most * 1000))
         self.enc.solver.set("timeout", limit)
         self.effort.solver_calls += 1
-        started = time.monotonic()
-        result = self.enc.solver.check(*assumptions)
+        with cancel.interruptible(self.enc.ctx):
+            result = self.enc.solver.check(*assumptions)
         if result == z3.unknown:
-            interrupted(self.enc.solver, time.monotonic() - started, limit / 1000)
+            interrupted()
             if self.deadline.passed:
                 raise OutOfTime("solving")
         return result
