@@ -1,6 +1,6 @@
 """``infoflow compile`` (and ``python -m experiments compile``): compile a decided witness and check it.
 
-  infoflow compile TARGET --heads 2,2 [--embed-dim E] [--input-dim d] [--positional] [--beta 4,16,64,256]
+  infoflow compile TARGET --heads 2,2 [--embed-dim E] [--input-dim d] [--positional] [--causal] [--beta 4,16,64,256]
                           [--seq-len 8,32,128,512] [--samples N] [--ffn exact|mlp] [--save model.pt]
                           [--plot errors.png] [--json]
 
@@ -74,6 +74,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--embed-dim", type=int, default=32)
     p.add_argument("--input-dim", type=int, default=2)
     p.add_argument("--positional", action="store_true")
+    p.add_argument("--causal", action="store_true",
+                   help="a causal mask: each input position attends to itself and earlier positions only")
     p.add_argument("--beta", type=_numbers(float, "--beta", 1e-9), default=(4.0, 16.0, 64.0, 256.0))
     p.add_argument("--seq-len", type=_numbers(int, "--seq-len", 2), default=(8, 32, 128, 512))
     p.add_argument("--samples", type=int, default=32)
@@ -99,7 +101,7 @@ def run(argv: Sequence[str], prog: str = PROG) -> int:
                        f"{args.embed_dim}, {args.input_dim})")
     torch.set_num_threads(1)
     arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
-                            positional=args.positional)
+                            positional=args.positional, causal=args.causal)
     verdict = ifs.decide(args.target, arch)
     try:
         result = check_compiled(verdict, args.beta, args.seq_len, args.samples, ffn=args.ffn)

@@ -66,13 +66,14 @@ def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64
     tree = comparison_tree(target, program.order_map)
     width = int(arch.width_at(64))  # a width that grows with T is taken at T = 64
     heads = tuple(arch.heads)
-    first = wp.make_plan(program, tree, width, arch.input_dim, heads, check=False, realization=target.realization)
+    first = wp.make_plan(program, tree, width, arch.input_dim, heads, check=False, realization=target.realization,
+                         causal=arch.causal)
     first = dataclasses.replace(first, width=wp.roomy_width(first))  # wide enough for everything, to see what is read
     reads: set = set()
-    CompiledTransformer(first, target, float(beta), arch.positional, reads).dry_run()
+    CompiledTransformer(first, target, float(beta), arch.positional, reads, arch.causal).dry_run()
     plan = wp.make_plan(program, tree, width, arch.input_dim, heads, keep=needed(first, reads),
-                        realization=target.realization)
-    model = CompiledTransformer(plan, target, float(beta), arch.positional)
+                        realization=target.realization, causal=arch.causal)
+    model = CompiledTransformer(plan, target, float(beta), arch.positional, causal=arch.causal)
     model.dry_run()
     if ffn == "mlp":
         from .compiled_mlp import fit_maps
@@ -82,11 +83,13 @@ def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64
 
 class CompiledTransformer(nn.Module):
     """Embedding, ``L`` attention layers with residual connections, a position-wise map after the embedding
-    and after each layer, and the answer read from the output token; float64 throughout."""
+    and after each layer, and the answer read from the output token; float64 throughout. ``causal``: each
+    input position attends to itself and earlier positions, the output token (last) to every position."""
 
-    def __init__(self, plan: wp.Plan, target, beta: float, positional: bool, reads: set | None = None):
+    def __init__(self, plan: wp.Plan, target, beta: float, positional: bool, reads: set | None = None,
+                 causal: bool = False):
         super().__init__()
-        self.plan, self.target, self.beta, self.positional = plan, target, beta, positional
+        self.plan, self.target, self.beta, self.positional, self.causal = plan, target, beta, positional, causal
         E, d = plan.width, plan.input_dim
         self.embed = nn.Parameter(_zeros(d, E), requires_grad=False)
         self.embed.data[:, _span(plan, "x")] = torch.eye(d, dtype=torch.float64)
@@ -123,10 +126,10 @@ class CompiledTransformer(nn.Module):
         R = R + self.maps[0](R)
         states = [R]
         for i, (layer, fmap) in enumerate(zip(self.layers, self.maps[1:])):
-            if last_at_output and i == len(self.layers) - 1:
+            if last_at_output and i == len(self.layers) - 1:   # the output token sees every position
                 R = R[:, -1:] + layer(R, attention, queries=R[:, -1:])
             else:
-                R = R + layer(R, attention)
+                R = R + layer(R, attention, causal=self.causal)
             R = R + fmap(R)
             states.append(R)
         return states
@@ -186,15 +189,21 @@ class Attention(nn.Module):
     def set_beta(self, beta: float) -> None:
         self.W_Q.data = beta * self.scaled + self.fixed
 
-    def forward(self, R: torch.Tensor, attention: list | None = None, queries: torch.Tensor | None = None):
-        """The heads' sum at every row of ``R`` (or at the rows ``queries`` alone, keys from all of ``R``)."""
+    def forward(self, R: torch.Tensor, attention: list | None = None, queries: torch.Tensor | None = None,
+                causal: bool = False):
+        """The heads' sum at every row of ``R`` (or at the rows ``queries`` alone, keys from all of ``R``);
+        ``causal``: row ``p`` sees rows up to ``p`` only."""
         Q = torch.einsum("bne,hef->bhnf", R if queries is None else queries, self.W_Q)
         K = torch.einsum("bne,hef->bhnf", R, self.W_K)
         V = torch.einsum("bne,hef->bhnf", R, self.W_V)
         if attention is None:  # the fused kernel: the same softmax(Q K^T) V, without the T x T weights in memory
-            mixed = nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0)
+            mixed = nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0, is_causal=causal)
             return torch.einsum("bhnf,hfe->bne", mixed, self.W_O)
-        weights = torch.softmax(Q @ K.transpose(-1, -2), dim=-1)
+        scores = Q @ K.transpose(-1, -2)
+        if causal:
+            later = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(later, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
         attention.append(weights)
         return torch.einsum("bhnf,hfe->bne", weights @ V, self.W_O)
 
@@ -673,6 +682,8 @@ class Values:
             return (args[0] * args[1]).sum(-1)
         if e.name == "norm":
             return torch.linalg.norm(args[0], dim=-1)
+        if e.name in ("min", "max"):  # the better of two selections (``causal.causal_form``)
+            return (torch.minimum if e.name == "min" else torch.maximum)(*torch.broadcast_tensors(*args))
         columns = [a if is_vector(x, self.tree) else a.unsqueeze(-1) for a, x in zip(args, e.args)]
         lead = torch.broadcast_shapes(*(c.shape[:-1] for c in columns))
         u = torch.cat([c.expand(*lead, c.shape[-1]) for c in columns], dim=-1)

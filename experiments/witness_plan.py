@@ -180,11 +180,12 @@ def class_text(c) -> str:
 
 # ---- the plan --------------------------------------------------------------------------------------
 def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[int, ...],
-              keep: dict | None = None, check: bool = True, realization=None) -> Plan:
+              keep: dict | None = None, check: bool = True, realization=None, causal: bool = False) -> Plan:
     """The plan of ``program`` (computing ``tree``) in a stream of ``width`` dimensions; raises
     ``CompileRefusal`` for what cannot be written as weights. ``keep`` (head -> paths) limits the tokens each
-    head copies to those read later (``needed``); None copies every fact the source holds."""
-    _refuse_modes(program, tree)
+    head copies to those read later (``needed``); None copies every fact the source holds. Under a causal
+    mask a selection over ``range(1, s+1)`` made at ``s`` needs no mask of its own: the attention's is it."""
+    _refuse_modes(program, tree, causal)
     fixed = sorted({a.where for a in program.actions if isinstance(a.where, ex.FixedIndex)}, key=_fixed)
     classes = (INPUT, *fixed, OUTPUT)
     sources = {q for a in program.actions if a.op.mode is Mode.POSITIONS for q in a.op.positions
@@ -201,7 +202,8 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
                 plans += _head_plans(layer, head, acts, locations[-1], current, tree, input_dim, kept)
         locations.append(current)
     masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
-    skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)))
+    skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)
+                         and not _masked_prefix(n, tree, causal)))
     answer_width = input_dim if is_vector(tree.graph["output"], tree) else 1
     counts = tuple(sorted(n for n in tree.nodes if is_count(n, tree)))
     slots, scratch = _allocate(plans, flags, skips, input_dim, answer_width, counts), None
@@ -214,8 +216,17 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
     return plan
 
 
-def _refuse_modes(program: Program, tree) -> None:
+def _masked_prefix(node: str, tree, causal: bool) -> bool:
+    data = tree.nodes[node]
+    return causal and any(ex.masked_prefix(data["domain"], v) for v in data["bound"])
+
+
+def _refuse_modes(program: Program, tree, causal: bool) -> None:
     for a in program.actions:
+        domain = tree.nodes[a.op.node]["domain"] if a.op.node in tree.nodes else None
+        if domain is not None and ex.domain_variables(domain) and not _masked_prefix(a.op.node, tree, causal):
+            raise CompileRefusal("mode", str(a), f"{a}: a range bounded by a variable is compiled only as "
+                                 "range(1, s+1) at s under a causal mask, where the mask is the range")
         if a.op.mode in (Mode.AGGREGATE, Mode.KTH):
             raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled (a softmax head "
                                  "averages; exact maps cannot decode T tokens or rank the k-th from one average)")

@@ -22,14 +22,15 @@ from infoflow_smt.smt.solver import forget_recent
 FAST = {"betas": (4, 16, 64, 256), "seq_lens": (8, 32), "samples": 24}
 
 
-def _verdict(spec: str, heads: tuple[int, ...], positional: bool = False):
+def _verdict(spec: str, heads: tuple[int, ...], positional: bool = False, causal: bool = False):
     """Decided on a new thread, in a z3 context of its own: of several equal witnesses, the one z3 returns
     depends on what its context answered before, and some tests here ask for the mechanism one of them uses."""
     found = []
 
     def ask() -> None:
         forget_recent()
-        found.append(ifs.decide(spec, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=positional)))
+        found.append(ifs.decide(spec, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=positional,
+                                                       causal=causal)))
 
     thread = threading.Thread(target=ask)
     thread.start()
@@ -224,3 +225,35 @@ def test_a_target_with_an_answer_at_every_position_is_refused():
         compile_witness(verdict)
     with pytest.raises(ifs.InvalidSpecError, match="answer at every position"):
         resolve_target(text)
+
+
+# ---- under a causal mask ------------------------------------------------------------------------------------
+PREFIX = "max(f1(x[s]) + min(dot(x[s], x[t]) for t in range(1, s+1)) for s in T)"
+
+
+@pytest.mark.parametrize("text, heads", [("min(dot(x[s], x[t]) for s in T for t in T)", (1, 1)),
+                                         ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", (2, 1)),
+                                         (PREFIX, (1, 1))])
+def test_a_causal_witness_compiles_with_the_mask_as_its_prefix_ranges(text, heads):
+    # each input position retrieves over range(1, s+1), what its masked softmax sees; the non-symmetric form
+    # takes the better of two halves, min(a, b), at each position
+    result = experiments.check_compiled(_verdict(text, heads, causal=True), **FAST)
+    assert result.holds, str(result)
+
+
+def test_the_compiled_mask_is_what_computes_a_prefix_selection():
+    verdict = _verdict(PREFIX, (1, 1), causal=True)
+    model = experiments.compile(verdict)
+    assert experiments.check_compiled(verdict, **FAST, model_for=model.set_beta).holds
+    model.causal = False   # every position now retrieves over all of T: another function
+    unmasked = experiments.check_compiled(verdict, **FAST, model_for=model.set_beta)
+    assert not unmasked.holds and unmasked.nmse[-1][0] > 1e-2, str(unmasked)
+
+
+def test_a_prefix_range_is_refused_without_the_mask():
+    verdict = _verdict(PREFIX, (1, 1), positional=True)
+    if not verdict.feasible:
+        pytest.skip("not feasible here")
+    with pytest.raises(CompileRefusal, match="range bounded by a variable") as info:
+        experiments.compile(verdict)
+    assert info.value.reason == "mode"
