@@ -268,15 +268,20 @@ def _answer(verdict) -> tuple[str, object]:
 
 def _drawn(index: int, variant: str) -> tuple[ifs.Target, list[ifs.Architecture]]:
     """Target ``index`` of a variant and its architectures: ``"plain"`` (the main set), ``"last"`` (a target
-    reading ``x[T]``, asked with ``readout="last"``, no positions) or ``"per_position"`` (a target naming ``o``)."""
-    rng = random.Random({"plain": 10_000, "last": 30_000, "per_position": 40_000}[variant] + index)
+    reading ``x[T]``, asked with ``readout="last"``, no positions), ``"per_position"`` (a target naming ``o``)
+    or ``"rank"`` (the main kind of target under the rank rule, with heads as narrow as 1 to 4 dimensions)."""
+    rng = random.Random({"plain": 10_000, "last": 30_000, "per_position": 40_000, "rank": 50_000}[variant] + index)
     if variant == "last":
         original = ifs.parse_target(last_token_target(rng))
         return original, [dataclasses.replace(a, readout="last") for a in _architectures(rng, False)]
     positional = rng.random() < 0.3
     text = per_position_target(rng, positional) if variant == "per_position" else random_target(rng, positional)
     original = ifs.parse_target(text)
-    return original, _architectures(rng, original.needs_positional)
+    archs = _architectures(rng, original.needs_positional)
+    if variant == "rank":
+        archs = [dataclasses.replace(a, rank_aware=True, embed_dim=rng.choice([2, 4, 8]),
+                                     input_dim=rng.choice([2, 3])) for a in archs]
+    return original, archs
 
 
 def disagreements(index: int, variant: str = "plain") -> list[str]:
@@ -320,13 +325,23 @@ def test_rewrites_get_the_same_verdict(index: int, outcomes: dict[int, list[str]
     assert outcomes[index] == []
 
 
-VARIANT_COUNT = 30   # a sample of each switch: read at the last position, an answer at every position
+VARIANT_COUNT = 30   # a sample of each switch: read at the last position, an answer at every position, rank
 
 
-@pytest.mark.parametrize("variant", ["last", "per_position"])
+@pytest.mark.parametrize("variant", ["last", "per_position", "rank"])
 @pytest.mark.parametrize("index", range(VARIANT_COUNT), ids=lambda i: f"target{i}")
 def test_rewrites_get_the_same_verdict_with_each_switch(variant: str, index: int) -> None:
     assert _isolated(index, variant) == []
+
+
+def test_the_rank_variant_is_ruled_by_the_rank_rule() -> None:
+    """Some of its architectures get another status without the rule (else it would test the plain case)."""
+    changed = 0
+    for index in range(VARIANT_COUNT):
+        target, archs = _drawn(index, "rank")
+        changed += sum(ifs.decide(target, a).status != ifs.decide(target, dataclasses.replace(a, rank_aware=False)).status
+                       for a in archs)
+    assert changed >= 2
 
 
 def test_every_rule_is_exercised(outcomes: dict[int, list[str]]) -> None:
