@@ -588,16 +588,16 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     """
     deadline = Deadline(timeout)
     given = as_target(target)
-    target = readout.question(given, arch) if isinstance(arch, Architecture) else given
-    validate_question(target, arch, seq_len, samples)
-    if arch.causal:  # the spelling whose selections a masked input position can make, or a refusal
-        target = causal.check_supported(target)
+    asked = readout.question(given, arch) if isinstance(arch, Architecture) else given
+    validate_question(asked, arch, seq_len, samples)
+    # under the mask, the spelling whose selections a masked input position can make (or a refusal)
+    target = causal.check_supported(asked) if arch.causal else asked
     seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         verdict = questions.decide(arch, deadline)
-    if target is given:
+    if asked is given:
         return verdict
-    return dataclasses.replace(verdict, explanation=(explain.last_token_note(given, target),) + verdict.explanation)
+    return dataclasses.replace(verdict, explanation=(explain.last_token_note(given, asked),) + verdict.explanation)
 
 
 _contexts = threading.local()

@@ -103,3 +103,10 @@ def test_under_a_mask_the_covered_programs_make_selections_with_no_bound_variabl
     assert ifs.decide(target, _arch(*heads)).status.value == status
     if len(heads) > 1:  # all efficient without the mask: (2L - 1) h >= D
         assert ifs.decide(target, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2)).feasible
+
+
+def test_the_masked_spelling_is_no_readout_and_the_explanation_says_nothing_of_one():
+    # the mask's ordered halves are another spelling of the same question at the output token
+    verdict = ifs.decide("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _arch(1, 1))
+    assert verdict.status.value == "infeasible"
+    assert not any(r.constraint == "readout" or "last position" in r.sentence for r in verdict.explanation)
