@@ -14,7 +14,7 @@ import networkx as nx
 import sympy
 
 from infoflow_smt.lang import expr as ex
-from infoflow_smt.lang.language import fixed_to_text
+from infoflow_smt.lang.language import domain_to_text, fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
 from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.trees import comparison_tree, selection_nodes
@@ -36,12 +36,14 @@ class Reason:
 
 # ---- naming what the tree computes (node_text and expression_text: infoflow_smt/lang/node_text.py)
 def describe_node(tree, node: str) -> str:
-    """What a node computes and who can make it: ``the min over t of dot(x[s], x[t]), for each s``."""
+    """What a node computes and who can make it: ``the min over t of dot(x[s], x[t]), for each s`` (``over t in
+    S1``, ``over t in range(1, s+1)`` when the candidates are not every position)."""
     d = tree.nodes[node]
     if d["kind"] == "fixed":
         return f"the token x[{fixed_to_text(d['position'])}]"
     rank = {1: "", 2: "second largest", 3: "third largest"}.get(d["k"], f"{d['k']}-th largest")
-    what = f"the {rank or d['sense']} over {d['var']} of {_text(tree, d['score'])}"
+    over = d["var"] if isinstance(d["domain"], ex.AllPositions) else f"{d['var']} in {domain_to_text(d['domain'])}"
+    what = f"the {rank or d['sense']} over {over} of {_text(tree, d['score'])}"
     if d["bound"]:
         what += f", for each {', '.join(sorted(d['bound']))}"
     return what
@@ -186,7 +188,7 @@ def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "
         if where in ("out", "aT") and at_output:  # where the answer is read (position T: class aT)
             reasons.append(Reason(name, (
                 f"Layer {layer} gives {reader} {h}, while {plural(len(at_output), 'selection')} "
-                f"over all positions must reach it, one head each ({_listing(tree, at_output)}).")))
+                f"that bind no variable must reach it, one head each ({_listing(tree, at_output)}).")))
         elif where != "out" and at_inputs:
             reasons.append(Reason(name, (
                 f"Layer {layer} gives each input position {h}, while "
@@ -194,9 +196,9 @@ def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "
                 f"({_listing(tree, at_inputs)}), and later layers need them made by then.")))
         elif where != "out" and at_output:  # docs/model.md, section 10: made at the inputs, handed on
             reasons.append(Reason(name, (
-                f"Layer {layer} gives each input position {h}; each can make one selection over all positions for "
+                f"Layer {layer} gives each input position {h}; each can make one selection that binds no variable for "
                 f"a later retrieval to hand on to {reader}, and with {reader}'s own heads that is "
-                f"too few for the {plural(len(at_output), 'selection')} over all positions the target needs.")))
+                f"too few for the {plural(len(at_output), 'selection')} that bind no variable the target needs.")))
     return reasons
 
 
