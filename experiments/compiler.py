@@ -44,8 +44,13 @@ ANGLE = 2 * np.pi / 4096   # positional features cos, sin of p * ANGLE: distinct
 OFFSET_SHARPNESS = 80.0 / (1 - np.cos(ANGLE))
 
 
-def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64, seed: int = 0) -> nn.Module:
+def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64, seed: int = 0,
+            log_keys: bool | None = None) -> nn.Module:
     """The witness of ``verdict`` as a ``CompiledTransformer`` at inverse temperature ``beta``.
+
+    ``log_keys`` (default: with exact maps) ranks a selection of the least value of a convex function of the
+    candidate's token by the logarithm of that function above its least value (``witness_plan.log_key``);
+    False keeps every score itself as its key.
 
     Raises ``CompileRefusal`` (reason and term) for what cannot compile, and for an infeasible verdict (naming
     its cheapest program)."""
@@ -66,13 +71,15 @@ def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64
     tree = comparison_tree(target, program.order_map)
     width = int(arch.width_at(64))  # a width that grows with T is taken at T = 64
     heads = tuple(arch.heads)
+    if log_keys is None:
+        log_keys = ffn == "exact"   # an MLP map fits the feature itself, not its logarithm's pole
     first = wp.make_plan(program, tree, width, arch.input_dim, heads, check=False, realization=target.realization,
-                         causal=arch.causal)
+                         causal=arch.causal, log_keys=log_keys)
     first = dataclasses.replace(first, width=wp.roomy_width(first))  # wide enough for everything, to see what is read
     reads: set = set()
     CompiledTransformer(first, target, float(beta), arch.positional, reads, arch.causal).dry_run()
     plan = wp.make_plan(program, tree, width, arch.input_dim, heads, keep=needed(first, reads),
-                        realization=target.realization, causal=arch.causal)
+                        realization=target.realization, causal=arch.causal, log_keys=log_keys)
     model = CompiledTransformer(plan, target, float(beta), arch.positional, causal=arch.causal)
     model.dry_run()
     if ffn == "mlp":
@@ -436,6 +443,13 @@ def class_rows(plan: wp.Plan, R: torch.Tensor) -> dict:
     return rows
 
 
+LOG_OFFSET = 1e-12   # log(feature - floor + LOG_OFFSET): finite at the floor itself
+
+
+def _log_above(feature: torch.Tensor, floor: float) -> torch.Tensor:
+    return torch.log(torch.clamp(feature - floor, min=0.0) + LOG_OFFSET)
+
+
 def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tensor) -> None:
     """Write what head ``hp`` reads at rows of class ``c``: the query where ``c`` acts, keys and outbox
     blocks where ``c`` is an input class."""
@@ -464,7 +478,8 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
                 if not f.key_direct:
                     if c != wp.OUTPUT:
                         var = plan.tree.nodes[s.node]["var"]
-                        out[:, k_at:k_at + f.rank] = values.feature(f.candidate, {var: ()}, f.rank)
+                        key = values.feature(f.candidate, {var: ()}, f.rank)
+                        out[:, k_at:k_at + f.rank] = key if f.floor is None else _log_above(key, f.floor)
                     k_at += f.rank
         return
     start = 0
@@ -622,7 +637,9 @@ class Values:
         at = self.plan.slot(slot).start + offset
         total = torch.zeros(len(self.R), dtype=torch.float64)
         for f in s.factors:
-            total = total + f.coefficient * (self.host_feature(f, env) * self.R[:, at:at + f.rank]).sum(-1)
+            copied = self.R[:, at:at + f.rank]
+            copied = copied if f.floor is None else f.floor + torch.exp(copied) - LOG_OFFSET
+            total = total + f.coefficient * (self.host_feature(f, env) * copied).sum(-1)
             at += f.rank
         for sign, t in s.constant:
             v = self.value(t, env)

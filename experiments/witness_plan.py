@@ -50,6 +50,7 @@ class Factor:
     host_first: bool = True
     key_direct: bool = False    # the candidate feature is its own token: W_K reads the token slot
     query_direct: bool = False  # the host feature is a linear map of its own token: W_Q applies it
+    floor: float | None = None  # the key is log(feature - floor), floor the feature's least value (``log_keys``)
 
 
 @dataclass(frozen=True)
@@ -180,11 +181,14 @@ def class_text(c) -> str:
 
 # ---- the plan --------------------------------------------------------------------------------------
 def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[int, ...],
-              keep: dict | None = None, check: bool = True, realization=None, causal: bool = False) -> Plan:
+              keep: dict | None = None, check: bool = True, realization=None, causal: bool = False,
+              log_keys: bool = False) -> Plan:
     """The plan of ``program`` (computing ``tree``) in a stream of ``width`` dimensions; raises
     ``CompileRefusal`` for what cannot be written as weights. ``keep`` (head -> paths) limits the tokens each
     head copies to those read later (``needed``); None copies every fact the source holds. Under a causal
-    mask a selection over ``range(1, s+1)`` made at ``s`` needs no mask of its own: the attention's is it."""
+    mask a selection over ``range(1, s+1)`` made at ``s`` needs no mask of its own: the attention's is it.
+    ``log_keys``: a selection of the least value of a convex function of the candidate's token ranks by
+    its logarithm above the least value (``log_key``)."""
     _refuse_modes(program, tree, causal)
     fixed = sorted({a.where for a in program.actions if isinstance(a.where, ex.FixedIndex)}, key=_fixed)
     classes = (INPUT, *fixed, OUTPUT)
@@ -201,6 +205,9 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
                 kept = None if keep is None else keep.get((layer, head), set())
                 plans += _head_plans(layer, head, acts, locations[-1], current, tree, input_dim, kept)
         locations.append(current)
+    if log_keys:
+        plans = [dataclasses.replace(h, selections=tuple(log_key(s, tree, input_dim, realization)
+                                                         for s in h.selections)) for h in plans]
     masked = {s.node for h in plans for s in h.selections} | {n for h in plans for n, _ in h.averages}
     skips = tuple(sorted(n for n in masked if not isinstance(tree.nodes[n]["domain"], ex.AllPositions)
                          and not _masked_prefix(n, tree, causal)))
@@ -447,9 +454,34 @@ def _selection(node, tree, d: int, alone: bool, host_holds) -> Selection:
     return Selection(node, sign, factors, host_var, constant)
 
 
+def log_key(s: Selection, tree, d: int, realization) -> Selection:
+    """``s`` ranking by ``log(f(x_t) - min f)`` when it selects the least value of one function ``f`` of the
+    candidate's own token (a min of ``f``, or a max of ``-f``) and ``f`` is convex with a known least value.
+
+    The order is the same (log is increasing), so the winner is; but the smallest values of ``f`` over ``n``
+    candidates crowd towards its minimum, their gaps shrinking like ``1/n`` (d = 2), and a softmax on ``f``
+    itself needs a ``beta`` that grows as fast. Above the minimum their ratios stay apart (the second
+    smallest is about twice the smallest), so on the logarithm the margin, and the ``beta`` it needs, does
+    not shrink with ``n``."""
+    if len(s.factors) != 1:
+        return s
+    f, var = s.factors[0], tree.nodes[s.node]["var"]
+    c = f.candidate
+    own_token = lambda e: isinstance(e, ex.Content) and e.index == ex.VarIndex(var)
+    least_first = isinstance(f.host, ex.Num) and s.sign * f.coefficient * f.host.value < 0
+    if not (f.rank == 1 and least_first and isinstance(c, ex.Call) and c.name not in SCORE_CALLS
+            and all(own_token(a) for a in c.args)):
+        return s
+    floor = realization.function(c.name, d * len(c.args)).minimum()
+    return s if floor is None else dataclasses.replace(s, factors=(dataclasses.replace(f, floor=floor),))
+
+
+SCORE_CALLS = ("dot", "bilinear", "norm", "min", "max")   # not one of the realization's functions
+
+
 def _direct(f: Factor, var: str, host_var: str | None, d: int, alone: bool) -> Factor:
     own = lambda e, v: isinstance(e, ex.Content) and e.index == ex.VarIndex(v)
-    return Factor(f.host, f.candidate, f.rank, f.coefficient, f.matrix, f.host_first,
+    return Factor(f.host, f.candidate, f.rank, f.coefficient, f.matrix, f.host_first, floor=f.floor,
                   key_direct=f.rank == d and own(f.candidate, var),
                   query_direct=alone and host_var is not None and f.rank == d and own(f.host, host_var))
 

@@ -257,3 +257,24 @@ def test_a_prefix_range_is_refused_without_the_mask():
     with pytest.raises(CompileRefusal, match="range bounded by a variable") as info:
         experiments.compile(verdict)
     assert info.value.reason == "mode"
+
+
+# ---- keys on a logarithmic scale ------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, spread", [("min(f1(x[t]) for t in T)", True), ("max(0 - f1(x[t]) for t in T)", True),
+                                          ("max(f1(x[t]) for t in T)", False),
+                                          ("min(f1(x[t]) + dot(a1, x[t]) for t in T)", False)])
+def test_the_least_value_of_a_convex_function_is_ranked_by_its_logarithm(text, spread):
+    model = experiments.compile(_verdict(text, (1,), bool(ifs.parse_target(text).needs_positional)))
+    floors = [f.floor for h in model.plan.head_plans for s in h.selections for f in s.factors]
+    assert (floors[0] is not None) == spread, floors
+
+
+def test_a_subset_minimum_needs_no_beta_that_grows_with_t():
+    # the smallest of T/2 values of a convex f crowd towards min f (gaps ~ 1/T at d = 2): on f itself the
+    # beta that reaches 1e-3 grows with T; on log(f - min f) it does not
+    verdict = _verdict("d_retrieval", (2,), True)
+    grid = {"betas": (32, 256), "seq_lens": (8, 512), "samples": 16}
+    result = experiments.check_compiled(verdict, **grid)
+    assert result.smallest_beta[0] == result.smallest_beta[-1] == 32, str(result)
+    plain = experiments.compile(verdict, log_keys=False)
+    assert experiments.check_compiled(verdict, **grid, model_for=plain.set_beta).smallest_beta[-1] is None

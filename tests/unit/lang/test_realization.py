@@ -6,7 +6,7 @@ import pytest
 
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang.expr import AllPositions, FixedIndex, Range, Subset
-from infoflow_smt.lang.realization import Realization
+from infoflow_smt.lang.realization import Realization, SmoothFunction
 from infoflow_smt.lang.target import Target, parse_target
 
 
@@ -77,3 +77,16 @@ def test_domain_positions():
     assert R.domain_positions(Range(FixedIndex(2), FixedIndex(-1, True)), 4).tolist() == [2, 3, 4]
     assert R.domain_positions(Range(FixedIndex(1), FixedIndex(9)), 4).tolist() == [1, 2, 3, 4]  # clipped
     assert R.domain_positions(Range(FixedIndex(3), FixedIndex(1, True)), 4).tolist() == []
+
+
+@pytest.mark.parametrize("name, m", [("f1", 1), ("f1", 2), ("f2", 3), ("F0", 2), ("f4", 4)])
+def test_the_least_value_of_a_function_is_below_every_sampled_value_and_reached(name, m):
+    f = Realization(3).function(name, m)
+    least = f.minimum()
+    values = f(np.random.default_rng(1).standard_normal((100_000, m)) * 2)
+    assert least is not None and least <= values.min() and values.min() - least < 0.05
+
+
+def test_no_least_value_is_claimed_where_convexity_is_not_shown():
+    steep = SmoothFunction(center=np.zeros(2), weight=np.array([3.0, 0.0]), bias=0.0)
+    assert steep.minimum() is None
