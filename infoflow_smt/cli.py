@@ -143,10 +143,9 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
                    help="positional encoding (default: on exactly when the target tells positions apart: fixed "
                         "positions, offsets, subsets or ranges; with --readout last, x[T] is the reader's own token)")
-    if heads:  # one architecture: it may be decoder-only
-        p.add_argument("--causal", action="store_true",
-                       help="a causal mask: each input position attends to itself and earlier positions only, the "
-                            "output token to all (docs/model.md, 'Causal mask'; a constant --embed-dim)")
+    p.add_argument("--causal", action="store_true",
+                   help="a causal mask: each input position attends to itself and earlier positions only, the "
+                        "output token to all (docs/model.md, 'Causal mask'; a constant --embed-dim)")
     p.add_argument("--rank-aware", action="store_true",
                    help="a retrieval head may rank only by a score whose bilinear rank fits its width E/h "
                         "(default: the papers' cost law, which abstracts the rank away; docs/model.md)")
@@ -283,7 +282,7 @@ def _positional(args, target) -> bool:
 def _architecture(args, target, heads=None):
     from infoflow_smt.model.architecture import Architecture
     return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
-                        positional=_positional(args, target), causal=getattr(args, "causal", False),
+                        positional=_positional(args, target), causal=args.causal,
                         rank_aware=args.rank_aware, readout=getattr(args, "readout", "output"))
 
 
@@ -381,7 +380,7 @@ def cmd_minimize(args) -> int:
     target = _target(args.target)
     front = minimize(target, args.max_layers, args.max_heads, embed_dim=args.embed_dim,
                      input_dim=_input_dim(args, target), positional=_positional(args, target),
-                     seq_len=args.seq_len, timeout=args.timeout, rank_aware=args.rank_aware)
+                     seq_len=args.seq_len, timeout=args.timeout, rank_aware=args.rank_aware, causal=args.causal)
     # an undecided architecture may be a missing point, or lower a listed one: the answer depends on it
     code = 3 if front.undecided else 0 if front else 1
     if args.json:
@@ -420,7 +419,7 @@ def cmd_frontier(args) -> int:
     target = _target(args.target)
     frontier = decide_all(target, embed_dim=args.embed_dim, head_dim=args.head_dim,
                           input_dim=_input_dim(args, target), positional=args.positional, timeout=args.timeout,
-                          rank_aware=args.rank_aware)
+                          rank_aware=args.rank_aware, causal=args.causal)
     if args.json:
         _print_json(frontier.to_json())
     elif args.format == "text":
@@ -451,7 +450,8 @@ def cmd_sweep(args) -> int:
             specs = [args.targets[i] for i in by_dim]
             first = targets[by_dim[0]]
             archs = [Architecture(heads=(h,) * L, embed_dim=args.embed_dim, input_dim=_input_dim(args, first),
-                                  positional=_positional(args, first), rank_aware=args.rank_aware)
+                                  positional=_positional(args, first), rank_aware=args.rank_aware,
+                                  causal=args.causal)
                      for L, h in grid]
             offset = len(cells)
             result = sweep(specs, archs, timeout=args.timeout, cache=cache, workers=args.workers,
@@ -519,8 +519,9 @@ def _phase_table(spec: str, cells, layers, heads):
             exponent = f" {bound}{c.exponent.replace(' ', '')}" if c.exponent else ""
             row.append(f"{marks[c.status.value]}{exponent}{'*' if c.inferred else ''}")
         rows.append(row)
+    masked = ", under a causal mask" if any(c.architecture.causal for c in cells) else ""
     return _table(["L \\ h", *map(str, heads)], rows,
-                  title=f"{spec}: efficient? (cost exponent) on L layers of h heads")
+                  title=f"{spec}: efficient? (cost exponent) on L layers of h heads{masked}")
 
 
 class _progress:

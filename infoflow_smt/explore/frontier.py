@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
 from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
 from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.lang.causal import check_supported
+from infoflow_smt.lang.trees import needs_positional
 from infoflow_smt.limits import MAX_HEADS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
-from infoflow_smt.smt.solver import Questions, validate_question
+from infoflow_smt.smt.solver import NOT_ESTABLISHED, Questions, validate_question
 from infoflow_smt.words import plural
 
 
@@ -57,6 +59,8 @@ class Frontier:
     seconds: float = 0.0
     undecided: tuple[tuple[int, int], ...] = ()   # (L, h) the solver could not decide by the deadline
     rank_aware: bool = False        # the rank rule (Architecture.rank_aware)
+    causal: bool = False            # a causal mask (Architecture.causal)
+    undecided_why: tuple[str, ...] = ()   # why cells are undecided: the deadline, or a "no" the mask leaves open
 
     @property
     def none(self) -> bool:
@@ -74,19 +78,25 @@ class Frontier:
 
     def __str__(self) -> str:
         where = (f"{self.target} at {self.width}, d={self.input_dim}{', positional' if self.positional else ''}"
-                 f"{', rank-aware' if self.rank_aware else ''}")
+                 f"{', rank-aware' if self.rank_aware else ''}{', causal' if self.causal else ''}")
         if self.none:
             head = f"{where}: inefficient for every number of layers and heads"
         else:
             shapes = ", ".join(_shape(L, h) for L, h in self.shapes)
             head = f"{where}: efficient exactly from {shapes} on"
         if not self.complete:
-            head = (f"incomplete: {plural(len(self.undecided), 'cell')} undecided by the deadline "
+            head = (f"incomplete: {plural(len(self.undecided), 'cell')} undecided {self._why_undecided()} "
                     f"({', '.join(_shape(L, h) for L, h in self.undecided)}); what follows is a bound, not the "
                     f"frontier: an undecided cell, or one below it, may be efficient\n"
                     + head.replace("inefficient for every", "none found efficient at any")
                           .replace("efficient exactly from", "efficient from (at most)"))
         return "\n".join([head] + [f"  - {s}" for s in self.explanation])
+
+    def _why_undecided(self) -> str:
+        masked = any(why.startswith(NOT_ESTABLISHED) for why in self.undecided_why)
+        late = not self.undecided_why or not all(why.startswith(NOT_ESTABLISHED) for why in self.undecided_why)
+        causes = ["by the deadline"] * late + [f"because, {NOT_ESTABLISHED} there"] * masked
+        return " or ".join(causes)
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the answer, the bounded grid with the frontier outlined, and why it is general."""
@@ -101,12 +111,13 @@ class Frontier:
                 "facts": self.facts, "decided": self.decided, "explanation": list(self.explanation),
                 "grid": {f"{L},{h}": s for (L, h), s in sorted(self.grid.items())}, "seconds": round(self.seconds, 3),
                 "complete": self.complete, "undecided": [list(c) for c in self.undecided],
-                "rank_aware": self.rank_aware}
+                "rank_aware": self.rank_aware, "causal": self.causal, "undecided_why": list(self.undecided_why)}
 
 
 def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: int | None = None,
                positional: bool | None = None, timeout: float | None = None,
-               decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, rank_aware: bool = False) -> Frontier:
+               decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, rank_aware: bool = False,
+               causal: bool = False) -> Frontier:
     """Decide ``target`` on every architecture of ``h`` heads in each of ``L`` layers, for every ``L, h``.
 
     The width is ``embed_dim`` (a constant), or, with ``head_dim=n``, ``E = n*h``. Returns the frontier of
@@ -117,7 +128,9 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     target's own token dimension (``Target.token_dim``: 1 when it compares tokens as numbers, else 2), as in
     ``minimize`` and the CLI. ``rank_aware`` (the rank rule, ``Architecture``) needs ``head_dim``: at a fixed
     ``E`` a head more narrows every head, and the walk's monotonicity in ``h`` fails; at ``E = n*h`` every head
-    is ``n`` wide whatever ``h``, and the bounds and the walk hold as they are.
+    is ``n`` wide whatever ``h``, and the bounds and the walk hold as they are. ``causal``: a causal mask, every
+    cell asked as ``decide`` asks it (``causal.check_supported``); a "no" the mask leaves open is an undecided
+    cell, so the answer is then incomplete.
 
     >>> import infoflow_smt as ifs
     >>> ifs.decide_all("min_pairwise_dot").shapes
@@ -125,7 +138,8 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     """
     started, deadline = time.perf_counter(), Deadline(timeout)
     target = as_target(target)
-    positional = bool(target.needs_positional) if positional is None else positional
+    # under a mask range(1, s+1) is told apart by the mask itself
+    positional = bool(needs_positional(target, bool(causal))) if positional is None else positional
     input_dim = target.token_dim if input_dim is None else input_dim
     if head_dim is not None and (whole(head_dim) is None or head_dim < 1):
         raise InvalidSpecError([Problem(f"head_dim must be an integer >= 1 or None, got {head_dim!r}")], "decide_all")
@@ -136,8 +150,10 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
                                         "walk does not apply")], "decide_all")
     width = (lambda h: head_dim * h) if head_dim is not None else (lambda h: embed_dim)
     probe = Architecture(heads=(1,), embed_dim=width(1), input_dim=input_dim, positional=positional,
-                         rank_aware=bool(rank_aware))
+                         rank_aware=bool(rank_aware), causal=causal)
     validate_question(target, probe)
+    if probe.causal:  # the parameter hides the module's name here
+        target = check_supported(target)
     law = cost.as_law(decode_law)
     try:
         heads, facts, fixpoint = _saturation(target, probe, law, deadline, width)
@@ -148,17 +164,18 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     columns = {h: Questions(target, law, reasons=False) for h in range(1, heads + 1)} if head_dim else {}
     shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
                                                     # idle layers is slow
-    grid, decided, verdicts, undecided = {}, 0, {}, []
+    grid, decided, verdicts, undecided, why_undecided = {}, 0, {}, [], {}
     h = heads
     for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count
         while h >= 1:
             arch = Architecture(heads=(h,) * L, embed_dim=width(h), input_dim=input_dim, positional=positional,
-                                rank_aware=probe.rank_aware)
+                                rank_aware=probe.rank_aware, causal=probe.causal)
             verdict = (columns.get(h) or shared).decide(arch, deadline)
             decided += 1
             grid[(L, h)] = verdict.status.value
             if verdict.status is Status.UNKNOWN:   # not shown efficient: the walk goes on as if it were not
                 undecided.append((L, h))
+                why_undecided[verdict.reason_unknown or ""] = None
                 break
             if verdict.status is not Status.FEASIBLE:
                 break
@@ -173,7 +190,8 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
                 "the same retrievals in every cell, and a head more never hurts.")
         why = (*why[:1], rank, *why[1:])
     return Frontier(target, rule, input_dim, positional, points, heads, layers, fixpoint, facts, decided, grid,
-                    why, time.perf_counter() - started, tuple(undecided), probe.rank_aware)
+                    why, time.perf_counter() - started, tuple(undecided), probe.rank_aware, probe.causal,
+                    tuple(why_undecided))
 
 
 def _infer(grid: dict, layers: int, heads: int) -> None:
@@ -217,7 +235,7 @@ def _saturation(target, probe: Architecture, law, deadline: Deadline, width) -> 
         arch = probe.with_heads((heads,) * layers)
         if probe.rank_aware:
             arch = Architecture(heads=arch.heads, embed_dim=width(heads), input_dim=probe.input_dim,
-                                positional=probe.positional, rank_aware=True)
+                                positional=probe.positional, rank_aware=True, causal=probe.causal)
         enc = encoder.encode(target, arch, law)
         reached = [_maximal_facts(enc, L, heads, deadline) for L in range(1, layers + 1)]
         for L in range(1, layers):

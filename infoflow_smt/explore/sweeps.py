@@ -6,8 +6,12 @@ architecture with at least as many layers, and at least as many heads in each of
 whatever a smaller one computes (the extra layers stay idle), so an efficient cell makes every larger cell
 efficient, and an inefficient cell every smaller one. A sweep therefore decides only the cells it must (on
 a grid of ``L`` layers by ``h`` heads, a walk along the frontier: at most ``L + h`` decisions) and marks
-the others *inferred*, naming the decided cell they follow from. An inferred cell's exponent is a bound
-(at most that of the smaller efficient cell, at least that of the larger inefficient one), given only where
+the others *inferred*, naming the decided cell they follow from. Under a causal mask a cell asks what
+``decide`` asks, of the spelling whose selections a masked position can make (``causal.check_supported``);
+the monotonicity holds there as well (extra heads and first layers stay idle whatever the mask), and a
+masked and an unmasked architecture never follow from each other (``Architecture.covers``). An inferred
+cell's exponent is a bound (at most that of the smaller efficient cell, at least that of the larger
+inefficient one), given only where
 the bound is sound: more heads at a fixed width narrow every head (``n = E/h``), which raises the cost of a
 k-th retrieval and of a decoding, so a cell inferred across a change of heads gets a bound only from an
 efficient cell whose witness runs neither.
@@ -37,6 +41,7 @@ import sympy
 from infoflow_smt.deadline import Deadline, OutOfTime, seconds
 from infoflow_smt.errors import InvalidSpecError, Problem, WitnessCheckError
 from infoflow_smt.files import as_path, plain_file
+from infoflow_smt.lang import causal
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.limits import MAX_WORKERS, whole
 from infoflow_smt.model import cost
@@ -44,7 +49,7 @@ from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, Program, validate
 from infoflow_smt.processes import worker_pool
 from infoflow_smt.report.verdict import Status
-from infoflow_smt.smt.solver import WITNESS_SAMPLES, Questions, validate_question
+from infoflow_smt.smt.solver import NOT_ESTABLISHED, WITNESS_SAMPLES, Questions, validate_question
 
 MODEL_VERSION = "4"   # bumped whenever the same question could get another verdict: old cache lines then miss
 
@@ -63,6 +68,7 @@ class Cell:
     seconds: float = 0.0
     cached: bool = False
     recomputed: bool = False        # its cache record failed its check (decided again)
+    reason_unknown: str = ""        # why an unknown cell is unknown (the deadline, or a "no" the mask leaves open)
 
     @property
     def inferred(self) -> bool:
@@ -72,11 +78,13 @@ class Cell:
         arch = self.architecture
         return {"target": self.target, "heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
                 "input_dim": arch.input_dim, "positional": arch.positional, "rank_aware": arch.rank_aware,
+                "causal": arch.causal,
                 "status": self.status.value,
                 "exponent": self.exponent, "bound": self.bound, "inferred": self.inferred,
                 "inferred_from": list(self.inferred_from) if self.inferred_from else None,
                 "witness": self.witness.to_json() if self.witness else None,
-                "seconds": round(self.seconds, 4), "cached": self.cached}
+                "seconds": round(self.seconds, 4), "cached": self.cached,
+                "reason_unknown": self.reason_unknown or None}
 
 
 @dataclass
@@ -111,11 +119,20 @@ class Sweep:
                 "seconds": round(self.seconds, 3), "cache": str(self.cache_path) if self.cache_path else None}
 
     def gap(self) -> str:
-        """The sentence that says how many cells are undecided ("" when none is)."""
+        """The sentence that says how many cells are undecided, and why ("" when none is)."""
         if not self.undecided:
             return ""
-        return (f"incomplete: {self.undecided} of {len(self.cells)} cells not decided by the deadline (unknown, "
-                "marked ?); run the sweep again with a longer --timeout: decided cells come from the cache")
+        masked = sum(c.status is Status.UNKNOWN and c.reason_unknown.startswith(NOT_ESTABLISHED) for c in self.cells)
+        late = self.undecided - masked
+        lines = []
+        if late:
+            lines.append(f"incomplete: {late} of {len(self.cells)} cells not decided by the deadline (unknown, "
+                         "marked ?); run the sweep again with a longer --timeout: decided cells come from the cache")
+        if masked:
+            lines.append(f"incomplete: {masked} of {len(self.cells)} cells unknown (marked ?): {NOT_ESTABLISHED} "
+                         "there (the model leaves that no open whatever the deadline; decide says why; "
+                         "docs/model.md, \"Causal mask\")")
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         head = (f"{len(self.cells)} cells: {self.decided} decided, {self.inferred} inferred by monotonicity, "
@@ -176,6 +193,7 @@ def _key(target, arch: Architecture, settings: dict) -> str:
     record = [MODEL_VERSION, target.text, target.seed, list(arch.heads), str(arch.embed_dim), arch.input_dim,
               arch.positional, settings["decode_law"], settings["seq_len"], settings["samples"]]
     record += ["rank_aware"] if arch.rank_aware else []  # the keys of the papers' questions stay as they were
+    record += ["causal"] if arch.causal else []
     return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
 
 
@@ -201,7 +219,8 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
             deadline = Deadline(max(job.end - time.time(), 1e-3))
             verdict = questions.decide(arch, deadline)
             cell = Cell(job.spec, arch, verdict.status, _exponent_text(verdict.exponent), "exact",
-                        witness=verdict.witness, seconds=verdict.stats.seconds, recomputed=cell is not None)
+                        witness=verdict.witness, seconds=verdict.stats.seconds, recomputed=cell is not None,
+                        reason_unknown=verdict.reason_unknown or "")
             if verdict.status is not Status.UNKNOWN and job.cache_path:
                 _append(job.cache_path, key, cell)
         results[arch] = cell
@@ -379,25 +398,38 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     cache_path = _cache_path(cache)
     known, damaged = _load(cache_path) if cache_path else ({}, 0)
     jobs = []
-    causal = [str(arch) for arch in archs if arch.causal]
-    if causal:  # a sweep decides each target's own spelling; under a mask decide() decides the masked one
-        raise InvalidSpecError(f"sweep does not take causal architectures yet ({causal[0]}): decide each with "
-                               "ifs.decide", "sweep")
     for spec, target in specs:
         for arch in archs:
             validate_question(target, arch, seq_len, samples)
-        jobs.append(_Job(target, spec, archs, settings, str(cache_path) if cache_path else None,
-                         {k: v for k, v in known.items()}, infer, started + budget))
+        for masked in sorted({arch.causal for arch in archs}):
+            jobs.append(_Job(_asked(target, masked), spec, [a for a in archs if a.causal == masked], settings,
+                             str(cache_path) if cache_path else None, dict(known), infer, started + budget))
     if backend == "ray":
         results = _run_ray(jobs, address, progress)
     else:
         results = _run_local(jobs, workers, progress)
-    cells = [cell for job_cells in results for cell in job_cells]
+    cells = _in_order(specs, archs, jobs, results)
     damaged += sum(c.recomputed for c in cells)
     if damaged:  # said once: the answers are right (decided again), the file was not
         print(f"infoflow_smt: {damaged} record{'s' * (damaged != 1)} in the sweep cache {cache_path} failed "
               "the check (damaged, edited, or a witness that does not replay); decided again", file=sys.stderr)
     return Sweep(cells, time.time() - started, cache_path)
+
+
+def _asked(target, masked: bool):
+    """The question a cell asks, as ``decide`` asks it: under a causal mask the spelling whose selections a
+    masked input position can make (``causal.check_supported``; a target the model cannot yet decide under the
+    mask is refused here, before any work, as ``decide`` refuses it)."""
+    return causal.check_supported(target) if masked else target
+
+
+def _in_order(specs, archs: list[Architecture], jobs: list[_Job], results: list[list[Cell]]) -> list[Cell]:
+    """The cells target by target, each target's in the order of ``archs`` (its unmasked and masked
+    architectures are two jobs: monotonicity never relates them, ``Architecture.covers``)."""
+    found: dict[tuple[str, Architecture], Cell] = {}
+    for job, cells in zip(jobs, results):
+        found.update(((job.spec, cell.architecture), cell) for cell in cells)
+    return [found[(spec, arch)] for spec, _ in specs for arch in archs]
 
 
 def _validated(targets, archs, workers, backend, samples):

@@ -68,6 +68,8 @@ class _Context:
     tables: dict = field(default_factory=dict)  # reduction -> its values for every binding of its free variables
     counts: dict = field(default_factory=dict)  # a reduction over a bounded range -> its tuples per binding, just made
     table_counts: dict = field(default_factory=dict)  # the same for the reductions in ``tables``
+    building: list = field(default_factory=list)  # (shape, reads) of the tables being made, innermost last
+    deferred: dict = field(default_factory=dict)  # a table -> its reads' counts per binding (``_check_read``)
     deadline: Deadline | None = None  # checked before each chunk of tuples
 
     def check_deadline(self) -> None:
@@ -312,19 +314,23 @@ def _tabled(e: Reduce, ctx: _Context, lead: tuple[int, ...], env) -> tuple[_Valu
         result = _reduce(e, ctx, lead, env)
         _check_read(e, ctx, ctx.counts.pop(e, None), env)
         return result
+    table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
     if e not in ctx.tables:
-        table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
         positions = {v: np.arange(1, ctx.seq_len + 1).reshape((1,) * (i + 1) + (-1,) + (1,) * (len(free) - i - 1))
                      for i, v in enumerate(free)}
-        ctx.tables[e] = _reduce(e, ctx, table_lead, positions)
+        ctx.building.append((table_lead, []))
+        try:
+            ctx.tables[e] = _reduce(e, ctx, table_lead, positions)
+        finally:
+            ctx.deferred[e] = ctx.building.pop()[1]
         if e in ctx.counts:  # a table is made at every binding: checked where it is read
             ctx.table_counts[e] = ctx.counts.pop(e)
     value, chosen = ctx.tables[e]
     rows = np.arange(lead[0]).reshape((lead[0],) + (1,) * (len(lead) - 1))
     index = (rows,) + tuple(np.asarray(env[v]) - 1 for v in free)
-    if e in ctx.table_counts:
-        table_lead = (lead[0],) + (ctx.seq_len,) * len(free)
-        _check_read(e, ctx, np.broadcast_to(ctx.table_counts[e], table_lead)[index], env)
+    own = [(e, ctx.table_counts[e])] if e in ctx.table_counts else []
+    for reduction, counts in own + ctx.deferred[e]:
+        _check_read(reduction, ctx, np.broadcast_to(counts, table_lead)[index], env)
     data = np.broadcast_to(value.data, (lead[0],) + (ctx.seq_len,) * len(free) + ((ctx.dim,) if value.vector else ()))
     return _Value(data[index], value.vector), (None if chosen is None else
                                                np.broadcast_to(chosen, (lead[0],) + (ctx.seq_len,) * len(free))[index])
@@ -505,12 +511,24 @@ def _compared(e: Reduce, ctx: _Context, body: _Value, inner_lead: tuple[int, ...
 
 def _check_read(e: Reduce, ctx: _Context, count: np.ndarray | None, env: Mapping[str, np.ndarray]) -> None:
     """Refuse a read of a bounded reduction at a binding with no candidate, unless an enclosing bounded range
-    masks that binding out (it reads nothing there)."""
+    masks that binding out (it reads nothing there). A read made while a table is made at every binding of
+    its variables, the ones its domains never take included, is checked where the table is read: its counts
+    are kept per binding of the table."""
     if count is None:
         return
-    if _VALID in env:
-        count = np.where(np.broadcast_to(env[_VALID], np.shape(count)), count, np.iinfo(np.int64).max)
+    if _VALID in env:  # the read and the mask broadcast to each other (a table read has axes of size 1)
+        count = np.where(env[_VALID], count, np.iinfo(np.int64).max)
+    if ctx.building:
+        table_lead, reads = ctx.building[-1]
+        reads.append((e, _per_binding(np.asarray(count), len(table_lead))))
+        return
     _check_count(e, ctx, count, env)
+
+
+def _per_binding(count: np.ndarray, axes: int) -> np.ndarray:
+    """The fewest candidates over the axes past the table's first ``axes`` (those of the tuples inside it)."""
+    count = count.reshape(count.shape + (1,) * max(0, axes - count.ndim))
+    return count.min(axis=tuple(range(axes, count.ndim))) if count.ndim > axes else count
 
 
 def _check_count(e: Reduce, ctx: _Context, count: np.ndarray, env: Mapping[str, np.ndarray]) -> None:

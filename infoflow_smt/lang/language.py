@@ -23,6 +23,7 @@ import tokenize
 from dataclasses import dataclass
 
 from infoflow_smt.errors import InvalidSpecError, Problem
+from infoflow_smt.lang import shift
 from infoflow_smt.lang.expr import (
     ANSWER,
     BUILTIN_FUNCTIONS,
@@ -294,9 +295,27 @@ class _Walker(ast.NodeVisitor):
                 return self.reduction(node, node.func.id, scope)[0]
             self.problem(node, f"only argmin(...)/argmax(...) can index x, not {node.func.id}(...)")
             return None
-        self.problem(node, "unsupported index: expected x[t], x[1], x[T], x[T-1], x[t-1], x[t+1] "
-                           "or x[argmax(...)]")
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and _is_selection(node.left)
+                and _int_literal(node.right) is not None):
+            return self.after_selection(node, scope)
+        self.problem(node, "unsupported index: expected x[t], x[1], x[T], x[T-1], x[t-1], x[t+1], "
+                           "x[argmax(...)] or x[argmax(...) + 1]")
         return None
+
+    def after_selection(self, node: ast.BinOp, scope: tuple[str, ...]):
+        """``argmax(...) + c`` or ``argmin(...) - c``: the token ``c`` positions after (before) the selected one,
+        read as the shifted selection (``shift``: the same function, in the offset form)."""
+        selection = self.reduction(node.left, node.left.func.id, scope)[0]
+        c = _int_literal(node.right) * (1 if isinstance(node.op, ast.Add) else -1)
+        if selection is None or not self.within(node, c, MAX_OFFSET, "offset"):
+            return None
+        if c == 0:
+            return selection
+        why = shift.problem(selection, c, MAX_OFFSET)
+        if why:
+            self.problem(node, why)
+            return None
+        return shift.shifted(selection, c)
 
     def shifted(self, node: ast.BinOp, scope: tuple[str, ...]):
         """``T-k`` or ``t+k``/``t-k``."""
@@ -498,6 +517,18 @@ class _Walker(ast.NodeVisitor):
             if name in self.variables:
                 self.problems.append(Problem(f"{name!r} is used both as an index variable and as a parameter "
                                              "or function name", column))
+
+
+def _is_selection(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("argmin", "argmax")
+
+
+def _int_literal(node: ast.AST) -> int | None:
+    """An integer literal, possibly negated (``1``, ``-2``), or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        return None if inner is None else -inner
+    return node.value if isinstance(node, ast.Constant) and _is_int(node.value) else None
 
 
 def _internally_bounded(bindings: tuple[Binding, ...]) -> bool:

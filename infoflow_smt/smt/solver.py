@@ -32,8 +32,9 @@ from infoflow_smt.errors import InvalidSpecError, WitnessCheckError
 from infoflow_smt.files import plain_file, write_atomic
 from infoflow_smt.lang import causal
 from infoflow_smt.lang.catalogue import as_target
+from infoflow_smt.lang.causal import check_supported
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
-from infoflow_smt.lang.trees import comparison_tree
+from infoflow_smt.lang.trees import comparison_tree, needs_positional
 from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
 from infoflow_smt.model import cost, readout
 from infoflow_smt.model.architecture import Architecture
@@ -714,7 +715,7 @@ Front = ParetoFront  # the name docs/api.md gave it first: ifs.Front keeps worki
 @_interruptible
 def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, input_dim: int | None = None,
              positional: bool | None = None, seq_len: int | None = None,
-             timeout: float | None = None, rank_aware: bool = False) -> ParetoFront:
+             timeout: float | None = None, rank_aware: bool = False, causal: bool = False) -> ParetoFront:
     """The Pareto-minimal architectures (layers, heads per layer, exponent), each with its witness.
 
     Architectures have the same number of heads in every layer. A point is kept when no other feasible
@@ -725,13 +726,14 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
     is in ``undecided`` (and ``complete`` is False): the points are then the front of the decided ones only.
     ``input_dim=None`` is the target's own token dimension (``Target.token_dim``), as in ``decide_all``.
     ``rank_aware``: the rank rule (``Architecture``); every architecture is decided, none inferred, so the
-    front stays exact though a head more may then hurt.
+    front stays exact though a head more may then hurt. ``causal``: a causal mask, each architecture asked
+    as ``decide`` asks it (``causal.check_supported``).
     """
     deadline = Deadline(timeout)
     target = as_target(target)
     input_dim = target.token_dim if input_dim is None else input_dim
-    if positional is None:
-        positional = bool(target.needs_positional)
+    if positional is None:  # under a mask range(1, s+1) is told apart by the mask itself
+        positional = bool(needs_positional(target, bool(causal)))
     problems = [f"{name} must be an integer >= 1, got {value!r}"
                 for name, value in (("max_layers", max_layers), ("max_heads", max_heads))
                 if whole(value) is None or value < 1]
@@ -739,8 +741,10 @@ def minimize(target, max_layers: int = 4, max_heads: int = 8, *, embed_dim=32, i
         raise InvalidSpecError(problems, "minimize")
     max_layers, max_heads = int(max_layers), int(max_heads)
     largest = Architecture(heads=(max_heads,) * max_layers, embed_dim=embed_dim, input_dim=input_dim,
-                           positional=positional, rank_aware=rank_aware)
+                           positional=positional, rank_aware=rank_aware, causal=causal)
     validate_question(target, largest, seq_len)
+    if largest.causal:  # the parameter hides the module's name here
+        target = check_supported(target)
     seq_len = None if seq_len is None else int(seq_len)
     feasible: list[Verdict] = []
     undecided: list[Verdict] = []

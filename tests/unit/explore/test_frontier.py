@@ -93,3 +93,34 @@ def test_the_notebook_view_shows_an_undecided_cell_as_unknown(monkeypatch) -> No
     _undecided_in_layer_1(monkeypatch)
     view = ifs.decide_all("min_pairwise_dot")._repr_html_()
     assert "incomplete:" in view and "?</td>" in view
+
+
+# ---- under a causal mask: every cell asks what decide asks -------------------------------------------------------
+@pytest.mark.parametrize("spec", ["min_pairwise_dot", "min(bilinear(A1, x[s], x[t]) for s in T for t in T)",
+                                  "linear_max_sum:D=4"])
+def test_a_causal_frontier_agrees_with_decide_cell_by_cell(spec):
+    frontier = ifs.decide_all(spec, causal=True)
+    assert frontier.causal and frontier.to_json()["causal"] and ", causal:" in str(frontier)
+    for L in range(1, frontier.layer_bound + 2):
+        for h in range(1, frontier.head_bound + 2):
+            status = frontier.grid[(min(L, frontier.layer_bound), min(h, frontier.head_bound))]
+            verdict = ifs.decide(spec, ifs.Architecture(heads=(h,) * L, input_dim=frontier.input_dim, causal=True))
+            if status != "unknown":   # inferred unknown: beside a cell the mask leaves open
+                assert verdict.status.value == status, (L, h)
+
+
+def test_a_causal_frontier_says_which_no_the_mask_leaves_open():
+    frontier = ifs.decide_all("linear_max_sum:D=4", causal=True)
+    assert not frontier.complete and (2, 1) in frontier.undecided
+    assert str(frontier).startswith("incomplete: 2 cells undecided because, under the causal mask, infeasible is "
+                                    "not established there (2 layers of 1 head, 3 layers of 1 head)")
+    assert all(why.startswith("under the causal mask") for why in frontier.to_json()["undecided_why"])
+
+
+def test_minimize_under_a_causal_mask():
+    text = "min(bilinear(A1, x[s], x[t]) for s in T for t in T)"   # t after s needs a head of its own
+    front = ifs.minimize(text, max_layers=3, max_heads=3, input_dim=2, causal=True)
+    assert [(v.architecture.layers, v.architecture.heads[0]) for v in front] == [(2, 2), (3, 1)]
+    assert all(v.architecture.causal and v.status is ifs.decide(text, v.architecture).status for v in front)
+    unmasked = ifs.minimize(text, max_layers=3, max_heads=3, input_dim=2)
+    assert [(v.architecture.layers, v.architecture.heads[0]) for v in unmasked] == [(2, 1)]

@@ -107,3 +107,62 @@ def test_an_unknown_cell_is_not_counted_as_decided():
 def test_a_sweep_refuses_the_last_position_readout():
     with pytest.raises(ifs.InvalidSpecError, match="readout='last' is not supported by sweeps yet"):
         ifs.sweep(["max_retrieval"], [ifs.Architecture(heads=(1,), readout="last")])
+
+
+# ---- under a causal mask: each cell asks what decide asks (the masked spelling) ----------------------------------
+CAUSAL_TARGETS = ["min_pairwise_dot", "min(bilinear(A1, x[s], x[t]) for s in T for t in T)",
+                  "max(f2(x[s], x[t]) for s in T for t in range(1, s+1))", "linear_max_sum:D=4"]
+CAUSAL_GRID = [ifs.Architecture(heads=heads, embed_dim=32, input_dim=1, causal=True)
+               for heads in [(1,), (2,), (4,), (1, 1), (2, 1), (1, 2), (2, 2), (1, 1, 1), (2, 2, 2)]]
+
+
+@pytest.fixture(scope="module")
+def causal_sweep():
+    return ifs.sweep(CAUSAL_TARGETS, CAUSAL_GRID, cache=False, workers=1)
+
+
+def test_a_causal_sweep_gives_the_statuses_decide_gives_cell_by_cell(causal_sweep):
+    assert causal_sweep.inferred > 0 and {c.status for c in causal_sweep.cells} == set(ifs.Status)
+    for cell in causal_sweep.cells:
+        verdict = ifs.decide(cell.target, cell.architecture)
+        assert cell.status is verdict.status, (cell, verdict)
+        if not cell.inferred and cell.status is not ifs.Status.UNKNOWN:
+            assert cell.exponent == str(verdict.exponent), (cell, verdict)
+
+
+def test_a_no_the_mask_leaves_open_is_said_to_be_so(causal_sweep):
+    gap = causal_sweep.gap()
+    assert causal_sweep.undecided and "infeasible is not established" in gap and "longer --timeout" not in gap
+    unknown = [c for c in causal_sweep.cells if c.status is ifs.Status.UNKNOWN]
+    assert all(c.to_json()["reason_unknown"].startswith("under the causal mask") for c in unknown)
+
+
+def test_masked_and_unmasked_cells_of_one_sweep_are_asked_apart(tmp_path: Path):
+    plain = [ifs.Architecture(heads=h, embed_dim=32, input_dim=2) for h in [(1,), (1, 1), (2, 1)]]
+    masked = [ifs.Architecture(heads=a.heads, embed_dim=32, input_dim=2, causal=True) for a in plain]
+    target = "min(bilinear(A1, x[s], x[t]) for s in T for t in T)"   # (1, 1) only without the mask
+    mixed = ifs.sweep([target], [a for pair in zip(plain, masked) for a in pair], cache=tmp_path / "c.jsonl",
+                      workers=1)
+    assert [c.architecture for c in mixed.cells] == [a for pair in zip(plain, masked) for a in pair]
+    assert [c.to_json()["causal"] for c in mixed.cells] == [False, True] * 3
+    statuses = [c.status.value for c in mixed.cells]
+    assert statuses == ["infeasible", "infeasible", "feasible", "infeasible", "feasible", "feasible"]
+    again = ifs.sweep([target], masked, cache=tmp_path / "c.jsonl", workers=1, infer=False)
+    decided = [c for c in mixed.cells[1::2] if not c.inferred]   # the masked cells the mixed sweep cached
+    assert again.cached == len(decided) >= 1
+    fresh = ifs.sweep([target], masked, cache=tmp_path / "other.jsonl", workers=1, infer=False)
+    assert [c.status for c in again.cells] == [c.status for c in fresh.cells] == [c.status for c in mixed.cells[1::2]]
+
+
+def test_a_masked_key_is_not_the_unmasked_one():
+    from infoflow_smt.explore.sweeps import _key
+    target, settings = ifs.parse_target("max(f1(x[t]) for t in T)"), {"decode_law": "seed", "seq_len": None,
+                                                                        "samples": 16}
+    arch = ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2)
+    masked = ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2, causal=True)
+    assert _key(target, arch, settings) != _key(target, masked, settings)
+
+
+def test_a_sweep_refuses_what_decide_refuses_under_the_mask():
+    with pytest.raises(ifs.InvalidSpecError, match="under a causal mask"):
+        ifs.sweep(["match3"], [ifs.Architecture(heads=(1,), input_dim=2, causal=True)], cache=False, workers=1)

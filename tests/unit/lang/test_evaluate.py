@@ -374,3 +374,26 @@ def test_an_argmax_over_a_bounded_range_picks_per_binding():
 def test_a_bounded_range_read_where_it_is_empty_is_refused(text):
     with pytest.raises(InvalidSpecError, match="has 0 candidates at s=1"):
         evaluate_expr(parse_target_expr(text), np.ones((2, 5, 2)), Realization(0))
+
+
+# two ranges bounded by one enclosing variable, and a bounded reduction inside a table made at every binding
+# of s (s = 1 included, which range(2, T+1) never takes): the metamorphic suite's masked sample found both
+@pytest.mark.parametrize("text", [
+    "min(max(dot(x[t], x[s]) + dot(x[p], x[s]) for t in range(1, s) for p in range(1, s)) for s in range(2, T+1))",
+    "min(max(f1(x[t]) + dot(x[p], x[s]) for t in T for p in range(1, s)) for s in range(2, T+1))",
+    "min(max(f1(x[t]) + max(dot(x[p], x[s]) for p in range(1, s)) for t in T) for s in range(2, T+1))",
+])
+def test_a_bounded_reduction_read_only_where_it_has_candidates_is_evaluated(text):
+    X = np.random.default_rng(6).standard_normal((3, 6, 2))
+    f1 = Realization(0).function("f1", 2)
+    first = (lambda x, s, t: x[t] @ x[s]) if "dot(x[t]" in text else (lambda x, s, t: f1(x[t]))
+    outer = (lambda s: range(s)) if "dot(x[t]" in text else (lambda s: range(6))
+    expected = [min(max(first(x, s, t) for t in outer(s)) + max(x[p] @ x[s] for p in range(s)) for s in range(1, 6))
+                for x in X]
+    np.testing.assert_allclose(evaluate_expr(parse_target_expr(text), X, Realization(0)), expected)
+
+
+def test_a_read_where_a_tabled_reduction_is_empty_is_still_refused():
+    text = "min(max(f1(x[t]) + max(dot(x[p], x[s]) for p in range(1, s)) for t in T) for s in T)"
+    with pytest.raises(InvalidSpecError, match="has 0 candidates at s=1"):
+        evaluate_expr(parse_target_expr(text), np.ones((2, 5, 2)), Realization(0))
