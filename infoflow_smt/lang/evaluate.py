@@ -508,8 +508,8 @@ def _check_read(e: Reduce, ctx: _Context, count: np.ndarray | None, env: Mapping
     masks that binding out (it reads nothing there)."""
     if count is None:
         return
-    if _VALID in env:
-        count = np.where(np.broadcast_to(env[_VALID], np.shape(count)), count, np.iinfo(np.int64).max)
+    if _VALID in env:  # the mask may span a slice axis the count is constant along: both broadcast
+        count = np.where(env[_VALID], count, np.iinfo(np.int64).max)
     _check_count(e, ctx, count, env)
 
 
