@@ -51,3 +51,16 @@ def test_the_mask_sees_a_range_that_ends_at_its_player():
     assert not ex.sees_candidates(ex.AllPositions(), "s")
     assert ex.masked_prefix(ex.Range(ex.FixedIndex(1), ex.OffsetIndex("s", 1)), "s")
     assert not ex.masked_prefix(ex.Range(ex.FixedIndex(1), ex.VarIndex("s")), "s")  # without s itself
+
+
+def test_a_pair_over_the_answering_positions_prefix_is_read_from_its_later_member():
+    """The sequence cut at o (``range(1, o+1)``, what a question read at the last position asks under the mask):
+    the later member of each pair is in it, the earlier in ``range(1, later+1)``."""
+    target = ifs.parse_target("min(bilinear(A1, x[s], x[t]) + f1(x[o]) for s in range(1, o+1) for t in range(1, o+1))")
+    form = causal.causal_form(target)
+    assert form.text.count("for t in range(1, s+1)") == 2 and "for s in range(1, o+1)" in form.text
+    X = np.random.default_rng(0).standard_normal((5, 9, 2))
+    np.testing.assert_allclose(form.evaluate(X), target.evaluate(X))
+    assert causal.unsupported(target) == []
+    other = ifs.parse_target("min(bilinear(A1, x[s], x[t]) for s in range(2, o+1) for t in range(2, o+1))")
+    assert "a pair over these domains" in causal.unsupported(other)[0]  # not a prefix: both halves not in reach
