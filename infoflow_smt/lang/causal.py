@@ -115,6 +115,63 @@ def reads_after_answer(tree) -> list[str]:
     return after
 
 
+def late_reads(target: Target) -> list[str]:
+    """The reads ``x[...]`` of an answer at every position that are after the answering position ``o`` at some
+    binding (``x[o+1]``, ``x[2]``, ``x[T]``, ``x[t]`` for ``t`` in ``T``, ``x[t+1]`` for ``t`` up to ``o``), in
+    text: the largest position each can read, from its index and the domains of the variables it reads. Under
+    the mask position ``o`` sees none of them: no program computes such an answer at any cost."""
+    found: list[str] = []
+    _late(target.normal_form, {ex.ANSWER: (ex.ANSWER, 0)}, found)
+    return list(dict.fromkeys(found))
+
+
+# the largest position a read or a variable reaches: (ANSWER, c) is o + c, ("", k) the fixed position k,
+# None a position counted from T (after o at some o)
+_Reach = tuple[str, int] | None
+
+
+def _late(e: ex.Expr, reach: dict[str, _Reach], found: list[str]) -> None:
+    if isinstance(e, ex.Reduce):
+        inner = dict(reach)
+        for b in e.bindings:  # a later clause may read an earlier one's variable
+            inner[b.var] = _domain_reach(b.domain, inner)
+        _late(e.body, inner, found)
+        return
+    if isinstance(e, ex.Content):
+        if isinstance(e.index, ex.Reduce):  # the winner is one of the selection's candidates
+            selection = e.index
+            inner = dict(reach)
+            for b in selection.bindings:
+                inner[b.var] = _domain_reach(b.domain, inner)
+            if _after(inner[selection.bindings[0].var]):
+                found.append(to_text(e))
+        elif _after(_index_reach(e.index, reach)):
+            found.append(to_text(e))
+    for child in ex.children(e):
+        _late(child, reach, found)
+
+
+def _index_reach(index, reach: dict[str, _Reach]) -> _Reach:
+    if isinstance(index, ex.FixedIndex):
+        return None if index.from_end else ("", index.position)
+    return _shift(reach.get(index.name), index.offset if isinstance(index, ex.OffsetIndex) else 0)
+
+
+def _domain_reach(domain: ex.Domain, reach: dict[str, _Reach]) -> _Reach:
+    if not isinstance(domain, ex.Range):
+        return None  # every position, or a subset of all of them
+    return _shift(_index_reach(domain.stop, reach), -1)  # a half-open range stops before its bound
+
+
+def _shift(where: _Reach, by: int) -> _Reach:
+    return None if where is None else (where[0], where[1] + by)
+
+
+def _after(where: _Reach) -> bool:
+    """Whether a read reaching ``where`` is after ``o`` at some ``o`` (at ``o = 1`` for a fixed position)."""
+    return where is None or where[1] > (0 if where[0] == ex.ANSWER else 1)
+
+
 def _problems(e: ex.Expr):
     if isinstance(e, ex.Reduce):
         why = _why(e)

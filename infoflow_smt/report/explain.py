@@ -119,7 +119,8 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
     reasons += _budgets(tree, sels, arch, core, target.per_position,
                         "position T" if readout.reads_at_last(target, arch) else "the output token")
     if "causal" in core:
-        reasons.append(_unseen(tree) if target.per_position and _hidden_reads(tree) else _masked(tree, sels))
+        late = causal.late_reads(target) if target.per_position else []  # named by their nodes where they are
+        reasons.append(_unseen(_hidden_reads(tree) or late) if late else _masked(tree, sels))
     if getattr(arch, "causal", False) and target.per_position:  # the inputs answer, and none of them aggregates
         excluded_costs = {what: e for what, e in excluded_costs.items() if not what.startswith("global")}
     reasons += _ranks(tree, arch, core)
@@ -155,13 +156,13 @@ def _hidden_reads(tree) -> list[str]:
     return sorted(describe_node(tree, n) for n in causal.reads_after_answer(tree))
 
 
-def _unseen(tree) -> Reason:
-    """The mask's sentence for an answer at every position that reads after its own position
-    (docs/model.md, "Causal mask": not computable at any cost)."""
+def _unseen(late: list[str]) -> Reason:
+    """The mask's sentence for an answer at every position that reads after its own position (``late``, in
+    words; docs/model.md, "Causal mask": not computable at any cost)."""
     return Reason("causal", (
         f"Under the causal mask position {ex.ANSWER} sees only positions 1..{ex.ANSWER}, and its answer reads what "
-        f"comes after {ex.ANSWER} at some {ex.ANSWER}: {'; '.join(_hidden_reads(tree))}; position {ex.ANSWER} cannot "
-        "see it, so no program computes that answer at any cost."))
+        f"comes after {ex.ANSWER} at some {ex.ANSWER}: {'; '.join(late)}; position {ex.ANSWER} cannot see it, so no "
+        "program computes that answer at any cost."))
 
 
 def prefix_aggregation_note(arch, exponent) -> Reason:

@@ -502,7 +502,7 @@ class Questions:
         target = self.target
         if not (arch.causal and target.per_position) or (needs_positional(target, True) and not arch.positional):
             return None
-        if causal.reads_after_answer(comparison_tree(target)):
+        if causal.late_reads(target):
             return None
         widest = arch.width / min(arch.heads)
         return cost.at(cost.decode(T, arch.input_dim, widest, self.law), self.seq_len)

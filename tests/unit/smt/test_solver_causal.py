@@ -118,6 +118,7 @@ PER_POSITION = [
     ("dot(x[o], x[1])", _narrow(1, positional=True), True, True),                 # position 1: everyone sees it
     ("dot(x[o], x[2])", _narrow(1, 1, positional=True), False, False),            # position 2: o = 1 does not
     ("dot(x[o], x[o-1])", _narrow(1, positional=True), True, True),               # an offset back
+    ("f1(x[o]) + f1(x[o+1])", _narrow(1, 1, positional=True), False, False),      # ... and forward
     ("x[argmax(dot(x[t-1], x[o]) for t in range(1, o+1))]", _narrow(1, positional=True), False, True),
     ("x[argmax(dot(x[t-1], x[o]) for t in range(1, o+1))]", _narrow(1, 1, positional=True), True, True),  # induction
     ("max(F0(x[o], x[argmax(dot(x[t], x[u]) for u in range(1, t+1))]) for t in range(1, o+1))", _narrow(1, 1),
