@@ -7,9 +7,9 @@ variable ``p`` plays (``for t in range(1, s + 1)`` at ``s``: ``sees_candidates``
 those candidates from the rest: ``range(1, s + 1)`` needs no positional encoding (``masked_prefix``).
 
 A joint ``min``/``max`` over a pair of all positions (or of one prefix, ``range(1, o+1)``) is reached from
-the later member of each pair (``causal_form``): ``min(g(s, t) for s in T for t in T)`` is ``min(min(min(g(s, t) for t in range(1, s+1)),
-min(g(t, s) for t in range(1, s+1))) for s in T)``: at each ``s`` the smaller of the pairs it closes from either
-side (``expr.UNION_FUNCTIONS``: a call the parser never makes), a value ``s`` computes once it knows both, so
+the later member of each pair (``causal_form``): ``min(g(s, t) for s in T for t in T)`` is
+``min(min(min(g(s, t) for t in range(1, s+1)), min(g(t, s) for t in range(1, s+1))) for s in T)``: at each
+``s`` the smaller of the pairs it closes from either side (``expr.UNION_FUNCTIONS``: a call the parser never makes), a value ``s`` computes once it knows both, so
 that one selection at the output finds the minimum. When ``g(s, t) = g(t, s)`` the two sides are one
 selection, and the joint ``min(g(s, t) for s in T for t in range(1, s+1))`` is the target. What the model
 cannot yet state exactly under the mask is refused, one line per reduction (``unsupported``): joint
