@@ -43,7 +43,7 @@ STATEMENT = ("Papers outside InfoFlow, each Theorem as cited in the table below 
              "and 2024, Bhattamishra, Hahn, Blunsom, Kanade 2024): the induction head, nearest neighbour and "
              "disjointness are inefficient on the one-layer architectures tried (T*d*h/E - 1) and efficient on two "
              "layers of one head, Match2 over pairs needs two layers (one, answered at every position or read at the last "
-             "position), Match3 over triples is efficient on no "
+             "position, in a decoder too), Match3 over triples is efficient on no "
              "architecture, and k-hop induction (k = 2, 4) needs k + 1 layers of one head where the paper builds "
              "it in O(log k), a disagreement the table explains.")
 WIDTH, INPUT_DIM = 16, 2  # one width for every instance: the one-layer exponent is T*2/16 - 1 = T/8 - 1
@@ -64,6 +64,7 @@ class Check:
     claim: Claim
     positional: bool = True
     readout: str = "output"   # where the answer is read: the extra output token, or "last" (position T)
+    causal: bool = False      # a decoder's mask: an input position sees itself and the positions before it
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,10 @@ def _one_layer(heads: tuple[int, ...]) -> Claim:
 
 
 def _checks(target: str, inefficient: tuple[tuple[int, ...], ...], efficient: tuple[tuple[int, ...], ...],
-            positional: bool = True, readout: str = "output") -> tuple[Check, ...]:
-    return (tuple(Check(target, heads, "infeasible", _one_layer(heads), positional, readout) for heads in inefficient)
-            + tuple(Check(target, heads, "feasible", exactly(1), positional, readout) for heads in efficient))
+            positional: bool = True, readout: str = "output", causal: bool = False) -> tuple[Check, ...]:
+    return (tuple(Check(target, heads, "infeasible", _one_layer(heads), positional, readout, causal)
+                  for heads in inefficient)
+            + tuple(Check(target, heads, "feasible", exactly(1), positional, readout, causal) for heads in efficient))
 
 
 POINTER_DOUBLING = (
@@ -126,7 +128,8 @@ RESULTS = (
         "small size",
         "at every position, max over t of F0(x[o], x[t]), one layer of one head; read at the last position "
         "(readout='last', with or without positional encoding), max over t of F0(x[T], x[t]), one layer of one "
-        "head too; read "
+        "head too, and so in a decoder (causal mask, read at the last position, no positional encoding: every "
+        "position o answers over x[1..o], one retrieval); read "
         "at the extra output token, two layers, one of them only to fetch x[T]; as one answer, the max over "
         "pairs, two layers of one head (the depth-separation shape)",
         True, "in the paper's form (an answer at every position, or read at the last position); the model's two "
@@ -134,6 +137,7 @@ RESULTS = (
         _checks(MATCH2_EVERYWHERE, (), ((1,),), positional=False)
         + _checks(MATCH2_AT_LAST, (), ((1,),), positional=False, readout="last")
         + _checks(MATCH2_AT_LAST, (), ((1,),), readout="last")
+        + _checks(MATCH2_AT_LAST, (), ((1,),), positional=False, readout="last", causal=True)
         + _checks("match2", ((1,), (4,)), ((1, 1),), positional=False)
         + _checks(MATCH2_AT_LAST, ((1,),), ((1, 1),))),
     Published(
@@ -168,7 +172,8 @@ def _evidence() -> Iterator[Evidence]:
     for result in RESULTS:
         for check in result.checks:
             arch = architecture(check.heads, WIDTH, INPUT_DIM, positional=check.positional)
-            yield observe(check.target, dataclasses.replace(arch, readout=check.readout), check.status, check.claim)
+            asked = dataclasses.replace(arch, readout=check.readout, causal=check.causal)
+            yield observe(check.target, asked, check.status, check.claim)
 
 
 GENERAL = ("Over every architecture at E = 16, d = 2: the induction head and disjointness (with positional encoding) "

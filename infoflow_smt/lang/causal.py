@@ -6,10 +6,10 @@ made at ``p`` must have every candidate of its binding at or before ``p``: a ran
 variable ``p`` plays (``for t in range(1, s + 1)`` at ``s``: ``sees_candidates``). The mask itself tells
 those candidates from the rest: ``range(1, s + 1)`` needs no positional encoding (``masked_prefix``).
 
-A joint ``min``/``max`` over a pair of all positions is reached from the later member of each pair
-(``causal_form``): ``min(g(s, t) for s in T for t in T)`` is ``min(min(min(g(s, t) for t in range(1, s+1)),
-min(g(t, s) for t in range(1, s+1))) for s in T)``: at each ``s`` the smaller of the pairs it closes from either
-side (``expr.UNION_FUNCTIONS``: a call the parser never makes), a value ``s`` computes once it knows both, so
+A joint ``min``/``max`` over a pair of all positions (or of one prefix, ``range(1, o+1)``) is reached from
+the later member of each pair (``causal_form``): ``min(g(s, t) for s in T for t in T)`` is
+``min(min(min(g(s, t) for t in range(1, s+1)), min(g(t, s) for t in range(1, s+1))) for s in T)``: at each
+``s`` the smaller of the pairs it closes from either side (``expr.UNION_FUNCTIONS``: a call the parser never makes), a value ``s`` computes once it knows both, so
 that one selection at the output finds the minimum. When ``g(s, t) = g(t, s)`` the two sides are one
 selection, and the joint ``min(g(s, t) for s in T for t in range(1, s+1))`` is the target. What the model
 cannot yet state exactly under the mask is refused, one line per reduction (``unsupported``): joint
@@ -52,8 +52,7 @@ def _causal_form(target: Target) -> Target:
 
 def _ordered_halves(e: ex.Expr) -> ex.Expr:
     e = ex.map_children(e, _ordered_halves)
-    if (isinstance(e, ex.Reduce) and e.kind in _JOINT and len(e.bindings) == 2
-            and all(isinstance(b.domain, ex.AllPositions) for b in e.bindings)):
+    if isinstance(e, ex.Reduce) and e.kind in _JOINT and len(e.bindings) == 2 and _one_prefix(e):
         s, t = e.variables
         bindings = (e.bindings[0], ex.Binding(t, ex.Range(ex.FixedIndex(1), ex.OffsetIndex(s, 1))))
         if _symmetric(e):
@@ -64,6 +63,15 @@ def _ordered_halves(e: ex.Expr) -> ex.Expr:
     return e
 
 
+def _one_prefix(pair: ex.Reduce) -> bool:
+    """Whether both variables of ``pair`` range over one prefix of the sequence, bounded by neither of them
+    (``T``; ``range(1, o+1)``, the sequence cut at the answering position): the later member of each pair is in
+    it, and the earlier is in ``range(1, later+1)``, so the ordered halves cover every pair."""
+    first, second = (b.domain for b in pair.bindings)
+    prefix = isinstance(first, ex.AllPositions) or (isinstance(first, ex.Range) and first.start == ex.FixedIndex(1))
+    return first == second and prefix and not ex.domain_variables(first) & set(pair.variables)
+
+
 def _symmetric(pair: ex.Reduce) -> bool:
     """Whether the pair's score is the same function with its two variables swapped."""
     s, t = pair.variables
@@ -72,8 +80,6 @@ def _symmetric(pair: ex.Reduce) -> bool:
 
 def unsupported(target: Target) -> list[str]:
     """One line per reduction of ``causal_form(target)`` the model cannot yet decide exactly under a mask."""
-    if target.per_position:  # an answer reading positions after its own is computable at no cost: not modelled
-        return ["under a causal mask, an answer at every position (the index o) is not supported yet"]
     return [f"under a causal mask, {to_text(r)} is not supported yet: {why}"
             for r, why in _problems(causal_form(target).normal_form)]
 
@@ -91,6 +97,79 @@ def binds_nothing(target: Target) -> bool:
     whole, ``solver._Session.settled_under_mask``)."""
     tree = comparison_tree(target)
     return any(d["kind"] in SELECTION_KINDS and not d["bound"] for _, d in tree.nodes(data=True))
+
+
+def reads_after_answer(tree) -> list[str]:
+    """The nodes of an answer at every position (``tree`` of a target naming ``o``) that read, at some binding,
+    a position after the answering one: a fixed position after 1, a selection or aggregate made for no one over
+    more than position 1, one made for a variable over candidates after that variable's position. Under the
+    mask position ``o`` sees none of them, so no program computes such an answer at any cost."""
+    after = []
+    for node, d in tree.nodes(data=True):
+        if d["kind"] == "fixed":
+            if d["position"].from_end or d["position"].position > 1:
+                after.append(node)
+        elif d["kind"] != "output" and len(d["bound"]) <= 1 and not any(
+                sees_candidates(d["domain"], v) for v in d["bound"] or (None,)):
+            after.append(node)
+    return after
+
+
+def late_reads(target: Target) -> list[str]:
+    """The reads ``x[...]`` of an answer at every position that are after the answering position ``o`` at some
+    binding (``x[o+1]``, ``x[2]``, ``x[T]``, ``x[t]`` for ``t`` in ``T``, ``x[t+1]`` for ``t`` up to ``o``), in
+    text: the largest position each can read, from its index and the domains of the variables it reads. Under
+    the mask position ``o`` sees none of them: no program computes such an answer at any cost."""
+    found: list[str] = []
+    _late(target.normal_form, {ex.ANSWER: (ex.ANSWER, 0)}, found)
+    return list(dict.fromkeys(found))
+
+
+# the largest position a read or a variable reaches: (ANSWER, c) is o + c, ("", k) the fixed position k,
+# None a position counted from T (after o at some o)
+_Reach = tuple[str, int] | None
+
+
+def _late(e: ex.Expr, reach: dict[str, _Reach], found: list[str]) -> None:
+    if isinstance(e, ex.Reduce):
+        inner = dict(reach)
+        for b in e.bindings:  # a later clause may read an earlier one's variable
+            inner[b.var] = _domain_reach(b.domain, inner)
+        _late(e.body, inner, found)
+        return
+    if isinstance(e, ex.Content):
+        if isinstance(e.index, ex.Reduce):  # the winner is one of the selection's candidates
+            selection = e.index
+            inner = dict(reach)
+            for b in selection.bindings:
+                inner[b.var] = _domain_reach(b.domain, inner)
+            if _after(inner[selection.bindings[0].var]):
+                found.append(to_text(e))
+        elif _after(_index_reach(e.index, reach)):
+            found.append(to_text(e))
+    for child in ex.children(e):
+        _late(child, reach, found)
+
+
+def _index_reach(index, reach: dict[str, _Reach]) -> _Reach:
+    if isinstance(index, ex.FixedIndex):
+        return None if index.from_end else ("", index.position)
+    return _shift(reach.get(index.name), index.offset if isinstance(index, ex.OffsetIndex) else 0)
+
+
+def _domain_reach(domain: ex.Domain, reach: dict[str, _Reach]) -> _Reach:
+    if not isinstance(domain, ex.Range):
+        return None  # every position, or a subset of all of them
+    return _shift(_index_reach(domain.stop, reach), -1)  # a half-open range stops before its bound
+
+
+def _shift(where: _Reach, by: int) -> _Reach:
+    return None if where is None else (where[0], where[1] + by)
+
+
+def _after(where: _Reach) -> bool:
+    """Whether a read reaching ``where`` is after ``o`` at some ``o`` (at ``o = 1`` for a fixed position)."""
+    return where is None or where[1] > (0 if where[0] == ex.ANSWER else 1)
 
 
 def _problems(e: ex.Expr):

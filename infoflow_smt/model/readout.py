@@ -35,6 +35,8 @@ def question(target: Target, arch) -> Target:
     """
     if getattr(arch, "readout", None) != LAST:
         return target
+    if getattr(arch, "causal", False):  # the architecture refuses the mask with positional encoding here
+        return prefix_target(target)
     if not arch.positional:
         return last_token_target(target)
     if target.per_position:
@@ -61,6 +63,49 @@ def last_token_target(target: Target) -> Target:
     """
     expr = _own_token(target.expr)
     return Target(expr=expr, text=to_text(expr), name=None, seed=target.seed, every_position=True)
+
+
+def prefix_target(target: Target) -> Target:
+    """``target`` with ``T`` read as the answering position ``o``: ``x[T-c]`` -> ``x[o-c]``, a domain ``T`` ->
+    ``range(1, o+1)``, a range bound ``T-c`` -> ``o-c``. Under a causal mask without positional encoding,
+    position ``p`` computes what the last position computes on the sequence cut at ``p`` (it sees nothing after
+    ``p`` and nothing tells it it is not the last), so position ``T`` computes ``target`` exactly when every
+    position ``p`` computes it on ``x_1..x_p``: this target (docs/model.md, "Causal mask", readout at the last
+    position). A target that names ``o`` keeps it (read at ``T``, ``o = T``), so the rewrite is idempotent.
+
+    >>> from infoflow_smt.lang.target import parse_target
+    >>> str(prefix_target(parse_target("max(F0(x[T], x[t]) + f1(x[T-1]) for t in range(2, T+1))")))
+    'max(F0(x[o], x[t]) + f1(x[o-1]) for t in range(2, o+1))'
+    """
+    expr = _truncated(target.expr)
+    return Target(expr=expr, text=to_text(expr), name=None, seed=target.seed, every_position=True)
+
+
+def _truncated(e: ex.Expr) -> ex.Expr:
+    if isinstance(e, ex.Content) and isinstance(e.index, ex.FixedIndex):
+        return ex.Content(_from_answer(e.index))
+    if isinstance(e, ex.Reduce):
+        bindings = tuple(ex.Binding(b.var, _prefix_domain(b.domain)) for b in e.bindings)
+        return ex.Reduce(e.kind, _truncated(e.body), bindings, e.k)
+    return ex.map_children(e, _truncated)
+
+
+def _prefix_domain(domain: ex.Domain) -> ex.Domain:
+    """A domain of the sequence cut at ``o``: every position is ``range(1, o+1)``; a range's ``T``-relative
+    bounds are ``o``-relative (a subset keeps its name: it tells positions apart, which needs positional
+    encoding, refused under the mask at the last position)."""
+    if isinstance(domain, ex.AllPositions):
+        return ex.Range(ex.FixedIndex(1), ex.OffsetIndex(ex.ANSWER, 1))
+    if isinstance(domain, ex.Range):
+        return ex.Range(*(_from_answer(b) if isinstance(b, ex.FixedIndex) else b for b in (domain.start, domain.stop)))
+    return domain
+
+
+def _from_answer(index: ex.FixedIndex) -> ex.FixedIndex | ex.VarIndex | ex.OffsetIndex:
+    """``T-c`` as ``o-c``; a position counted from the start stays."""
+    if not index.from_end:
+        return index
+    return ex.OffsetIndex(ex.ANSWER, -index.position) if index.position else ex.VarIndex(ex.ANSWER)
 
 
 def _own_token(e: ex.Expr) -> ex.Expr:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import networkx as nx
 import sympy
 
+from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.language import domain_to_text, fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
@@ -120,7 +121,10 @@ def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr])
     reasons += _budgets(tree, sels, arch, core, target.per_position,
                         "position T" if readout.reads_at_last(target, arch) else "the output token")
     if "causal" in core:
-        reasons.append(_masked(tree, sels))
+        late = causal.late_reads(target) if target.per_position else []  # named by their nodes where they are
+        reasons.append(_unseen(_hidden_reads(tree) or late) if late else _masked(tree, sels))
+    if getattr(arch, "causal", False) and target.per_position:  # the inputs answer, and none of them aggregates
+        excluded_costs = {what: e for what, e in excluded_costs.items() if not what.startswith("global")}
     reasons += _ranks(tree, arch, core)
     if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
         needed = [describe_node(tree, n) for n in tree.successors("output")]
@@ -147,6 +151,31 @@ def _masked(tree, sels) -> Reason:
                             "it, so it cannot make a selection whose candidates come after it" + which + ", nor "
                             "gather the whole sequence or a later position; only the output token sees every "
                             "position.")
+
+
+def _hidden_reads(tree) -> list[str]:
+    """What an answer at every position reads after its own position, in words (``causal.reads_after_answer``)."""
+    return sorted(describe_node(tree, n) for n in causal.reads_after_answer(tree))
+
+
+def _unseen(late: list[str]) -> Reason:
+    """The mask's sentence for an answer at every position that reads after its own position (``late``, in
+    words; docs/model.md, "Causal mask": not computable at any cost)."""
+    return Reason("causal", (
+        f"Under the causal mask position {ex.ANSWER} sees only positions 1..{ex.ANSWER}, and its answer reads what "
+        f"comes after {ex.ANSWER} at some {ex.ANSWER}: {'; '.join(late)}; position {ex.ANSWER} cannot see it, so no "
+        "program computes that answer at any cost."))
+
+
+def prefix_aggregation_note(arch, exponent) -> Reason:
+    """The sentence for the prefix aggregation an answer at every position may use under the mask
+    (``solver.Questions.prefix_aggregation``): it bounds the best exponent, and is never efficient."""
+    return Reason("prefix", (
+        f"Under the causal mask each input position o can also aggregate its prefix x[1..o] (a global aggregation "
+        f"seen through the mask) and compute its answer from it: decoding up to T tokens costs exponent {exponent} "
+        f"(paper 1, Theorem 3), which grows with T at the constant width the mask asks for. The best exponent is the "
+        f"smaller of this and the cheapest program shown; no program is shown for this one (the checkers leave "
+        f"prefix aggregation out: docs/model.md, \"Causal mask\")."))
 
 
 def _order(tree, sels) -> list[Reason]:
@@ -225,8 +254,15 @@ def _budget_order(name: str) -> tuple[int, str]:
     return int(layer), where
 
 
-def last_token_note(target, asked) -> Reason:
+def last_token_note(target, asked, causal: bool = False) -> Reason:
     """The sentence that says how a question read at the last position was decided (``model.readout``)."""
+    if causal:
+        return Reason("readout", (
+            f"Read at the last position T under the causal mask without positional encoding: each position p sees "
+            f"only x[1..p] and nothing tells it it is not the last, so it computes what position T computes on the "
+            f"sequence cut at p, and position T computes {target.text} exactly when every position o computes it "
+            f"with T read as o: decided as an answer at every position, {asked.text} (docs/model.md, \"Causal "
+            f"mask\")."))
     return Reason("readout", (
         f"Read at the last position T without positional encoding: position T runs the heads every input "
         f"position runs, so it computes {target.text} exactly when every position computes it with x[T] read as "

@@ -478,14 +478,33 @@ class Questions:
                                       explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
         level, model, unknown = session.cheapest(every)
+        prefix = self.prefix_aggregation(arch)
+        if prefix is not None:
+            reasons += (explain.prefix_aggregation_note(arch, prefix),)
         if unknown is not None or model is None:
             note = f"best exponent not found: {unknown}" if unknown else None
-            return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=effort.stats(),
-                           seq_len=seq_len, reason_unknown=note)
+            return Verdict(Status.INFEASIBLE, target, arch, sympy.oo if prefix is None else prefix,
+                           explanation=reasons, stats=effort.stats(), seq_len=seq_len, reason_unknown=note)
         program, exponent, note = self._cheapest_program(session, level, every, model, arch)
         reasons += self.notes(program, arch)
+        if prefix is not None and cost.asymptotic_key(prefix) < cost.asymptotic_key(exponent):
+            exponent, program = prefix, None   # cheaper than every program the encoding holds
         return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=effort.stats(note),
                        best_program=program, seq_len=seq_len)
+
+    def prefix_aggregation(self, arch) -> sympy.Expr | None:
+        """Under the mask, with an answer at every position that reads nothing after its own position: the cost
+        of each input position aggregating its prefix in the layer of widest heads, after which it holds
+        ``x[1..o]`` and computes its answer (decoding up to ``T`` tokens, never efficient at the constant width
+        the mask asks for). The encoding leaves that aggregation out; it bounds the best exponent all the same
+        (docs/model.md, "Causal mask"). None where it does not apply or cannot compute the answer."""
+        target = self.target
+        if not (arch.causal and target.per_position) or (needs_positional(target, True) and not arch.positional):
+            return None
+        if causal.late_reads(target):
+            return None
+        widest = arch.width / min(arch.heads)
+        return cost.at(cost.decode(T, arch.input_dim, widest, self.law), self.seq_len)
 
     def notes(self, program, arch) -> tuple[explain.Reason, ...]:
         """What a reader of the verdict must know of its witness: a cost clamped at 0, a head narrower than
@@ -589,16 +608,17 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     """
     deadline = Deadline(timeout)
     given = as_target(target)
-    asked = readout.question(given, arch) if isinstance(arch, Architecture) else given
-    validate_question(asked, arch, seq_len, samples)
-    # under the mask, the spelling whose selections a masked input position can make (or a refusal)
-    target = causal.check_supported(asked) if arch.causal else asked
+    asked = target = readout.question(given, arch) if isinstance(arch, Architecture) else given
+    validate_question(target, arch, seq_len, samples)
+    if arch.causal:  # the spelling whose selections a masked input position can make, or a refusal
+        target = causal.check_supported(target)
     seq_len, samples = (None if seq_len is None else int(seq_len)), int(samples)
     with _recent(target, cost.as_law(decode_law), seq_len, samples) as questions:
         verdict = questions.decide(arch, deadline)
-    if asked is given:
+    if asked is given:  # the mask's own rewrite (``causal.causal_form``) is a spelling, not another question
         return verdict
-    return dataclasses.replace(verdict, explanation=(explain.last_token_note(given, asked),) + verdict.explanation)
+    note = explain.last_token_note(given, target, arch.causal)
+    return dataclasses.replace(verdict, explanation=(note,) + verdict.explanation)
 
 
 _contexts = threading.local()

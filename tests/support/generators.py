@@ -265,3 +265,36 @@ def causal_case(index: int) -> Case:
     arch = ifs.Architecture(heads=tuple(rng.choice([1, 2]) for _ in range(layers)), embed_dim=rng.choice([8, 32]),
                             input_dim=rng.choice([1, 2]), positional=positional, causal=True)
     return Case(index, text, arch)
+
+
+def causal_per_position_case(index: int) -> Case:
+    """Case ``index`` of the causal set with an answer at every position: a random per-position target, its
+    domains ``T`` mostly read as the answering position's prefix ``range(1, o+1)`` (what position ``o`` sees),
+    on a causal architecture of a constant width."""
+    rng = random.Random(40_000 + index)
+    positional = rng.random() < 0.35
+    text = _without_refused(rng, lambda: per_position_target(rng, positional))
+    if rng.random() < 0.7:
+        text = text.replace(" in T)", " in range(1, o+1))").replace(" in T ", " in range(1, o+1) ")
+    arch = random_architecture(rng, positional)
+    return Case(index, text, dataclasses.replace(arch, embed_dim=rng.choice([8, 32]), causal=True))
+
+
+def causal_last_token_case(index: int) -> Case:
+    """Case ``index`` of the causal set read at the last position: a target reading ``x[T]`` (no other fixed
+    position), on a causal architecture without positional encoding, of a constant width, with
+    ``readout="last"``."""
+    rng = random.Random(50_000 + index)
+    text = _without_refused(rng, lambda: last_token_target(rng))
+    arch = random_architecture(rng, False)
+    return Case(index, text, dataclasses.replace(arch, embed_dim=rng.choice([8, 32]), causal=True, readout="last"))
+
+
+def _without_refused(rng: random.Random, draw) -> str:
+    """A target from ``draw``, drawn again (mostly) while it has what the mask refuses over a prefix of the
+    answering position: a sum or mean, or a k-th largest, which has too few candidates at ``o = 1``."""
+    text = draw()
+    while any(w in text for w in ("kth_largest", "sum(", "mean(")) and rng.random() < 0.85:
+        text = draw()
+    return text
+

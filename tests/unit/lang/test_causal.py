@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.generators import causal_per_position_case
 
 import infoflow_smt as ifs
 from infoflow_smt.lang import causal
@@ -51,3 +52,57 @@ def test_the_mask_sees_a_range_that_ends_at_its_player():
     assert not ex.sees_candidates(ex.AllPositions(), "s")
     assert ex.masked_prefix(ex.Range(ex.FixedIndex(1), ex.OffsetIndex("s", 1)), "s")
     assert not ex.masked_prefix(ex.Range(ex.FixedIndex(1), ex.VarIndex("s")), "s")  # without s itself
+
+
+def test_a_pair_over_the_answering_positions_prefix_is_read_from_its_later_member():
+    """The sequence cut at o (``range(1, o+1)``, what a question read at the last position asks under the mask):
+    the later member of each pair is in it, the earlier in ``range(1, later+1)``."""
+    target = ifs.parse_target("min(bilinear(A1, x[s], x[t]) + f1(x[o]) for s in range(1, o+1) for t in range(1, o+1))")
+    form = causal.causal_form(target)
+    assert form.text.count("for t in range(1, s+1)") == 2 and "for s in range(1, o+1)" in form.text
+    X = np.random.default_rng(0).standard_normal((5, 9, 2))
+    np.testing.assert_allclose(form.evaluate(X), target.evaluate(X))
+    assert causal.unsupported(target) == []
+    other = ifs.parse_target("min(bilinear(A1, x[s], x[t]) for s in range(2, o+1) for t in range(2, o+1))")
+    assert "a pair over these domains" in causal.unsupported(other)[0]  # not a prefix: both halves not in reach
+
+
+LATE = ["f1(x[o+1]) + f1(x[o])", "max(F0(x[o], x[t+1]) for t in range(1, o+1))", "max(F0(x[o], x[t]) for t in T)",
+        "f1(x[o]) + max(f1(x[t]) for t in T)", "dot(x[o], x[2])", "f1(x[o]) + f1(x[T])",
+        "max(F0(x[o], x[argmax(dot(x[t], x[u]) for u in T)]) for t in range(1, o+1))"]
+SEEN = ["dot(x[o], x[1])", "dot(x[o], x[o-1])", "x[argmax(dot(x[t-1], x[o]) for t in range(1, o+1))]",
+        "max(F0(x[o], x[argmax(dot(x[t], x[u]) for u in range(1, t+1))]) for t in range(1, o+1))",
+        "min(bilinear(A1, x[s], x[t]) + f1(x[o]) for s in range(1, o+1) for t in range(1, s+1))",
+        "max(F0(x[o], x[t]) for t in range(1, 2))"]
+
+
+def _reads_after_its_position(target) -> bool:
+    """On numbers: whether some position's answer changes when the positions after it change."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((2, 7, 2))
+    base = target.evaluate(X)
+    for o in range(1, 7):
+        moved = X.copy()
+        moved[:, o:] = rng.standard_normal(moved[:, o:].shape)
+        if not np.allclose(target.evaluate(moved)[:, o - 1], base[:, o - 1]):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("text", LATE + SEEN)
+def test_the_reads_after_the_answering_position_are_the_ones_it_cannot_see(text):
+    target = ifs.parse_target(text)
+    assert bool(causal.late_reads(target)) == (text in LATE) == _reads_after_its_position(target)
+
+
+def test_the_late_reads_of_random_answers_are_the_ones_numbers_show():
+    checked = 0
+    for index in range(24):
+        target = ifs.parse_target(causal_per_position_case(index).text)
+        try:
+            moved = _reads_after_its_position(target)
+        except ifs.InvalidSpecError:  # a range empty at o = 1: no answer there
+            continue
+        assert bool(causal.late_reads(target)) == moved, target.text
+        checked += 1
+    assert checked >= 16

@@ -55,3 +55,28 @@ def test_match2_read_at_the_last_position_is_one_layer_and_two_at_the_output_tok
     assert ifs.decide(match2, dataclasses.replace(LAST, readout="output", positional=True)).status is \
         ifs.Status.INFEASIBLE
     assert ifs.decide(match2, ifs.Architecture(heads=(1, 1), embed_dim=8, input_dim=2, positional=True)).feasible
+
+
+# ---- under the causal mask: position p answers for the sequence cut at p (docs/model.md, "Causal mask") ------
+MASKED = dataclasses.replace(LAST, causal=True)
+
+
+@pytest.mark.parametrize("text, asked", [
+    ("max(F0(x[T], x[t]) for t in T)", "max(F0(x[o], x[t]) for t in range(1, o+1))"),
+    ("f1(x[T-1]) + min(dot(x[s], x[t]) for s in range(1, T+1) for t in range(1, s+1))",
+     "f1(x[o-1]) + min(dot(x[s], x[t]) for s in range(1, o+1) for t in range(1, s+1))"),
+])
+def test_under_the_mask_T_is_read_as_the_answering_position(text, asked):
+    target = ifs.parse_target(text, seed=5)
+    question_asked = question(target, MASKED)
+    assert question_asked.text == asked and question_asked.per_position and question_asked.seed == 5
+    assert question(question_asked, MASKED) == question_asked  # idempotent
+    X = np.random.default_rng(1).standard_normal((3, 6, 2))
+    every = question_asked.evaluate(X)
+    for p in range(2, 7):  # at every position: the target on the sequence cut there (x[T-1] needs T >= 2)
+        assert np.allclose(every[:, p - 1], target.evaluate(X[:, :p]))
+
+
+def test_under_the_mask_a_target_naming_o_is_read_with_o_at_T():
+    asked = question(ifs.parse_target("max(F0(x[o], x[t]) for t in T)"), MASKED)
+    assert asked.text == "max(F0(x[o], x[t]) for t in range(1, o+1))"

@@ -110,3 +110,117 @@ def test_the_masked_spelling_is_no_readout_and_the_explanation_says_nothing_of_o
     verdict = ifs.decide("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _arch(1, 1))
     assert verdict.status.value == "infeasible"
     assert not any(r.constraint == "readout" or "last position" in r.sentence for r in verdict.explanation)
+
+
+# ---- an answer at every position under the mask (docs/model.md, "Causal mask"): position o sees x[1..o] ------
+def _narrow(*heads: int, **options) -> ifs.Architecture:
+    return ifs.Architecture(heads=heads, embed_dim=8, input_dim=2, causal=True, **options)
+
+
+# (target, architecture, efficient, computable): computable False where the answer reads after o (exponent oo)
+PER_POSITION = [
+    ("max(F0(x[o], x[t]) for t in T)", _narrow(1), False, False),                 # o's selection over every t
+    ("max(F0(x[o], x[t]) for t in range(1, o+1))", _narrow(1), True, True),       # ... over what o sees
+    ("f1(x[o]) + max(f1(x[t]) for t in T)", _narrow(1, 1), False, False),         # made for no one: all of T
+    ("dot(x[o], x[1])", _narrow(1, positional=True), True, True),                 # position 1: everyone sees it
+    ("dot(x[o], x[2])", _narrow(1, 1, positional=True), False, False),            # position 2: o = 1 does not
+    ("dot(x[o], x[o-1])", _narrow(1, positional=True), True, True),               # an offset back
+    ("f1(x[o]) + f1(x[o+1])", _narrow(1, 1, positional=True), False, False),      # ... and forward
+    ("x[argmax(dot(x[t-1], x[o]) for t in range(1, o+1))]", _narrow(1, positional=True), False, True),
+    ("x[argmax(dot(x[t-1], x[o]) for t in range(1, o+1))]", _narrow(1, 1, positional=True), True, True),  # induction
+    ("max(F0(x[o], x[argmax(dot(x[t], x[u]) for u in range(1, t+1))]) for t in range(1, o+1))", _narrow(1, 1),
+     True, True),                                                                  # nested, its range in t's prefix
+    ("max(F0(x[o], x[argmax(dot(x[t], x[u]) for u in T)]) for t in range(1, o+1))", _narrow(1, 1), False, False),
+    ("min(bilinear(A1, x[s], x[t]) + f1(x[o]) for s in range(1, o+1) for t in range(1, o+1))", _narrow(1, 1),
+     False, True),                                                                 # a pair over o's prefix: both
+    ("min(bilinear(A1, x[s], x[t]) + f1(x[o]) for s in range(1, o+1) for t in range(1, o+1))", _narrow(2, 1),
+     True, True),                                                                  # sides, two heads in layer 1
+]
+
+
+@pytest.mark.parametrize("text, arch, efficient, computable", PER_POSITION,
+                         ids=[f"{t} on {a.heads}{' positional' if a.positional else ''}" for t, a, _, _ in PER_POSITION])
+def test_an_answer_at_every_position_under_the_mask_is_decided_as_the_brute_force(text, arch, efficient, computable):
+    verdict = ifs.decide(text, arch)
+    answer = brute_force_decide(text, arch, budget_s=60)
+    assert verdict.feasible == efficient and answer is not None and answer.feasible == efficient
+    assert (str(verdict.exponent) != "oo") == computable
+
+
+@pytest.mark.parametrize("text, read", [("max(F0(x[o], x[t]) for t in T)", "the max over t of F0(x[o], x[t])"),
+                                         ("f1(x[o]) + max(f1(x[t]) for t in T)", "the max over t of f1(x[t])")])
+def test_an_answer_that_reads_after_its_position_is_named(text, read):
+    verdict = ifs.decide(text, _narrow(1, 1))
+    sentences = " ".join(r.sentence for r in verdict.explanation)
+    assert "position o cannot see it" in sentences and read in sentences
+    assert "global aggregation" not in sentences  # no input position aggregates under the mask
+
+
+def test_a_range_empty_at_the_first_answer_is_refused():
+    with pytest.raises(ifs.InvalidSpecError, match="0 candidates at o=1"):
+        ifs.decide("max(F0(x[o], x[t]) for t in range(1, o))", _narrow(1, positional=True))
+
+
+def test_the_best_exponent_counts_an_input_position_aggregating_its_prefix():
+    """Position o holding x[1..o] computes any answer that reads nothing after o: at T*d/E - 1 (E = 8, d = 2),
+    never efficient at the mask's constant width; the checkers replay no such program (none is shown)."""
+    text = "min(dot(x[s], x[t]) + f1(x[o]) for s in range(1, o+1) for t in range(1, o+1))"
+    verdict = ifs.decide(text, _narrow(1))
+    assert verdict.status is ifs.Status.INFEASIBLE and str(verdict.exponent) == "T/4 - 1"
+    assert verdict.best_program is None and "aggregate its prefix" in " ".join(r.sentence for r in verdict.explanation)
+    assert str(ifs.decide("max(F0(x[o], x[t]) for t in T)", _narrow(1)).exponent) == "oo"  # reads after o
+
+
+# ---- read at the last position under the mask: position p answers for the sequence cut at p ------------------
+LAST = [
+    ("max(F0(x[T], x[t]) for t in T)", _narrow(1, readout="last"), True),        # Match2, one layer in a decoder
+    ("max(F0(x[T], x[t]) for t in T)", _narrow(1, positional=True), False),      # the output token: it fetches x[T]
+    ("min(dot(x[s], x[t]) for s in T for t in T)", _narrow(1, 1, readout="last"), True),
+    ("min(dot(x[s], x[t]) for s in T for t in T)", _narrow(1, readout="last"), False),
+    ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _narrow(1, 1, readout="last"), False),
+    ("min(bilinear(A1, x[s], x[t]) for s in T for t in T)", _narrow(2, 1, readout="last"), True),
+    ("max(F0(x[T], x[s], x[t]) for s in T for t in T)", _narrow(2, 2, readout="last"), False),  # Match3: order 3
+]
+
+
+@pytest.mark.parametrize("text, arch, efficient", LAST, ids=[f"{t} on {a}" for t, a, _ in LAST])
+def test_read_at_the_last_position_under_the_mask_is_decided_as_the_brute_force(text, arch, efficient):
+    verdict = ifs.decide(text, arch)
+    answer = brute_force_decide(text, arch, budget_s=60)
+    assert verdict.feasible == efficient and answer is not None and answer.feasible == efficient
+
+
+def test_match2_at_the_output_token_under_the_mask_needs_two_layers():
+    assert not ifs.decide("max(F0(x[T], x[t]) for t in T)", _narrow(1, positional=True)).feasible
+    assert ifs.decide("max(F0(x[T], x[t]) for t in T)", _narrow(1, 1, positional=True)).feasible
+
+
+def test_read_at_the_last_position_under_the_mask_says_how():
+    verdict = ifs.decide("max(F0(x[T], x[t]) for t in T)", _narrow(1, readout="last"))
+    note = verdict.explanation[0].sentence
+    assert "sequence cut at p" in note and "max(F0(x[o], x[t]) for t in range(1, o+1))" in note
+    plain = ifs.decide("min(dot(x[s], x[t]) for s in T for t in T)", _narrow(1, 1))  # the mask's own spelling
+    assert not any(r.constraint == "readout" for r in plain.explanation)
+
+
+def test_what_the_mask_at_the_last_position_does_not_yet_decide_is_refused_in_one_line():
+    with pytest.raises(ifs.InvalidSpecError, match="causal=True with readout='last' and positional encoding") as caught:
+        _narrow(1, readout="last", positional=True)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ifs.InvalidSpecError, match="a sum or mean over a prefix"):  # T known, p not: sum != p*mean
+        ifs.decide("sum(f1(x[t]) for t in T)", _narrow(1, readout="last"))
+
+
+def test_the_cli_reads_at_the_last_position_under_the_mask(capsys):
+    code = cli.main(["decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--causal", "--readout", "last",
+                     "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["status"] == "feasible" and document["per_position"]
+    assert document["architecture"]["causal"] is True and document["architecture"]["readout"] == "last"
+    code = cli.main(["decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--causal", "--readout", "last"])
+    out = capsys.readouterr().out
+    assert code == 0 and "causal mask" in out and "answer read at the last position T" in out
+    code = cli.main(["decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--causal", "--readout", "last",
+                     "--positional"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not supported yet" in err and len(err.strip().splitlines()) == 1
