@@ -458,7 +458,10 @@ def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
 
 
 def _ref_name(q) -> str:
-    return f"off{q.offset}" if isinstance(q, Offset) else str(q)
+    """A source's part of an SMT name: ``off-1`` (an offset), ``p3`` (position 3), ``e0`` (position ``T - 0``)."""
+    if isinstance(q, Offset):
+        return f"off{q.offset}"
+    return f"{'e' if q.from_end else 'p'}{q.position}"
 
 
 # ---- the encoding -----------------------------------------------------------------------------------
@@ -786,9 +789,17 @@ class _Builder:
                     self.add(implies(quoted(var), self.causal_ok))
             used += [enc.kept[(l, c, n)] for n, _ in names if (l, c, n) in enc.kept]
             self.slots(l, c, [n for n, _ in names if n.mode is Mode.POSITIONS], refs)
-            for h in range(1, H + 1):
-                self.track(f"budget:{l}:{c}", implies(quoted(enc.heads[(l, h)]),
-                                                      at_most([quoted(u) for u in used], h, self.portable)))
+            self.budget(l, c, [quoted(u) for u in used])
+
+    def budget(self, l: int, c: str, used: list[str]) -> None:
+        """At most ``h`` of ``used`` act at ``c`` in layer ``l`` when it has ``h`` heads. In standard SMT-LIB the
+        count is an integer of its own, written once: each head count copied the sum of every operation."""
+        if self.portable and len(used) > 1:
+            count = quoted(self.declare_int(f"acting:{l}:{c}"))
+            self.add(f"(= {count} {total(f'(ite {x} 1 0)' for x in used)})")
+        for h in range(1, self.enc.arch.heads[l - 1] + 1):
+            bound = at_most(used, h, False) if not self.portable or len(used) <= 1 else f"(<= {count} {h})"
+            self.track(f"budget:{l}:{c}", implies(quoted(self.enc.heads[(l, h)]), bound if len(used) > h else TRUE))
 
     def operation(self, l: int, c: str, name: OperationName, info: NodeInfo | None) -> str:
         """One operation variable, its preconditions and cost, and (at an anchor) the inputs' head it keeps.
@@ -877,11 +888,27 @@ class _Builder:
             gathered = self.member_sets(l, c)
             chosen = {q: self.named_bool(f"gets:{l}:{c}:{i}", disj([m[q] for _, m in gathered]))
                       for i, q in enumerate(self.references(c))}
-            winners = [(v, self.enc.nodes[name.node]) for name, v in acting.items() if name.selects]
+            winners = self.winners(l, c, acting)
             self.update_all(c, l, acting, chosen, winners)
             for key, info in self.enc.nodes.items():
                 self.update_know(c, l, key, info, acting, chosen, winners)
             self.update_positions(c, l, chosen, winners)
+
+    def winners(self, l: int, c: str, acting: dict) -> list[tuple[str, NodeInfo]]:
+        """The retrievals acting at ``c`` in layer ``l``, one entry per set of candidate classes: a literal
+        that one of them acts, and one of their nodes (a retrieval gains what every candidate holds, so those
+        with the same candidates gain alike; written once per set, not once per retrieval and fact)."""
+        by_set: dict[tuple[str, ...], list] = {}
+        for name, v in acting.items():
+            if name.selects:
+                info = self.enc.nodes[name.node]
+                by_set.setdefault(tuple(self.candidates(info)), []).append((v, info))
+        found = []
+        for classes, members in by_set.items():
+            number = self.candidate_sets.setdefault(classes, len(self.candidate_sets))
+            some = self.named_bool(f"retrieves:{l}:{c}:{number}", disj([v for v, _ in members]))
+            found.append((some, members[0][1]))
+        return found
 
     def update_all(self, c: str, l: int, acting: dict, chosen: dict, winners: list) -> None:
         gains = [self.all[(c, l - 1)], acting[GLOBAL_AGGREGATION]]
@@ -949,13 +976,15 @@ class _Builder:
         size, whole = self.size, self.whole
         for l in layers:
             widest = self.widest(l - 1)
-            any_whole = disj([whole[(k, l - 1)] for k in enc.inputs])
+            # named: each class's retrievals would copy it, and it lists every input class
+            any_whole = self.named_bool(f"any_whole:{l - 1}", disj([whole[(k, l - 1)] for k in enc.inputs]))
             for c in enc.classes:
-                gains, wholes = [], [self.acts(l, c, GLOBAL_AGGREGATION)]
+                gains, retrieves = [], []
                 for name in sorted({n for (ll, cc, n) in [*enc.ops, *enc.kept] if ll == l and cc == c}):
                     if name.selects:
                         gains.append(f"(ite {self.acts(l, c, name)} {widest} 0)")
-                        wholes.append(smt_and(self.acts(l, c, name), any_whole))
+                        retrieves.append(self.acts(l, c, name))
+                wholes = [self.acts(l, c, GLOBAL_AGGREGATION), smt_and(disj(retrieves), any_whole)]
                 for name, members in self.member_sets(l, c):
                     gathered = total(f"(ite {m} {size[(self.source_class.get(q, IN), l - 1)]} 0)"
                                      for q, m in members.items())
