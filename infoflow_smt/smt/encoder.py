@@ -1145,7 +1145,9 @@ def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Progra
             kept = {name for name in heads_of_input if true(enc.kept[(l, c, name)])}
             free = [heads_of_input[n] for n in sorted(heads_of_input) if n not in kept]
             free += list(range(len(heads_of_input) + 1, heads[l - 1] + 1))
-            own = used(l, c)
+            # a retrieval or aggregation it keeps and also runs itself is one operation (the encoding counts
+            # what it gains once: run twice, the program's sets would count it twice)
+            own = [name for name in used(l, c) if name not in kept or name.mode is Mode.POSITIONS]
             for head, name in zip(free, own):
                 actions.append(Action(l, head, position, _op(enc, true, l, c, name)))
             for head in free[len(own):]:
