@@ -726,8 +726,13 @@ class _Builder:
         """Can class ``c`` make selection ``info`` with a retrieval head in layer ``l``?"""
         r, before = info.reads, l - 1
         selector = smt_or(self.all[(c, before)], conj([self.holds(c, before, nd) for nd in r.selector]))
-        sides = [smt_or(self.holds(c, before, nd), self.every_candidate(info, before, [nd])) for nd in r.either]
-        return conj([selector, self.every_candidate(info, before, r.candidate, r.both), *sides, self.gate(info, c)])
+        # what the candidates hold is the same for every class that ranks them: named once, not per class
+        sides = [smt_or(self.holds(c, before, nd), self.named_bool(f"candidates_hold:{before}:{info.key}:{i}",
+                                                                   self.every_candidate(info, before, [nd])))
+                 for i, nd in enumerate(r.either)]
+        candidates = self.named_bool(f"candidates_hold:{before}:{info.key}",
+                                     self.every_candidate(info, before, r.candidate, r.both))
+        return conj([selector, candidates, *sides, self.gate(info, c)])
 
     def gate(self, info: NodeInfo, c: str) -> str:
         """What class ``c`` needs beyond holdings to make ``info``: positions, to tell a subset or range of
@@ -744,7 +749,8 @@ class _Builder:
         per-token value from what it holds?"""
         r = info.reads
         gate = self.positional_ok if info.restricted else TRUE
-        return smt_and(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
+        return self.named_bool(f"averaged:{l}:{info.key}", smt_and(  # the same at every class: named once
+            self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate))
 
     def known_by_candidates(self, info: NodeInfo, l: int, key: str) -> str:
         """Every candidate of ``info`` knows node ``key`` after layer ``l`` (``common``, kept per layer: every
@@ -809,7 +815,10 @@ class _Builder:
         enc.op_cost[(l, c, name)] = self.cost_of(l, name, info)
         if info is not None:
             chosen_order = quoted(enc.order_vars[info.group][info.order])
-            self.add(implies(quoted(var), smt_and(chosen_order, self.ready(info, c, l))))
+            ready = self.ready(info, c, l)
+            if c in enc.anchors and (l, IN, name) in enc.ops:  # its own head and the kept one both need it
+                ready = self.named_bool(f"ready:{l}:{c}:{info.key}", ready)
+            self.add(implies(quoted(var), smt_and(chosen_order, ready)))
             if enc.arch.rank_aware:
                 self.rank_rule(l, var, info)
         if name.mode is Mode.POSITIONS:
@@ -821,7 +830,7 @@ class _Builder:
             keep = enc.kept[(l, c, name)] = self.declare_bool(f"keep:{l}:{c}:{name.text}")
             self.add(implies(quoted(keep), quoted(enc.ops[(l, IN, name)])))
             if info is not None:  # the kept head ranks from the anchor's own holdings: what its side reads
-                self.add(implies(quoted(keep), self.ready(info, c, l)))
+                self.add(implies(quoted(keep), ready))
             acts = self.named_bool(f"acts:{l}:{c}:{name.text}", smt_or(quoted(var), quoted(keep)))
         self.effective[(l, c, name)] = acts
         return var
