@@ -525,6 +525,7 @@ class _Builder:
         self.candidates_know: dict[tuple, str] = {}  # (domain, layer, node) -> every candidate knows it
         self.candidate_sets: dict[tuple[str, ...], int] = {}  # the classes of some domain's candidates -> a number
         self.deadline = None   # the question's, while building or growing: the builder outlives it
+        self.by_layer: dict[int, tuple[dict, dict]] = {}  # a written layer's operations by class (``at_layer``)
 
     # ---- names and assertions ---------------------------------------------------------------------------
     def declare(self, name: str, sort: str) -> str:
@@ -884,19 +885,35 @@ class _Builder:
     def member_sets(self, l: int, c: str) -> list[tuple[OperationName | None, dict]]:
         """The specific-position heads acting at ``c`` in layer ``l``, each with its sources: the class's
         own (with the head's name), and at an anchor the inputs' heads it keeps (``None``)."""
-        enc = self.enc
-        own = [(name, {ref: quoted(v) for ref, v in srcs.items()})
-               for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == c]
+        enc, sources = self.enc, self.at_layer(l)[1]
+        own = [(name, {ref: quoted(v) for ref, v in srcs.items()}) for name, srcs in sources.get(c, [])]
         kept = [(None, {ref: smt_and(quoted(enc.kept[(l, c, name)]), quoted(v)) for ref, v in srcs.items()})
-                for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == IN and (l, c, name) in enc.kept]
+                for name, srcs in sources.get(IN, []) if (l, c, name) in enc.kept]
         return own + kept
+
+    def at_layer(self, l: int) -> tuple[dict, dict]:
+        """Layer ``l``'s operations by class, once its operations are written: class -> {name: acts}, and
+        class -> [(name, sources)] of its specific-position heads (each class scanning every class's
+        operations made the encoding's time cubic in the anchors)."""
+        found = self.by_layer.get(l)
+        if found is None:
+            acting: dict[str, dict] = {}
+            sources: dict[str, list] = {}
+            for (ll, c, name), v in self.effective.items():
+                if ll == l:
+                    acting.setdefault(c, {})[name] = v
+            for (ll, c, name), srcs in self.enc.sources.items():
+                if ll == l:
+                    sources.setdefault(c, []).append((name, srcs))
+            found = self.by_layer[l] = (acting, sources)
+        return found
 
     # ---- what each class holds after the layer ------------------------------------------------------
     def update_rules(self, l: int) -> None:
         """Each fact after layer ``l``: what it was, or what this layer's operations brought."""
         for c in self.enc.classes:
             self.check_deadline(f"encoding layer {l}")  # a layer of many classes takes seconds
-            acting = {name: v for (ll, cc, name), v in self.effective.items() if ll == l and cc == c}
+            acting = self.at_layer(l)[0].get(c, {})
             gathered = self.member_sets(l, c)
             chosen = {q: self.named_bool(f"gets:{l}:{c}:{i}", disj([m[q] for _, m in gathered]))
                       for i, q in enumerate(self.references(c))}
@@ -992,7 +1009,7 @@ class _Builder:
             any_whole = self.named_bool(f"any_whole:{l - 1}", disj([whole[(k, l - 1)] for k in enc.inputs]))
             for c in enc.classes:
                 gains, retrieves = [], []
-                for name in sorted({n for (ll, cc, n) in [*enc.ops, *enc.kept] if ll == l and cc == c}):
+                for name in sorted(self.at_layer(l)[0].get(c, {})):  # its own operations and those it keeps
                     if name.selects:
                         gains.append(f"(ite {self.acts(l, c, name)} {widest} 0)")
                         retrieves.append(self.acts(l, c, name))
