@@ -29,10 +29,13 @@ clash.
 
 The constraints are written as SMT-LIB text and parsed by z3 in one call: building them with z3's Python
 objects costs a hundred times more than solving them. A term that many constraints use (the widest input
-class's size, what a class gathers from a source, what every candidate knows, an anchor's acting head) is a
-constant of its own, defined once: copied into each use, the text grew exponentially with the anchors, and
-it is now at most cubic in the selections (``k`` anchors, ``k + 2`` classes each knowing ``k`` nodes, each
-fact gaining from ``O(k)`` others).
+class's size, what a class gathers from a source, what every candidate knows or must hold, whether some
+retrieval with given candidates acts, an anchor's acting head, the number of heads acting) is a constant of
+its own, defined once: copied into each use, the text grew exponentially with the anchors. It is now
+quadratic in the selections (``k`` anchors, so ``k + 2`` classes, each with an operation per selection and a
+source per fixed position) but for one cubic family with a small factor: what a class's ``k`` node facts
+gain from the ``k`` fixed positions it may gather (written as two bit masks, ``bvand``, it was quadratic,
+and z3 solved five times slower).
 """
 from __future__ import annotations
 
@@ -459,7 +462,10 @@ def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
 
 
 def _ref_name(q) -> str:
-    return f"off{q.offset}" if isinstance(q, Offset) else str(q)
+    """A source's part of an SMT name: ``off-1`` (an offset), ``p3`` (position 3), ``e0`` (position ``T - 0``)."""
+    if isinstance(q, Offset):
+        return f"off{q.offset}"
+    return f"{'e' if q.from_end else 'p'}{q.position}"
 
 
 # ---- the encoding -----------------------------------------------------------------------------------
@@ -520,6 +526,7 @@ class _Builder:
         self.candidates_know: dict[tuple, str] = {}  # (domain, layer, node) -> every candidate knows it
         self.candidate_sets: dict[tuple[str, ...], int] = {}  # the classes of some domain's candidates -> a number
         self.deadline = None   # the question's, while building or growing: the builder outlives it
+        self.by_layer: dict[int, tuple[dict, dict]] = {}  # a written layer's operations by class (``at_layer``)
 
     # ---- names and assertions ---------------------------------------------------------------------------
     def declare(self, name: str, sort: str) -> str:
@@ -724,8 +731,13 @@ class _Builder:
         """Can class ``c`` make selection ``info`` with a retrieval head in layer ``l``?"""
         r, before = info.reads, l - 1
         selector = smt_or(self.all[(c, before)], conj([self.holds(c, before, nd) for nd in r.selector]))
-        sides = [smt_or(self.holds(c, before, nd), self.every_candidate(info, before, [nd])) for nd in r.either]
-        return conj([selector, self.every_candidate(info, before, r.candidate, r.both), *sides, self.gate(info, c)])
+        # what the candidates hold is the same for every class that ranks them: named once, not per class
+        sides = [smt_or(self.holds(c, before, nd), self.named_bool(f"candidates_hold:{before}:{info.key}:{i}",
+                                                                   self.every_candidate(info, before, [nd])))
+                 for i, nd in enumerate(r.either)]
+        candidates = self.named_bool(f"candidates_hold:{before}:{info.key}",
+                                     self.every_candidate(info, before, r.candidate, r.both))
+        return conj([selector, candidates, *sides, self.gate(info, c)])
 
     def gate(self, info: NodeInfo, c: str) -> str:
         """What class ``c`` needs beyond holdings to make ``info``: positions, to tell a subset or range of
@@ -742,7 +754,8 @@ class _Builder:
         per-token value from what it holds?"""
         r = info.reads
         gate = self.positional_ok if info.restricted else TRUE
-        return smt_and(self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate)
+        return self.named_bool(f"averaged:{l}:{info.key}", smt_and(  # the same at every class: named once
+            self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate))
 
     def known_by_candidates(self, info: NodeInfo, l: int, key: str) -> str:
         """Every candidate of ``info`` knows node ``key`` after layer ``l`` (``common``, kept per layer: every
@@ -787,9 +800,17 @@ class _Builder:
                     self.add(implies(quoted(var), self.causal_ok))
             used += [enc.kept[(l, c, n)] for n, _ in names if (l, c, n) in enc.kept]
             self.slots(l, c, [n for n, _ in names if n.mode is Mode.POSITIONS], refs)
-            for h in range(1, H + 1):
-                self.track(f"budget:{l}:{c}", implies(quoted(enc.heads[(l, h)]),
-                                                      at_most([quoted(u) for u in used], h, self.portable)))
+            self.budget(l, c, [quoted(u) for u in used])
+
+    def budget(self, l: int, c: str, used: list[str]) -> None:
+        """At most ``h`` of ``used`` act at ``c`` in layer ``l`` when it has ``h`` heads. In standard SMT-LIB the
+        count is an integer of its own, written once: each head count copied the sum of every operation."""
+        if self.portable and len(used) > 1:
+            count = quoted(self.declare_int(f"acting:{l}:{c}"))
+            self.add(f"(= {count} {total(f'(ite {x} 1 0)' for x in used)})")
+        for h in range(1, self.enc.arch.heads[l - 1] + 1):
+            bound = at_most(used, h, False) if not self.portable or len(used) <= 1 else f"(<= {count} {h})"
+            self.track(f"budget:{l}:{c}", implies(quoted(self.enc.heads[(l, h)]), bound if len(used) > h else TRUE))
 
     def operation(self, l: int, c: str, name: OperationName, info: NodeInfo | None) -> str:
         """One operation variable, its preconditions and cost, and (at an anchor) the inputs' head it keeps.
@@ -799,7 +820,10 @@ class _Builder:
         enc.op_cost[(l, c, name)] = self.cost_of(l, name, info)
         if info is not None:
             chosen_order = quoted(enc.order_vars[info.group][info.order])
-            self.add(implies(quoted(var), smt_and(chosen_order, self.ready(info, c, l))))
+            ready = self.ready(info, c, l)
+            if c in enc.anchors and (l, IN, name) in enc.ops:  # its own head and the kept one both need it
+                ready = self.named_bool(f"ready:{l}:{c}:{info.key}", ready)
+            self.add(implies(quoted(var), smt_and(chosen_order, ready)))
             if enc.arch.rank_aware:
                 self.rank_rule(l, var, info)
         if name.mode is Mode.POSITIONS:
@@ -811,7 +835,7 @@ class _Builder:
             keep = enc.kept[(l, c, name)] = self.declare_bool(f"keep:{l}:{c}:{name.text}")
             self.add(implies(quoted(keep), quoted(enc.ops[(l, IN, name)])))
             if info is not None:  # the kept head ranks from the anchor's own holdings: what its side reads
-                self.add(implies(quoted(keep), self.ready(info, c, l)))
+                self.add(implies(quoted(keep), ready))
             acts = self.named_bool(f"acts:{l}:{c}:{name.text}", smt_or(quoted(var), quoted(keep)))
         self.effective[(l, c, name)] = acts
         return var
@@ -862,27 +886,59 @@ class _Builder:
     def member_sets(self, l: int, c: str) -> list[tuple[OperationName | None, dict]]:
         """The specific-position heads acting at ``c`` in layer ``l``, each with its sources: the class's
         own (with the head's name), and at an anchor the inputs' heads it keeps (``None``)."""
-        enc = self.enc
-        own = [(name, {ref: quoted(v) for ref, v in srcs.items()})
-               for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == c]
+        enc, sources = self.enc, self.at_layer(l)[1]
+        own = [(name, {ref: quoted(v) for ref, v in srcs.items()}) for name, srcs in sources.get(c, [])]
         kept = [(None, {ref: smt_and(quoted(enc.kept[(l, c, name)]), quoted(v)) for ref, v in srcs.items()})
-                for (ll, cc, name), srcs in enc.sources.items() if ll == l and cc == IN and (l, c, name) in enc.kept]
+                for name, srcs in sources.get(IN, []) if (l, c, name) in enc.kept]
         return own + kept
+
+    def at_layer(self, l: int) -> tuple[dict, dict]:
+        """Layer ``l``'s operations by class, once its operations are written: class -> {name: acts}, and
+        class -> [(name, sources)] of its specific-position heads (each class scanning every class's
+        operations made the encoding's time cubic in the anchors)."""
+        found = self.by_layer.get(l)
+        if found is None:
+            acting: dict[str, dict] = {}
+            sources: dict[str, list] = {}
+            for (ll, c, name), v in self.effective.items():
+                if ll == l:
+                    acting.setdefault(c, {})[name] = v
+            for (ll, c, name), srcs in self.enc.sources.items():
+                if ll == l:
+                    sources.setdefault(c, []).append((name, srcs))
+            found = self.by_layer[l] = (acting, sources)
+        return found
 
     # ---- what each class holds after the layer ------------------------------------------------------
     def update_rules(self, l: int) -> None:
         """Each fact after layer ``l``: what it was, or what this layer's operations brought."""
         for c in self.enc.classes:
             self.check_deadline(f"encoding layer {l}")  # a layer of many classes takes seconds
-            acting = {name: v for (ll, cc, name), v in self.effective.items() if ll == l and cc == c}
+            acting = self.at_layer(l)[0].get(c, {})
             gathered = self.member_sets(l, c)
             chosen = {q: self.named_bool(f"gets:{l}:{c}:{i}", disj([m[q] for _, m in gathered]))
                       for i, q in enumerate(self.references(c))}
-            winners = [(v, self.enc.nodes[name.node]) for name, v in acting.items() if name.selects]
+            winners = self.winners(l, c, acting)
             self.update_all(c, l, acting, chosen, winners)
             for key, info in self.enc.nodes.items():
                 self.update_know(c, l, key, info, acting, chosen, winners)
             self.update_positions(c, l, chosen, winners)
+
+    def winners(self, l: int, c: str, acting: dict) -> list[tuple[str, NodeInfo]]:
+        """The retrievals acting at ``c`` in layer ``l``, one entry per set of candidate classes: a literal
+        that one of them acts, and one of their nodes (a retrieval gains what every candidate holds, so those
+        with the same candidates gain alike; written once per set, not once per retrieval and fact)."""
+        by_set: dict[tuple[str, ...], list] = {}
+        for name, v in acting.items():
+            if name.selects:
+                info = self.enc.nodes[name.node]
+                by_set.setdefault(tuple(self.candidates(info)), []).append((v, info))
+        found = []
+        for classes, members in by_set.items():
+            number = self.candidate_sets.setdefault(classes, len(self.candidate_sets))
+            some = self.named_bool(f"retrieves:{l}:{c}:{number}", disj([v for v, _ in members]))
+            found.append((some, members[0][1]))
+        return found
 
     def update_all(self, c: str, l: int, acting: dict, chosen: dict, winners: list) -> None:
         gains = [self.all[(c, l - 1)], acting[GLOBAL_AGGREGATION]]
@@ -950,13 +1006,15 @@ class _Builder:
         size, whole = self.size, self.whole
         for l in layers:
             widest = self.widest(l - 1)
-            any_whole = disj([whole[(k, l - 1)] for k in enc.inputs])
+            # named: each class's retrievals would copy it, and it lists every input class
+            any_whole = self.named_bool(f"any_whole:{l - 1}", disj([whole[(k, l - 1)] for k in enc.inputs]))
             for c in enc.classes:
-                gains, wholes = [], [self.acts(l, c, GLOBAL_AGGREGATION)]
-                for name in sorted({n for (ll, cc, n) in [*enc.ops, *enc.kept] if ll == l and cc == c}):
+                gains, retrieves = [], []
+                for name in sorted(self.at_layer(l)[0].get(c, {})):  # its own operations and those it keeps
                     if name.selects:
                         gains.append(f"(ite {self.acts(l, c, name)} {widest} 0)")
-                        wholes.append(smt_and(self.acts(l, c, name), any_whole))
+                        retrieves.append(self.acts(l, c, name))
+                wholes = [self.acts(l, c, GLOBAL_AGGREGATION), smt_and(disj(retrieves), any_whole)]
                 for name, members in self.member_sets(l, c):
                     gathered = total(f"(ite {m} {size[(self.source_class.get(q, IN), l - 1)]} 0)"
                                      for q, m in members.items())
@@ -1117,7 +1175,9 @@ def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Progra
             kept = {name for name in heads_of_input if true(enc.kept[(l, c, name)])}
             free = [heads_of_input[n] for n in sorted(heads_of_input) if n not in kept]
             free += list(range(len(heads_of_input) + 1, heads[l - 1] + 1))
-            own = used(l, c)
+            # a retrieval or aggregation it keeps and also runs itself is one operation (the encoding counts
+            # what it gains once: run twice, the program's sets would count it twice)
+            own = [name for name in used(l, c) if name not in kept or name.mode is Mode.POSITIONS]
             for head, name in zip(free, own):
                 actions.append(Action(l, head, position, _op(enc, true, l, c, name)))
             for head in free[len(own):]:
