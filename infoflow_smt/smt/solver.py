@@ -235,6 +235,24 @@ class _Session:
                 lo = mid + 1
         return allowed[hi], model, None
 
+    def cheapest_beyond(self, every: list[int]):
+        """``cheapest(every)`` when no program exists within the bounded levels (the efficient question was
+        refuted, by z3 or by a count). Only the prefixes that end at a level an operation of this architecture
+        costs are asked (``Encoding.usable_levels``: another prefix has the models of the one before it), the
+        cheapest first: a prefix with no program is refuted in milliseconds, while finding a program with
+        every level allowed took z3 seconds (the freer the question, the longer its search), and most answers
+        lie at the first level that grows with T."""
+        bounded, usable = set(self.bounded), self.enc.usable_levels(self.heads)
+        refuted = next((j for j, i in enumerate(every) if i not in bounded), len(every))
+        ends = [j for j in range(refuted, len(every)) if every[j] in usable] or [len(every) - 1]
+        for end in ends:
+            result = self.ask(every[: end + 1])
+            if result == z3.sat:
+                return every[end], self.model(), None
+            if result == z3.unknown:
+                return None, None, self.unknown()
+        return None, None, None   # no program at any level
+
     def tightest_gather(self, level: int, allowed: list[int], model):
         """At the cheapest ``level``, the smallest sets specific-position heads must gather (the levels
         alone leave sizes that cost less than the next level free: ``encoder._Builder.costs``). Returns a
@@ -289,10 +307,11 @@ class _Session:
 
     def fewest_possible(self, allowed: list[int], model) -> int:
         """A lower bound on the operations of any program at these levels: without a global aggregation
-        every selection of the chosen trees (but one whose score reads nothing) is made by some head."""
+        every selection of the chosen trees (but one whose score reads nothing) is made by some head. An
+        aggregation counts only at a level it costs at its layer's head count in this architecture."""
         enc = self.enc
-        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name.mode is Mode.AGGREGATE
-                       for e in by_heads.values()}
+        aggregation = {by_heads[self.heads[layer - 1]] for (layer, _, name), by_heads in enc.op_cost.items()
+                       if name.mode is Mode.AGGREGATE and layer <= self.layers}
         if any(enc.levels[i] in aggregation for i in allowed):
             return 0
         chosen = {}
@@ -478,7 +497,7 @@ class Questions:
             reasons = explain.explain(target, arch, core,
                                       explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
-        level, model, unknown = session.cheapest(every)
+        level, model, unknown = session.cheapest_beyond(every)
         if unknown is not None or model is None:
             note = f"best exponent not found: {unknown}" if unknown else None
             return Verdict(Status.INFEASIBLE, target, arch, sympy.oo, explanation=reasons, stats=effort.stats(),
