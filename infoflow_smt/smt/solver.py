@@ -97,14 +97,29 @@ def validate_question(target, arch, seq_len: int | None = None, samples: int = W
                                    f"ranks up to {need}", "decision")
 
 
+FINITE_SAMPLES = 4   # the replay inputs that ``_finite`` evaluates the target on: the first of every replay's
+
+
+def replay_inputs(samples: int, length: int, input_dim: int) -> np.ndarray:
+    """The replay's inputs: ``samples`` sequences x ~ N(0, I), seed 0. The first rows are the same for every
+    ``samples`` (one stream, drawn row after row), so the target's values on them serve every replay."""
+    return np.random.default_rng(0).standard_normal((samples, length, input_dim))
+
+
+@functools.lru_cache(maxsize=256)
+def _leading_values(target, length: int, input_dim: int) -> np.ndarray:
+    """The target's values on the first ``FINITE_SAMPLES`` replay inputs at ``length``: computed once for the
+    check that they are finite and for a replay at that length (the target is evaluated row by row)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(target.evaluate(replay_inputs(FINITE_SAMPLES, length, input_dim)), dtype=float)
+
+
 @functools.lru_cache(maxsize=256)
 def _finite(target, input_dim: int) -> bool:
-    """Whether the target's values are finite on a few random inputs (as the replay's are drawn): a value
-    that is NaN or infinite (``x[1] / 0``) can be neither computed nor checked."""
+    """Whether the target's values are finite on a few random inputs (the replay's first): a value that is
+    NaN or infinite (``x[1] / 0``) can be neither computed nor checked."""
     length = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
-    inputs = np.random.default_rng(0).standard_normal((4, length, input_dim))
-    with np.errstate(all="ignore"):
-        return bool(np.isfinite(np.asarray(target.evaluate(inputs), dtype=float)).all())
+    return bool(np.isfinite(_leading_values(target, length, input_dim)).all())
 
 
 def _witness_length(program, target, arch, seq_len: int | None) -> int:
@@ -566,12 +581,19 @@ class Questions:
         return self.truths[key]
 
     def samples_of(self, length: int, input_dim: int, deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:
-        """The replay's inputs (``samples`` sequences x ~ N(0, I), seed 0) and the target's values on them."""
+        """The replay's inputs (``replay_inputs``) and the target's values on them: on the first rows those the
+        check of finite values computed at that length, on the others evaluated here."""
         key = (length, input_dim)
         if key not in self.inputs:
-            inputs = np.random.default_rng(0).standard_normal((self.samples, length, input_dim))
-            with np.errstate(all="ignore"):
-                self.inputs[key] = inputs, np.asarray(self.target.evaluate(inputs, deadline), dtype=float)
+            inputs = replay_inputs(self.samples, length, input_dim)
+            if self.samples <= FINITE_SAMPLES:
+                with np.errstate(all="ignore"):
+                    expected = np.asarray(self.target.evaluate(inputs, deadline), dtype=float)
+            else:
+                with np.errstate(all="ignore"):
+                    rest = np.asarray(self.target.evaluate(inputs[FINITE_SAMPLES:], deadline), dtype=float)
+                expected = np.concatenate([_leading_values(self.target, length, input_dim), rest])
+            self.inputs[key] = inputs, expected
         return self.inputs[key]
 
 
