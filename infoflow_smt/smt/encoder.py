@@ -234,6 +234,18 @@ class Encoding:
             self._excluded = [z3.Not(self.var(v)) for v in self.level_vars]
         return self._excluded
 
+    def usable_levels(self, heads: tuple[int, ...]) -> set[int]:
+        """The levels (indices into ``levels``) that allowing can change an answer about ``heads``: every
+        bounded one (excluding one also caps the gathered sizes, ``_Builder.gather_levels``) and those an
+        operation in layers ``1..len(heads)`` costs at its layer's head count. Another level is implied
+        only by an operation at a head count the question does not assume (``level_implications``), so a
+        question that allows it has the models of one that does not."""
+        if self.gathers and self.gather_cap is None:  # bounded gathers that cost a level of their own
+            return set(range(len(self.levels)))
+        costs = {by_heads[heads[layer - 1]] for (layer, _, _), by_heads in self.op_cost.items()
+                 if layer <= len(heads) and heads[layer - 1] in by_heads}
+        return {i for i, level in enumerate(self.levels) if level in costs or cost.is_bounded(level)}
+
     def acting(self, model, layers: int) -> int:
         """How many heads act in layers ``1..layers`` in ``model``."""
         names = tuple(n for (layer, _, _), n in [*self.ops.items(), *self.kept.items()] if layer <= layers)

@@ -98,14 +98,29 @@ def validate_question(target, arch, seq_len: int | None = None, samples: int = W
                                    f"ranks up to {need}", "decision")
 
 
+FINITE_SAMPLES = 4   # the replay inputs that ``_finite`` evaluates the target on: the first of every replay's
+
+
+def replay_inputs(samples: int, length: int, input_dim: int) -> np.ndarray:
+    """The replay's inputs: ``samples`` sequences x ~ N(0, I), seed 0. The first rows are the same for every
+    ``samples`` (one stream, drawn row after row), so the target's values on them serve every replay."""
+    return np.random.default_rng(0).standard_normal((samples, length, input_dim))
+
+
+@functools.lru_cache(maxsize=256)
+def _leading_values(target, length: int, input_dim: int) -> np.ndarray:
+    """The target's values on the first ``FINITE_SAMPLES`` replay inputs at ``length``: computed once for the
+    check that they are finite and for a replay at that length (the target is evaluated row by row)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(target.evaluate(replay_inputs(FINITE_SAMPLES, length, input_dim)), dtype=float)
+
+
 @functools.lru_cache(maxsize=256)
 def _finite(target, input_dim: int) -> bool:
-    """Whether the target's values are finite on a few random inputs (as the replay's are drawn): a value
-    that is NaN or infinite (``x[1] / 0``) can be neither computed nor checked."""
+    """Whether the target's values are finite on a few random inputs (the replay's first): a value that is
+    NaN or infinite (``x[1] / 0``) can be neither computed nor checked."""
     length = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
-    inputs = np.random.default_rng(0).standard_normal((4, length, input_dim))
-    with np.errstate(all="ignore"):
-        return bool(np.isfinite(np.asarray(target.evaluate(inputs), dtype=float)).all())
+    return bool(np.isfinite(_leading_values(target, length, input_dim)).all())
 
 
 def _witness_length(program, target, arch, seq_len: int | None) -> int:
@@ -234,6 +249,24 @@ class _Session:
                 lo = mid + 1
         return allowed[hi], model, None
 
+    def cheapest_beyond(self, every: list[int]):
+        """``cheapest(every)`` when no program exists within the bounded levels (the efficient question was
+        refuted, by z3 or by a count). Only the prefixes that end at a level an operation of this architecture
+        costs are asked (``Encoding.usable_levels``: another prefix has the models of the one before it), the
+        cheapest first: a prefix with no program is refuted in milliseconds, while finding a program with
+        every level allowed took z3 seconds (the freer the question, the longer its search), and most answers
+        lie at the first level that grows with T."""
+        bounded, usable = set(self.bounded), self.enc.usable_levels(self.heads)
+        refuted = next((j for j, i in enumerate(every) if i not in bounded), len(every))
+        ends = [j for j in range(refuted, len(every)) if every[j] in usable] or [len(every) - 1]
+        for end in ends:
+            result = self.ask(every[: end + 1])
+            if result == z3.sat:
+                return every[end], self.model(), None
+            if result == z3.unknown:
+                return None, None, self.unknown()
+        return None, None, None   # no program at any level
+
     def tightest_gather(self, level: int, allowed: list[int], model):
         """At the cheapest ``level``, the smallest sets specific-position heads must gather (the levels
         alone leave sizes that cost less than the next level free: ``encoder._Builder.costs``). Returns a
@@ -288,10 +321,11 @@ class _Session:
 
     def fewest_possible(self, allowed: list[int], model) -> int:
         """A lower bound on the operations of any program at these levels: without a global aggregation
-        every selection of the chosen trees (but one whose score reads nothing) is made by some head."""
+        every selection of the chosen trees (but one whose score reads nothing) is made by some head. An
+        aggregation counts only at a level it costs at its layer's head count in this architecture."""
         enc = self.enc
-        aggregation = {e for (_, _, name), by_heads in enc.op_cost.items() if name.mode is Mode.AGGREGATE
-                       for e in by_heads.values()}
+        aggregation = {by_heads[self.heads[layer - 1]] for (layer, _, name), by_heads in enc.op_cost.items()
+                       if name.mode is Mode.AGGREGATE and layer <= self.layers}
         if any(enc.levels[i] in aggregation for i in allowed):
             return 0
         chosen = {}
@@ -335,16 +369,20 @@ class _Session:
         answer it already shows (a core without the constraint is unsat without it). A question left unknown
         after ``CORE_CHECK_S`` keeps its constraint, and the deadline keeps all that are left: a larger core,
         still a true one (z3 can take seconds to find a program for a question with most constraints dropped,
-        though it answers the others in milliseconds)."""
+        though it answers the others in milliseconds). Without the goal nothing asks for an operation, so the
+        program that does nothing is tried first there: z3 confirms it in milliseconds, where its search for
+        any program ran past ``CORE_CHECK_S`` (the goal is kept either way)."""
         allowed, core = self.refuted
         kept = sorted(self.enc.tracked, key=_drop_order)
         try:
             for name in list(kept):
                 trial = [n for n in kept if n != name]
                 if name in core:
-                    literals = [self.enc.tracked[n] for n in trial]
-                    if self.ask(allowed, base=self.enc.assumptions(self.heads, literals),
-                                at_most=CORE_CHECK_S) != z3.unsat:
+                    base = self.enc.assumptions(self.heads, [self.enc.tracked[n] for n in trial])
+                    idle = [self.enc.at_most_operations(self.layers, 0)] if name == "goal" else []
+                    if idle and self.ask(allowed, idle, at_most=CORE_CHECK_S, base=base) == z3.sat:
+                        continue
+                    if self.ask(allowed, base=base, at_most=CORE_CHECK_S) != z3.unsat:
                         continue
                     core = self.core_names()
                 kept = trial
@@ -477,7 +515,7 @@ class Questions:
             reasons = explain.explain(target, arch, core,
                                       explain.growing_costs(arch, self.law, has_kth))
         every = list(range(len(session.enc.levels)))
-        level, model, unknown = session.cheapest(every)
+        level, model, unknown = session.cheapest_beyond(every)
         prefix = self.prefix_aggregation(arch)
         if prefix is not None:
             reasons += (explain.prefix_aggregation_note(arch, prefix),)
@@ -565,12 +603,19 @@ class Questions:
         return self.truths[key]
 
     def samples_of(self, length: int, input_dim: int, deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:
-        """The replay's inputs (``samples`` sequences x ~ N(0, I), seed 0) and the target's values on them."""
+        """The replay's inputs (``replay_inputs``) and the target's values on them: on the first rows those the
+        check of finite values computed at that length, on the others evaluated here."""
         key = (length, input_dim)
         if key not in self.inputs:
-            inputs = np.random.default_rng(0).standard_normal((self.samples, length, input_dim))
-            with np.errstate(all="ignore"):
-                self.inputs[key] = inputs, np.asarray(self.target.evaluate(inputs, deadline), dtype=float)
+            inputs = replay_inputs(self.samples, length, input_dim)
+            if self.samples <= FINITE_SAMPLES:
+                with np.errstate(all="ignore"):
+                    expected = np.asarray(self.target.evaluate(inputs, deadline), dtype=float)
+            else:
+                with np.errstate(all="ignore"):
+                    rest = np.asarray(self.target.evaluate(inputs[FINITE_SAMPLES:], deadline), dtype=float)
+                expected = np.concatenate([_leading_values(self.target, length, input_dim), rest])
+            self.inputs[key] = inputs, expected
         return self.inputs[key]
 
 

@@ -223,3 +223,39 @@ def test_the_explained_core_is_minimal(target, arch):
     for name in kept:
         others = [enc.tracked[n] for n in kept if n != name]
         assert session.ask(session.bounded, base=enc.assumptions(arch.heads, others)) == z3.sat, name
+
+
+def _session(spec: str, built: tuple[int, ...], heads: tuple[int, ...], positional: bool = False):
+    """A question about ``heads`` asked of an encoding built for the larger ``built``, as a sweep asks it."""
+    from infoflow_smt.deadline import Deadline
+    from infoflow_smt.smt import encoder
+
+    arch = ifs.Architecture(heads=built, embed_dim=32, input_dim=2, positional=positional)
+    enc = encoder.encode(ifs.catalogue.parse_spec(spec), arch, anchors=False)
+    return solver._Session(enc, heads, Deadline(60), solver._Effort())
+
+
+def test_only_the_levels_an_operation_of_the_architecture_costs_are_usable():
+    session = _session("kth_largest:k=2", (3, 3), (1, 1))
+    usable = {session.enc.levels[i] for i in session.enc.usable_levels((1, 1))}
+    growing = {level for level in usable if not cost.is_bounded(level)}
+    # one head of width 32: the k-th retrieval and the aggregation at that width, none at 2 or 3 heads
+    assert growing == {cost.kth_retrieval(2, 32), cost.decode(ifs.T, 2, 32, cost.DecodeLaw.SEED)}
+    assert len(session.enc.levels) > len(usable)
+
+
+@pytest.mark.parametrize("spec, built, heads, positional", [
+    ("kth_largest:k=2", (3, 3), (1, 1), False), ("kth_largest:k=2", (3, 3), (3, 2), False),
+    ("min_pairwise_dot", (4,), (3,), False), ("intrinsic_dimension:D=3", (2, 3), (1, 2), False),
+    ("d_retrieval:D=3", (2, 2), (2,), True), ("triangle_center", (2, 2), (2,), True),
+])
+def test_the_cheapest_program_beyond_the_bounded_levels_is_at_the_level_every_prefix_gives(spec, built, heads,
+                                                                                          positional):
+    """``cheapest_beyond`` skips the prefixes already refuted and those that end at a level no operation of the
+    architecture costs: it finds the level the binary search over every prefix finds."""
+    session = _session(spec, built, heads, positional)
+    every = list(range(len(session.enc.levels)))
+    assert session.cheapest(session.bounded)[1] is None   # infeasible: the search goes beyond
+    searched, model, unknown = session.cheapest_beyond(every)
+    assert unknown is None and model is not None
+    assert searched == session.cheapest(every)[0]
