@@ -277,6 +277,7 @@ class Encoding:
             if not others:
                 return held
             self.solver.set("timeout", deadline.milliseconds())
+            self.solver.set("rlimit", 0)   # a bound an earlier question set stays on the solver
             with cancel.interruptible(self.ctx):
                 result = self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others))
             if result == z3.unknown:  # not "no further fact": a set cut short is no fixpoint

@@ -148,7 +148,10 @@ def interrupted() -> None:
         raise KeyboardInterrupt
 
 
-MINIMIZE_SECONDS = 2.0   # the longest one question of a witness's minimization may take (it is optional)
+# the most work one question of a witness's minimization may take (it is optional): z3's resource units, not
+# seconds, so that how far a minimization gets, and the witness shown, is the same on every machine (about 2 s
+# on the 2-core machine)
+MINIMIZE_WORK = 8_000_000
 
 
 # ---- one encoding, many questions --------------------------------------------------------------------------
@@ -164,7 +167,10 @@ class _Effort:
         return Stats(seconds=time.perf_counter() - self.started, solver_calls=self.solver_calls, extra=extra or {})
 
 
-CORE_CHECK_S = 0.25   # the longest a question of ``_Session.minimal_core`` may take before its constraint is kept
+# the most work a question of ``_Session.minimal_core`` may take before its constraint is kept, in z3's resource
+# units: the explanation is the same on every machine (about 0.5 s on the 2-core machine; the slowest of the
+# solver benchmark's 300 random questions took a quarter of it)
+CORE_WORK = 1_000_000
 
 
 _LAST = ("initial", "positional", "causal", "goal")  # tracked constraints dropped last, in this order
@@ -195,14 +201,15 @@ class _Session:
         self.refuted: tuple[list[int], set[str]] | None = None  # the levels of an unsat answer, z3's core
         self.minimal = True    # every minimization question was answered
 
-    def ask(self, allowed: list[int], extra=(), at_most: float | None = None, base=None):
+    def ask(self, allowed: list[int], extra=(), work: int | None = None, base=None):
+        """The answer to one question; ``work`` bounds the question's z3 resource units (unknown past them),
+        the deadline every question."""
         self.deadline.check("solving")
         allowed_set = set(allowed)
         assumptions = (self.base if base is None else base) + list(extra)
         assumptions += [x for i, x in enumerate(self.excluded) if i not in allowed_set]
-        budget = self.deadline.milliseconds()
-        limit = budget if at_most is None else min(budget, int(at_most * 1000))
-        self.enc.solver.set("timeout", limit)
+        self.enc.solver.set("timeout", self.deadline.milliseconds())
+        self.enc.solver.set("rlimit", work or 0)   # 0: no bound
         self.effort.solver_calls += 1
         with cancel.interruptible(self.enc.ctx):
             result = self.enc.solver.check(*assumptions)
@@ -299,7 +306,7 @@ class _Session:
         """A model at the same levels with as few operations as possible (a witness without idle work):
         a binary search on the number of operations of the architecture's layers, from a lower bound (every
         selection needs a retrieval somewhere, unless a global aggregation is allowed). The proofs of
-        optimality are combinatorial and can be hard: each question gets at most ``MINIMIZE_SECONDS``, and a
+        optimality are combinatorial and can be hard: each question gets at most ``MINIMIZE_WORK``, and a
         witness that could not be shown minimal is kept as it is (it is valid)."""
         enc = self.enc
         lo, hi = self.fewest_possible(allowed, model), enc.acting(model, self.layers)
@@ -308,7 +315,7 @@ class _Session:
             mid = probes.pop(0) if probes else (lo + hi) // 2
             if not lo <= mid < hi:
                 continue
-            result = self.ask(allowed, [*extra, enc.at_most_operations(self.layers, mid)], MINIMIZE_SECONDS)
+            result = self.ask(allowed, [*extra, enc.at_most_operations(self.layers, mid)], MINIMIZE_WORK)
             if result == z3.sat:
                 model = self.model()
                 hi = enc.acting(model, self.layers)
@@ -367,11 +374,11 @@ class _Session:
         its terms were made), and an explanation built from it would too: so each constraint is dropped, in
         ``_drop_order``, when the question stays unsat without it. z3's core only skips the questions whose
         answer it already shows (a core without the constraint is unsat without it). A question left unknown
-        after ``CORE_CHECK_S`` keeps its constraint, and the deadline keeps all that are left: a larger core,
+        after ``CORE_WORK`` keeps its constraint, and the deadline keeps all that are left: a larger core,
         still a true one (z3 can take seconds to find a program for a question with most constraints dropped,
         though it answers the others in milliseconds). Without the goal nothing asks for an operation, so the
         program that does nothing is tried first there: z3 confirms it in milliseconds, where its search for
-        any program ran past ``CORE_CHECK_S`` (the goal is kept either way)."""
+        any program ran past ``CORE_WORK`` (the goal is kept either way)."""
         allowed, core = self.refuted
         kept = sorted(self.enc.tracked, key=_drop_order)
         try:
@@ -380,9 +387,9 @@ class _Session:
                 if name in core:
                     base = self.enc.assumptions(self.heads, [self.enc.tracked[n] for n in trial])
                     idle = [self.enc.at_most_operations(self.layers, 0)] if name == "goal" else []
-                    if idle and self.ask(allowed, idle, at_most=CORE_CHECK_S, base=base) == z3.sat:
+                    if idle and self.ask(allowed, idle, work=CORE_WORK, base=base) == z3.sat:
                         continue
-                    if self.ask(allowed, base=base, at_most=CORE_CHECK_S) != z3.unsat:
+                    if self.ask(allowed, base=base, work=CORE_WORK) != z3.unsat:
                         continue
                     core = self.core_names()
                 kept = trial

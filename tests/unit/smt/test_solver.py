@@ -259,3 +259,13 @@ def test_the_cheapest_program_beyond_the_bounded_levels_is_at_the_level_every_pr
     searched, model, unknown = session.cheapest_beyond(every)
     assert unknown is None and model is not None
     assert searched == session.cheapest(every)[0]
+
+
+def test_a_question_bounded_by_work_ends_by_work_and_leaves_no_bound_behind():
+    # the minimization's and the core's questions are bounded in z3's resource units, not seconds: the same
+    # question ends the same way on any machine, and the next question is bounded by the deadline alone
+    session = _session("intrinsic_dimension:D=3", (2, 3), (2, 3))
+    every = list(range(len(session.enc.levels)))
+    assert session.ask(every, work=1) == z3.unknown
+    assert session.ask(every) == z3.sat
+    assert session.enc.maximal_facts(2, 2, session.deadline)   # the saturation search asks its own way
