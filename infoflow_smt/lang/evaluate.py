@@ -15,7 +15,8 @@ Semantics worth knowing:
   tokens) and raises ``InvalidSpecError`` otherwise.
 * Offsets and fixed positions must stay inside 1..T: ``x[t-1]`` at ``t = 1`` raises ``InvalidSpecError``
   (callers choose domains such as ``range(2, T+1)`` that keep offsets inside).
-* An empty domain raises ``InvalidSpecError``.
+* An empty domain raises ``InvalidSpecError``; so does a range bounded by a variable read where it is empty,
+  except the answer's own ranges bounded by ``o`` (``answered_positions``: no answer is asked there, NaN).
 """
 from __future__ import annotations
 
@@ -166,9 +167,63 @@ def evaluate_every_position(expr: Expr, X: np.ndarray, realization: Realization,
     [[1.0, 3.0]]
     """
     batch, seq_len, _ = X.shape
-    answering = np.tile(np.arange(1, seq_len + 1, dtype=np.int64), batch)
-    values = evaluate_nested(expr, np.repeat(X, seq_len, axis=0), realization, {ANSWER: answering}, deadline)
-    return values.reshape((batch, seq_len) + values.shape[1:])
+    answered = answered_positions(expr, seq_len, realization)
+    asked = np.flatnonzero(answered) + 1
+    answering = np.tile(asked, batch)
+    values = evaluate_nested(expr, np.repeat(X, len(asked), axis=0), realization, {ANSWER: answering}, deadline)
+    values = values.reshape((batch, len(asked)) + values.shape[1:])
+    if len(asked) == seq_len:
+        return values
+    every = np.full((batch, seq_len) + values.shape[2:], np.nan)  # NaN: no answer is asked at that position
+    every[:, answered] = values
+    return every
+
+
+def answered_positions(expr: Expr, seq_len: int, realization: Realization) -> np.ndarray:
+    """Which positions ``o = 1..T`` a target with an answer at every position asks (shape ``(T,)``): those
+    where every reduction the answer itself reads (one in no other reduction's body) whose range is bounded
+    by ``o`` has its candidates (at least one; ``k`` for ``kth_largest``). ``max(... for t in range(1, o))``
+    asks ``o = 2..T``; position 1's answer is not defined (docs/model.md, "Answers at every position").
+    Raises ``InvalidSpecError`` when no position is asked. Depends on the length alone, not on the tokens.
+
+    >>> from infoflow_smt.lang.language import parse_target_expr
+    >>> expr = parse_target_expr("max(dot(x[o], x[t]) for t in range(1, o))")
+    >>> answered_positions(expr, 3, Realization(0)).tolist()
+    [False, True, True]
+    """
+    answered = np.ones(seq_len, dtype=bool)
+    for e in _answers_own(expr):
+        needed = e.k if e.kind is ReduceKind.KTH_LARGEST else 1
+        answered &= _candidates_per_answer(e, seq_len, realization) >= needed
+    if not answered.any():
+        raise _fail(f"{to_text(expr)} asks no position for an answer at seq_len={seq_len}: a range bounded by "
+                    f"{ANSWER} is empty at every {ANSWER}")
+    return answered
+
+
+def _answers_own(e: Expr) -> list[Reduce]:
+    """The reductions of ``e`` in no reduction's body whose ranges are bounded by the answering position."""
+    if isinstance(e, Reduce):
+        reads_answer = any(ANSWER in domain_variables(b.domain) for b in e.bindings)
+        return [e] if reads_answer else []
+    return [r for c in children(e) for r in _answers_own(c)]
+
+
+def _candidates_per_answer(e: Reduce, seq_len: int, realization: Realization) -> np.ndarray:
+    """How many candidate tuples ``e`` has with ``o = p``, for each ``p`` in ``1..T``: its bindings' envelopes
+    broadcast against each other, each bounded range kept where its bounds hold (shape ``(T,)``)."""
+    axes = len(e.bindings) + 1
+    env = {ANSWER: np.arange(1, seq_len + 1).reshape((-1,) + (1,) * (axes - 1))}
+    for i, b in enumerate(e.bindings, start=1):
+        positions = realization.domain_positions(envelope(b.domain), seq_len)
+        env[b.var] = positions.reshape((1,) * i + (-1,) + (1,) * (axes - 1 - i))
+    valid = np.ones((1,) * axes, dtype=bool)
+    for b in e.bindings:
+        if domain_variables(b.domain):
+            valid = valid & (env[b.var] >= bound_position(b.domain.start, seq_len, env)) \
+                & (env[b.var] < bound_position(b.domain.stop, seq_len, env))
+    shape = (seq_len,) + tuple(np.shape(env[b.var])[i] for i, b in enumerate(e.bindings, start=1))
+    return np.broadcast_to(valid, shape).reshape(seq_len, -1).sum(axis=1)
 
 
 def _rows_per_slice(expr: Expr, seq_len: int, dim: int) -> int:

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError, Problem
-from infoflow_smt.lang.evaluate import evaluate_every_position, evaluate_nested, nested, work
+from infoflow_smt.lang.evaluate import (
+    answered_positions,
+    evaluate_every_position,
+    evaluate_nested,
+    nested,
+    work,
+)
 from infoflow_smt.lang.expr import Content, Expr, OffsetIndex, answers_everywhere, reads_tokens_as_numbers
 from infoflow_smt.lang.language import parse_target_expr, to_text
 from infoflow_smt.lang.realization import Realization
@@ -83,6 +89,23 @@ class Target:
         answer (docs/model.md, "Answers at every position"), and the output token plays no part: so does
         ``max(F0(x[o], x[t]) for t in T)``."""
         return self.every_position or answers_everywhere(self.expr)
+
+    def answered(self, seq_len: int) -> np.ndarray:
+        """Which positions ``1..T`` are asked for an answer (shape ``(T,)``, Booleans): every one, but for a target
+        with an answer at every position whose own ranges are bounded by ``o``, those where the ranges have
+        their candidates (``evaluate.answered_positions``); ``evaluate`` gives NaN at the others.
+
+        >>> parse_target("max(F0(x[o], x[t]) for t in range(1, o))").answered(3).tolist()
+        [False, True, True]
+        """
+        if seq_len not in self._answered:
+            self._answered[seq_len] = answered_positions(self._evaluated, seq_len, self.realization) \
+                if self.per_position else np.ones(seq_len, dtype=bool)
+        return self._answered[seq_len]
+
+    @cached_property
+    def _answered(self) -> dict[int, np.ndarray]:
+        return {}
 
     @cached_property
     def normal_form(self) -> Expr:

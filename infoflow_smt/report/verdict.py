@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy
 
 from infoflow_smt.model.program import Program
@@ -58,7 +59,9 @@ class Verdict:
                   f"{', rank-aware heads (a head ranks only by a score whose rank fits its width)' if arch.rank_aware else ''}"
                   f"{', answer read at the last position T' if getattr(arch, 'readout', 'output') == 'last' else ''}")]
         if getattr(self.target, "per_position", False):
-            lines.insert(1, "  an answer at every position: each input position o computes its own")
+            unasked = _unasked(self.target)
+            lines.insert(1, "  an answer at every position: each input position o computes its own" + (
+                f" (none is asked at o = {unasked}: a range its answer reads is empty there)" if unasked else ""))
         if self.status is not Status.UNKNOWN:
             at = "" if self.seq_len is None else f" at T = {self.seq_len}"
             lines.append(f"  best cost exponent{at}: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
@@ -121,6 +124,15 @@ def at_one_length(status: Status, seq_len: int) -> str:
             f"large T). The exponent is the cost at {at} of the cheapest program, programs ranked by their cost at "
             f"{at} (0 where the law gives less): it may be small at this length, even below an efficient "
             f"program's.")
+
+
+def _unasked(target) -> str:
+    """The positions a target with an answer at every position asks nothing (``Target.answered``: a range
+    bounded by ``o`` is empty there), spelled from the start or from the end (``1``, ``T``); empty when every
+    position answers. Read at a length long enough to tell the two ends apart."""
+    length = 2 * target.shortest_length + 16
+    missing = [int(p) + 1 for p in np.flatnonzero(~target.answered(length))]
+    return ", ".join(str(p) if p <= length // 2 else "T" if p == length else f"T-{length - p}" for p in missing)
 
 
 def _meaning(exponent, seq_len) -> str:

@@ -343,8 +343,16 @@ def answering_classes(enc: Encoding) -> list[str]:
     position, every input class (the anchors are input positions too, and must answer for themselves); read
     at the last position with positional encoding, position ``T``'s class."""
     if enc.target.per_position:
-        return list(enc.inputs)
+        return [c for c in enc.inputs if c not in enc.anchors or _asked(enc.target, enc.anchors[c])]
     return [LAST_CLASS] if LAST_CLASS in enc.anchors else [OUT]
+
+
+def _asked(target, anchor: ex.FixedIndex) -> bool:
+    """Whether the fixed position ``anchor`` is asked for its own answer (``Target.answered``): position 1 is
+    not, for ``max(... for t in range(1, o))``, whose range is empty there; it answers nothing, and no goal is
+    stated at its class. Read at a length that leaves the anchor well inside the sequence."""
+    length = 2 * anchor.position + target.shortest_length + 2
+    return bool(target.answered(length)[anchor.resolve(length) - 1])
 
 
 def _key(group: str, order: tuple[str, ...], var: str) -> str:

@@ -120,7 +120,10 @@ def _finite(target, input_dim: int) -> bool:
     """Whether the target's values are finite on a few random inputs (the replay's first): a value that is
     NaN or infinite (``x[1] / 0``) can be neither computed nor checked."""
     length = max(MIN_WITNESS_LENGTH, target.shortest_length + 2)
-    return bool(np.isfinite(_leading_values(target, length, input_dim)).all())
+    values = _leading_values(target, length, input_dim)
+    if target.per_position:  # a position whose answer is not defined holds NaN: nothing is asked there
+        values = values[:, target.answered(length)]
+    return bool(np.isfinite(values).all())
 
 
 def _witness_length(program, target, arch, seq_len: int | None) -> int:

@@ -61,6 +61,7 @@ from infoflow_smt.verify.interpreter import (
     computes_exactly,
     passes_every_input,
     step_layer,
+    unasked,
 )
 
 MAX_ENUMERATION_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
@@ -218,8 +219,9 @@ class _Search(_Vocabulary):
                  deadline: Deadline | None = None):
         super().__init__(target, arch, order, efficient, maximal, law, anchors)
         self.last = readout.reads_at_last(target, arch)  # the answer is read at position T, a class of its own
+        skipped = unasked(target, inputs.shape[1])  # positions whose answer is not defined: nothing is asked
         self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position, self.last,
-                                            arch.causal) for X in inputs]
+                                            arch.causal, skipped) for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
         self.per_position = target.per_position
         self.deadline = deadline  # None: search to the end

@@ -135,8 +135,9 @@ class ScalarReplay:
     batch at once): reading contents, evaluating scores and values, selecting."""
 
     def __init__(self, tree, X: np.ndarray, realization: Realization, per_position: bool = False,
-                 last: bool = False, causal: bool = False):
+                 last: bool = False, causal: bool = False, unasked: frozenset[int] = frozenset()):
         self.tree = tree
+        self.unasked = unasked            # input positions whose answer is not defined (``Target.answered``)
         self.causal = causal              # input positions see no later position
         self.per_position = per_position  # every input position answers for itself (``answers``)
         self.last = last                  # the answer is read at position T (``answering_positions``)
@@ -423,8 +424,8 @@ def _retrieve(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[di
     """Rank the node's candidates from ``p``'s query side and each candidate's key side; copy the winner."""
     env = _role_env(scalar.tree, op.node, p) if p <= scalar.T else {}
     candidates, scores = scalar.rank(op.node, env, Viewpoint(p, None, prev, {}), CANDIDATE)
-    if not len(candidates):  # a range bounded by p's own position, empty there: nothing to retrieve
-        return []
+    if len(candidates) < scalar.tree.nodes[op.node].get("k", 1):  # a range bounded by p's own position, empty
+        return []  # there (fewer than k candidates for a k-th largest): nothing to retrieve, nothing learnt
     if p <= scalar.T and scalar.causal and candidates.max() > p:  # a masked softmax cannot rank what it cannot see
         raise Poisoned(f"under the causal mask it cannot see candidate {int(candidates.max())}")
     chosen = scalar.pick(op.node, candidates, scores)
@@ -483,13 +484,20 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
     return problems
 
 
-def answering_positions(seq_len: int, per_position: bool, last: bool = False) -> list[int]:
+def answering_positions(seq_len: int, per_position: bool, last: bool = False,
+                        unasked: frozenset[int] = frozenset()) -> list[int]:
     """Where the target's answer is read: the output token ``T+1``; position ``T`` (``last``: read at the last
     position with positional encoding); or, for a target with an answer at every position
-    (``Target.per_position``), every input position ``1..T``, each playing ``o`` itself."""
+    (``Target.per_position``), every input position ``1..T`` but the ``unasked`` ones, each playing ``o`` itself."""
     if per_position:
-        return list(range(1, seq_len + 1))
+        return [p for p in range(1, seq_len + 1) if p not in unasked]
     return [seq_len] if last else [seq_len + 1]
+
+
+def unasked(target, seq_len: int) -> frozenset[int]:
+    """The input positions a target with an answer at every position leaves without one at ``seq_len``
+    (``Target.answered``: a range bounded by ``o`` is empty there); none for any other target."""
+    return frozenset(int(p) + 1 for p in np.flatnonzero(~target.answered(seq_len)))
 
 
 def answer_at(scalar: ScalarReplay, layer: LayerState, p: int):
@@ -505,39 +513,39 @@ def answers(scalar: ScalarReplay, layer: LayerState):
     """The output token's answer, or, for a target with an answer at every position, the list of every input
     position's own (``computes_exactly`` compares either with ``Target.evaluate``). Raises ``Poisoned``
     naming the answering position whose answer reads what it does not hold."""
-    places = answering_positions(scalar.T, scalar.per_position, scalar.last)
+    places = answering_positions(scalar.T, scalar.per_position, scalar.last, scalar.unasked)
     if not scalar.per_position:
         return answer_at(scalar, layer, places[0])
-    found = []
+    found: list = [None] * scalar.T  # None: no answer is asked there (``Target.evaluate`` gives NaN)
     for p in places:
         try:
-            found.append(answer_at(scalar, layer, p))
+            found[p - 1] = answer_at(scalar, layer, p)
         except Poisoned as err:
             raise Poisoned(f"the answer at position {p}: {err}") from None
     return found
 
 
 def required_set(tree, X: np.ndarray, realization: Realization, per_position: bool = False,
-                 last: bool = False) -> frozenset[int]:
+                 last: bool = False, unasked: frozenset[int] = frozenset()) -> frozenset[int]:
     """R_F(X): the positions the output's chain reads (every answering position's, for a target with an
     answer at every position), found by positions that hold everything."""
     scalar = ScalarReplay(tree, X, realization)
     T = scalar.T
     omniscient = LayerState(np.ones((T + 1, T), dtype=bool), [{} for _ in range(T + 1)])
     scalar.trace = set()
-    for p in answering_positions(T, per_position, last):
+    for p in answering_positions(T, per_position, last, unasked):
         env = {ex.ANSWER: p} if per_position else {}
         scalar.value(tree.graph["output"], env, Viewpoint(p, None, omniscient, {}))
     return frozenset(scalar.trace)
 
 
 def run(program: Program, tree, X: np.ndarray, realization: Realization, positional: bool, causal: bool = False,
-        per_position: bool = False, last: bool = False):
+        per_position: bool = False, last: bool = False, unasked: frozenset[int] = frozenset()):
     """Run a program on one input; returns (the answer: the output's value, or the list of every input
     position's for a target with an answer at every position; what the output token holds).
 
     Raises ``Poisoned`` (with the reason) when an action or an answer reads content it does not hold."""
-    scalar = ScalarReplay(tree, X, realization, per_position, last, causal)
+    scalar = ScalarReplay(tree, X, realization, per_position, last, causal, unasked)
     T = scalar.T
     reader = T - 1 if last else T  # the row of the position the answer is read at (the output token's: T)
     layer = LayerState.start(T)
@@ -639,7 +647,8 @@ def computes_exactly(value, expected) -> bool:
     An output token that holds every token computes any function of them (``EVERYTHING``). A list of answers
     (one per input position) must match ``expected`` (its values by position) entry by entry."""
     if isinstance(value, list):
-        return len(value) == len(expected) and all(computes_exactly(v, w) for v, w in zip(value, expected))
+        return len(value) == len(expected) and all(bool(np.isnan(w).all()) if v is None else computes_exactly(v, w)
+                                                   for v, w in zip(value, expected))
     return value is EVERYTHING or bool(np.allclose(value, expected, rtol=1e-9, atol=1e-9, equal_nan=True))
 
 
@@ -650,7 +659,7 @@ def passes_every_input(program: Program, tree, target, arch, inputs: np.ndarray,
         for X, want in zip(inputs, expected):
             try:
                 value, _ = run(program, tree, X, target.realization, arch.positional, arch.causal,
-                               target.per_position, readout.reads_at_last(target, arch))
+                               target.per_position, readout.reads_at_last(target, arch), unasked(target, len(X)))
             except Poisoned:
                 return False
             if not computes_exactly(value, want):
@@ -666,16 +675,16 @@ def _scalar_report(program, tree, target, arch, inputs, expected, seq_len, max_f
             deadline.check("the witness replay")
         try:
             value, reached = run(program, tree, X, target.realization, arch.positional, arch.causal,
-                                 target.per_position, readout.reads_at_last(target, arch))
+                                 target.per_position, readout.reads_at_last(target, arch), unasked(target, len(X)))
         except Poisoned as err:
             failures.append(Failure(i, str(err), X, required_set(tree, X, target.realization, target.per_position,
-                                                          readout.reads_at_last(target, arch)), err.reached))
+                                                          readout.reads_at_last(target, arch), unasked(target, len(X))), err.reached))
         else:
             if not computes_exactly(value, expected[i]):
                 what = "the answers are" if isinstance(value, list) else "the output computes"
                 failures.append(Failure(i, f"{what} {value}, the target is {expected[i]}",
                                         X, required_set(tree, X, target.realization, target.per_position,
-                                                          readout.reads_at_last(target, arch)), reached))
+                                                          readout.reads_at_last(target, arch), unasked(target, len(X))), reached))
         if len(failures) >= max_failures:
             break
     return CheckReport(ok=not failures, seq_len=seq_len, samples=len(inputs), failures=tuple(failures))

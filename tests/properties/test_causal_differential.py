@@ -23,7 +23,7 @@ BUDGET_S = 20  # the enumeration's budget per case; a case past it is left uncon
 def _refused(case) -> list[str]:
     try:
         asked = readout.question(ifs.parse_target(case.text), case.arch)
-        if asked.per_position:  # the evaluation refuses a range empty (or too short) at a small o
+        if asked.per_position:  # the evaluation refuses an answer asked nowhere, or an empty range it reads
             asked.evaluate(np.zeros((1, 8, case.arch.input_dim)))
         causal.check_supported(asked)
     except ifs.InvalidSpecError as refusal:
@@ -83,7 +83,12 @@ def test_under_the_mask_position_p_answers_for_the_sequence_cut_at_p(case) -> No
     every = asked.evaluate(X)
     with np.errstate(all="ignore"):
         for p in range(1, 8):
-            np.testing.assert_allclose(every[:, p - 1], target.evaluate(X[:, :p]), rtol=1e-9, atol=1e-12)
+            if asked.answered(7)[p - 1]:
+                np.testing.assert_allclose(every[:, p - 1], target.evaluate(X[:, :p]), rtol=1e-9, atol=1e-12)
+            else:  # position p is asked nothing exactly where the target has no value at length p
+                assert np.isnan(every[:, p - 1]).all()
+                with pytest.raises(ifs.InvalidSpecError):
+                    target.evaluate(X[:, :p])
 
 
 # spellings of one function: under the mask they get one verdict (the rewrite reads the function, not the text)

@@ -21,6 +21,7 @@ from support.generators import (
     DIFFERENTIAL_CASES,
     VARIABLES,
     Case,
+    earlier_case,
     last_position_case,
     last_token_case,
     per_position_case,
@@ -322,6 +323,25 @@ def test_the_per_position_cases_read_o_and_vary() -> None:
     targets = [ifs.parse_target(c.text) for c in PER_POSITION_CASES]
     assert all(t.per_position for t in targets)
     assert any(c.arch.positional for c in PER_POSITION_CASES) and any("x[o-1]" in c.text for c in PER_POSITION_CASES)
+
+
+# ---- "earlier than me" (range(1, o)): no answer is asked where the range is empty, with and without the mask ---
+EARLIER_CASES = [earlier_case(i) for i in range(24)]
+
+
+@pytest.mark.parametrize("case", EARLIER_CASES, ids=lambda c: f"earlier{c.index}")
+def test_earlier_than_me_solver_enumerator_interpreter_agree(case: Case) -> None:
+    problems = disagreements(case, ENUMERATION_BUDGET_S)
+    assert [p for p in problems if p != UNCONFIRMED] == []
+    if UNCONFIRMED in problems:
+        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case}")
+
+
+def test_the_earlier_cases_leave_the_first_position_unasked_and_vary() -> None:
+    targets = [ifs.parse_target(c.text) for c in EARLIER_CASES]
+    assert all(not t.answered(6)[0] and t.answered(6)[-1] for t in targets)
+    assert any(not t.answered(6)[1] for t in targets)  # a k-th largest over range(1, o) asks o >= k + 1
+    assert sum(c.arch.causal for c in EARLIER_CASES) == len(EARLIER_CASES) // 2
 
 
 # ---- read at the last position (readout="last"): the same three semantics, and the rewrite's meaning -------

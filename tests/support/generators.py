@@ -8,7 +8,10 @@ import dataclasses
 import random
 from dataclasses import dataclass
 
+import numpy as np
+
 import infoflow_smt as ifs
+from infoflow_smt.lang import causal as causal_rules
 from infoflow_smt.lang.expr import ANSWER
 
 VARIABLES = "stuvw"
@@ -126,6 +129,38 @@ def per_position_case(index: int) -> Case:
     positional = rng.random() < 0.35
     text = per_position_target(rng, positional)
     return Case(index, text, random_architecture(rng, positional if rng.random() < 0.85 else not positional))
+
+
+def earlier_case(index: int) -> Case:
+    """Case ``index`` of the set asking "earlier than me": a per-position target (``per_position_target``,
+    with positions) whose domains ``T`` are mostly ``range(1, o)``, the positions before the answering one,
+    where no answer is asked at ``o = 1`` (docs/model.md, "Answers at every position"); half of them under a
+    causal mask, where it is the natural decoder question. A draw the evaluation refuses (such a range inside
+    another reduction's body), or the mask does, is drawn again."""
+    rng = random.Random(60_000 + index)
+    causal = index % 2 == 1
+    while True:
+        text = per_position_target(rng, True)
+        if rng.random() < 0.8:
+            text = text.replace(" in T)", " in range(1, o))").replace(" in T ", " in range(1, o) ")
+        if "range(1, o)" in text and _evaluates(text, causal):
+            break
+    arch = random_architecture(rng, True)
+    return Case(index, text, dataclasses.replace(arch, embed_dim=rng.choice([8, 32]), causal=causal)
+                if causal else arch)
+
+
+def _evaluates(text: str, causal: bool) -> bool:
+    """Whether the target has a value on a few random inputs (no refusal for an empty range), and is not
+    refused under the mask when ``causal`` (a prefix sum, a joint reduction of three variables)."""
+    try:
+        target = ifs.parse_target(text)
+        target.evaluate(np.random.default_rng(0).standard_normal((2, 6, 2)))
+        if causal:
+            causal_rules.check_supported(target)
+    except ifs.InvalidSpecError:
+        return False
+    return True
 
 
 def last_token_target(rng: random.Random) -> str:

@@ -82,6 +82,32 @@ def test_a_target_naming_o_answers_at_every_position():
     assert np.allclose(parse_target("x[o-1]").evaluate(X)[:, 0], 0.0)  # before the sequence: padding
 
 
+def test_no_answer_is_asked_where_the_answers_own_range_is_empty():
+    """``range(1, o)`` (earlier than me) has no candidate at ``o = 1``: position 1 is asked nothing and its
+    entry is NaN; the others are the target's values there (docs/model.md, "Answers at every position")."""
+    earlier = parse_target("max(F0(x[o], x[t]) for t in range(1, o))")
+    X = np.random.default_rng(0).standard_normal((3, 6, 2))
+    values = earlier.evaluate(X)
+    assert earlier.answered(6).tolist() == [False] + [True] * 5 and np.isnan(values[:, 0]).all()
+    at_4 = parse_target("max(F0(x[4], x[t]) for t in range(1, 4))").evaluate(X)
+    assert np.allclose(values[:, 3], at_4)
+    kth = parse_target("kth_largest(2, F0(x[o], x[t]) for t in range(1, o+1))")
+    assert kth.answered(4).tolist() == [False, True, True, True]  # k candidates from o = 2 on
+    pairs = parse_target("min(dot(x[s], x[t]) + f1(x[o]) for s in range(1, o) for t in range(1, s))")
+    assert pairs.answered(4).tolist() == [False, False, True, True]  # the first pair is (2, 1), at o = 3
+    assert parse_target("max(F0(x[o], x[t]) for t in T)").answered(3).all()
+
+
+@pytest.mark.parametrize("text, match", [
+    ("max(F0(x[o], x[t]) for t in range(o, o))", "asks no position for an answer"),
+    # an empty range inside another reduction's body is refused as before: the answer at o = 1 reads it
+    ("max(F0(x[o], x[s]) + min(dot(x[s], x[t]) for t in range(1, o)) for s in T)", "0 candidates at o=1"),
+])
+def test_an_answer_defined_nowhere_or_reading_an_empty_range_is_refused(text, match):
+    with pytest.raises(InvalidSpecError, match=match):
+        parse_target(text).evaluate(np.ones((1, 4, 2)))
+
+
 def test_a_per_position_target_counts_its_work_for_every_position():
     assert parse_target("max(dot(x[o], x[t]) for t in T)").work(8) == 8 * parse_target(
         "max(dot(x[1], x[t]) for t in T)").work(8)

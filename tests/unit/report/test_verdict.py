@@ -80,3 +80,14 @@ def test_a_verdict_at_one_length_says_what_its_status_and_exponent_mean():
 def test_a_verdict_is_frozen(two_verdicts):
     with pytest.raises(dataclasses.FrozenInstanceError):
         two_verdicts[0].status = Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("text, line", [
+    ("max(F0(x[o], x[t]) for t in range(1, o))", "none is asked at o = 1: a range its answer reads is empty"),
+    ("kth_largest(2, F0(x[o], x[t]) for t in range(1, o))", "none is asked at o = 1, 2:"),
+    ("min(F0(x[o], x[t]) for t in range(o+1, T+1))", "none is asked at o = T:"),
+])
+def test_the_positions_asked_nothing_are_named(text, line):
+    arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, positional=True)
+    assert line in str(ifs.decide(text, arch))
+    assert "none is asked" not in str(ifs.decide("max(F0(x[o], x[t]) for t in T)", arch))

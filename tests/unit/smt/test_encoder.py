@@ -173,6 +173,16 @@ def test_a_per_position_goal_is_stated_at_every_input_class():
     assert encoder.answering_classes(encoder.encode(ifs.parse_target("max(f1(x[t]) for t in T)"), arch)) == ["out"]
 
 
+def test_an_anchor_whose_answer_is_not_defined_is_asked_nothing():
+    """Position 1 has no answer to ``max(... for t in range(1, o))`` (no position before it): its class, a1,
+    is no answering class; the anchors after it are (docs/model.md, "Answers at every position")."""
+    target = ifs.parse_target("max(F0(x[o], x[t]) for t in range(1, o)) + max(f1(x[t]) for t in T) "
+                              "+ min(f1(x[t]) for t in T)")
+    enc = encoder.encode(target, ifs.Architecture(heads=(2, 2), embed_dim=8, input_dim=2, positional=True))
+    assert list(enc.anchors) == ["a1", "a2"]
+    assert encoder.answering_classes(enc) == ["in", "a2"]
+
+
 def test_read_at_the_last_position_with_positions_the_goal_is_stated_at_position_T():
     arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, positional=True, readout="last")
     enc = encoder.encode(ifs.parse_target("max(F0(x[T], x[t]) for t in T)"), arch)

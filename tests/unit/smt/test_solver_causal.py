@@ -156,9 +156,43 @@ def test_an_answer_that_reads_after_its_position_is_named(text, read):
     assert "global aggregation" not in sentences  # no input position aggregates under the mask
 
 
-def test_a_range_empty_at_the_first_answer_is_refused():
-    with pytest.raises(ifs.InvalidSpecError, match="0 candidates at o=1"):
-        ifs.decide("max(F0(x[o], x[t]) for t in range(1, o))", _narrow(1, positional=True))
+def _wide(*heads: int, **options) -> ifs.Architecture:
+    return ifs.Architecture(heads=heads, embed_dim=8, input_dim=2, **options)
+
+
+# "earlier than me": range(1, o) is empty at o = 1, which is asked nothing (docs/model.md, "Answers at every
+# position"); (target, architecture, efficient)
+EARLIER = [
+    ("max(F0(x[o], x[t]) for t in range(1, o))", _narrow(1, positional=True), True),   # the decoder's question
+    ("max(F0(x[o], x[t]) for t in range(1, o))", _narrow(1), False),     # itself from the rest: positions
+    ("max(F0(x[o], x[t]) for t in range(1, o))", _wide(1, positional=True), True),
+    ("max(F0(x[o], x[t]) for t in range(1, o))", _wide(1), False),       # earlier from later: positions
+    ("x[argmax(dot(x[t-1], x[o]) for t in range(2, o))]", _narrow(1, 1, positional=True), True),  # induction
+    ("x[argmax(dot(x[t-1], x[o]) for t in range(2, o))]", _narrow(1, positional=True), False),
+    ("kth_largest(2, F0(x[o], x[t]) for t in range(1, o+1))", _narrow(1, positional=True), False),  # from o = 2
+    ("min(dot(x[s], x[t]) + f1(x[o]) for s in range(1, o) for t in range(1, s))", _narrow(1, 1, positional=True),
+     True),                                                                # a pair before o, from o = 3
+    ("max(F0(x[o], x[t]) for t in range(1, o)) + max(f1(x[t]) for t in T)", _wide(1, 1, positional=True), True),
+    ("max(F0(x[o], x[t]) for t in range(1, o)) + max(f1(x[t]) for t in T)", _wide(1, positional=True), False),
+    # read at the last position under the mask: every prefix of length >= 2 answers (a length-1 one has no value)
+    ("kth_largest(2, F0(x[T], x[t]) for t in T)", _narrow(1, 1, readout="last"), False),
+]
+
+
+@pytest.mark.parametrize("text, arch, efficient", EARLIER,
+                         ids=[f"{t} on {a.heads}{' positional' if a.positional else ''}{' causal' if a.causal else ''}"
+                              for t, a, _ in EARLIER])
+def test_earlier_than_me_is_decided_as_the_brute_force(text, arch, efficient):
+    verdict = ifs.decide(text, arch)
+    answer = brute_force_decide(text, arch, budget_s=60)
+    assert verdict.feasible == efficient and answer is not None and answer.feasible == efficient
+    if not arch.causal:  # under the mask the solver's best exponent also counts prefix aggregation (below)
+        assert answer.exponent == verdict.exponent
+
+
+def test_an_answer_asked_nowhere_is_refused_in_one_line():
+    with pytest.raises(ifs.InvalidSpecError, match="asks no position for an answer"):
+        ifs.decide("max(F0(x[o], x[t]) for t in range(o, o))", _narrow(1, positional=True))
 
 
 def test_the_best_exponent_counts_an_input_position_aggregating_its_prefix():

@@ -129,6 +129,18 @@ def test_every_input_position_answers_for_itself():
     assert report.failures[0].required  # the positions some position's answer reads
 
 
+def test_a_position_asked_nothing_is_not_judged():
+    """``range(1, o)``: position 1 has no earlier position and no answer; one retrieval at every input
+    position computes the others', and an answer where none is asked would be a mismatch."""
+    from infoflow_smt.verify.interpreter import computes_exactly
+    target = ifs.parse_target("max(F0(x[o], x[t]) for t in range(1, o))")
+    arch = A(heads=(1,), embed_dim=8, input_dim=2, positional=True)
+    assert ifs.check(Program((ret(1, 1, "input", "g0.t"),), layers=1), target, arch, seq_len=8, samples=10).ok
+    assert not ifs.check(Program((), layers=1), target, arch, seq_len=8, samples=3).ok
+    assert computes_exactly([None, 1.0], np.array([np.nan, 1.0]))
+    assert not computes_exactly([None, 1.0], np.array([2.0, 1.0]))
+
+
 def test_an_answer_reading_the_previous_token_needs_it_gathered():
     target = ifs.parse_target("dot(x[o], x[o-1]) + max(f1(x[t]) for t in T)")
     arch = A(heads=(2,), embed_dim=8, input_dim=2, positional=True)
