@@ -307,16 +307,21 @@ def test_relabelling_positions_does_not_change_the_decision(index: int, rng: ran
     assert first.exponent == second.exponent or sympy.simplify(first.exponent - second.exponent) == 0
 
 
+def _agree(case: Case, budget_s: float) -> None:
+    """Solver, enumerator and interpreter agree on ``case``; an enumeration past ``budget_s`` is a skip."""
+    problems = disagreements(case, budget_s)
+    assert [p for p in problems if p != UNCONFIRMED] == []
+    if UNCONFIRMED in problems:
+        pytest.skip(f"the enumeration ran past {budget_s} s: {case}")
+
+
 # ---- answers at every position (a target naming o): the same three semantics on their own random set -------
 PER_POSITION_CASES = [per_position_case(i) for i in range(40)]
 
 
 @pytest.mark.parametrize("case", PER_POSITION_CASES, ids=lambda c: f"per_position{c.index}")
 def test_per_position_solver_enumerator_interpreter_agree(case: Case) -> None:
-    problems = disagreements(case, ENUMERATION_BUDGET_S)
-    assert [p for p in problems if p != UNCONFIRMED] == []
-    if UNCONFIRMED in problems:
-        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case}")
+    _agree(case, ENUMERATION_BUDGET_S)
 
 
 def test_the_per_position_cases_read_o_and_vary() -> None:
@@ -331,10 +336,7 @@ EARLIER_CASES = [earlier_case(i) for i in range(24)]
 
 @pytest.mark.parametrize("case", EARLIER_CASES, ids=lambda c: f"earlier{c.index}")
 def test_earlier_than_me_solver_enumerator_interpreter_agree(case: Case) -> None:
-    problems = disagreements(case, ENUMERATION_BUDGET_S)
-    assert [p for p in problems if p != UNCONFIRMED] == []
-    if UNCONFIRMED in problems:
-        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case}")
+    _agree(case, ENUMERATION_BUDGET_S)
 
 
 def test_the_earlier_cases_leave_the_first_position_unasked_and_vary() -> None:
@@ -350,10 +352,7 @@ LAST_TOKEN_CASES = [last_token_case(i) for i in range(40)]
 
 @pytest.mark.parametrize("case", LAST_TOKEN_CASES, ids=lambda c: f"last{c.index}")
 def test_last_token_solver_enumerator_interpreter_agree(case: Case) -> None:
-    problems = disagreements(case, ENUMERATION_BUDGET_S)
-    assert [p for p in problems if p != UNCONFIRMED] == []
-    if UNCONFIRMED in problems:
-        pytest.skip(f"the enumeration ran past {ENUMERATION_BUDGET_S} s: {case}")
+    _agree(case, ENUMERATION_BUDGET_S)
 
 
 @pytest.mark.parametrize("case", LAST_TOKEN_CASES[:10], ids=lambda c: f"last{c.index}")
@@ -381,10 +380,7 @@ LAST_POSITION_BUDGET_S = 10  # a few cases' enumerations run long: they are left
 
 @pytest.mark.parametrize("case", LAST_POSITION_CASES, ids=lambda c: f"last_positional{c.index}")
 def test_last_position_solver_enumerator_interpreter_agree(case: Case) -> None:
-    problems = disagreements(case, LAST_POSITION_BUDGET_S)
-    assert [p for p in problems if p != UNCONFIRMED] == []
-    if UNCONFIRMED in problems:
-        pytest.skip(f"the enumeration ran past {LAST_POSITION_BUDGET_S} s: {case}")
+    _agree(case, LAST_POSITION_BUDGET_S)
 
 
 def test_an_answer_at_every_position_read_at_the_last_position_with_positions_is_refused() -> None:
