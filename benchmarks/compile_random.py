@@ -13,7 +13,6 @@ import os
 import random
 import re
 import sys
-import threading
 import time
 
 import torch
@@ -22,9 +21,9 @@ import experiments
 import infoflow_smt as ifs
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.machine import cpu_model
-from infoflow_smt.smt.solver import forget_recent
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from support.fresh import on_a_new_thread
 from support.generators import random_target
 
 SHAPES = ((1,), (2,), (1, 1), (4,), (2, 2), (1, 1, 1), (4, 4), (2, 2, 2), (4, 4, 4))
@@ -45,18 +44,12 @@ def plain(text: str) -> bool:
 
 
 def feasible(text: str):
-    """The first architecture of ``SHAPES`` where the target is feasible, decided on a thread of its own: of
-    several equal witnesses z3 returns one that depends on what its context answered before, and the figures
-    should not depend on the order of the targets."""
-    found = []
-    thread = threading.Thread(target=lambda: found.append(_first_feasible(text)))
-    thread.start()
-    thread.join()
-    return found[0]
+    """The first architecture of ``SHAPES`` where the target is feasible, decided in a z3 context of its own
+    (``support.fresh``): the figures should not depend on the order of the targets."""
+    return on_a_new_thread(lambda: _first_feasible(text))
 
 
 def _first_feasible(text: str):
-    forget_recent()
     target = ifs.parse_target(text)
     d = 1 if target.reads_tokens_as_numbers else 2
     positional = bool(target.needs_positional)

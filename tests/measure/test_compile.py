@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 
 import jsonschema
 import pytest
+from support.fresh import on_a_new_thread
 
 torch = pytest.importorskip("torch")
 
@@ -17,25 +17,15 @@ from experiments.compiler import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.model.program import Program
-from infoflow_smt.smt.solver import forget_recent
 
 FAST = {"betas": (4, 16, 64, 256), "seq_lens": (8, 32), "samples": 24}
 
 
 def _verdict(spec: str, heads: tuple[int, ...], positional: bool = False, causal: bool = False):
-    """Decided on a new thread, in a z3 context of its own: of several equal witnesses, the one z3 returns
-    depends on what its context answered before, and some tests here ask for the mechanism one of them uses."""
-    found = []
-
-    def ask() -> None:
-        forget_recent()
-        found.append(ifs.decide(spec, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=positional,
-                                                       causal=causal)))
-
-    thread = threading.Thread(target=ask)
-    thread.start()
-    thread.join()
-    return found[0]
+    """Decided in a z3 context of its own (``support.fresh``): some tests here ask for the mechanism one of
+    several equal witnesses uses."""
+    arch = ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=positional, causal=causal)
+    return on_a_new_thread(lambda: ifs.decide(spec, arch))
 
 
 @pytest.mark.parametrize("spec, heads", [("max_retrieval", (1,)), ("min_pairwise_dot", (1, 1)),

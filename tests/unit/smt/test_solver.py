@@ -1,12 +1,11 @@
 """The solver against the public regression set (model.md section 5), and its contract."""
 from __future__ import annotations
 
-import threading
-
 import pytest
 import sympy
 import z3
 from support.cases import REGRESSION, Case
+from support.fresh import on_a_new_thread
 
 import infoflow_smt as ifs
 from infoflow_smt.model import cost
@@ -185,23 +184,18 @@ OTHER_QUESTIONS += [(target, arch.with_heads(heads)) for target, arch in EXPLAIN
 
 
 def _explanations(before) -> list[tuple[str, ...]]:
-    """The explanations of ``EXPLAINED``, asked on a new thread (its own z3 context) after ``before``."""
-    found = []
-
-    def ask():
-        forget_recent()
+    """The explanations of ``EXPLAINED``, asked in a z3 context of its own (``support.fresh``) after ``before``."""
+    def ask() -> list[tuple[str, ...]]:
         for target, arch in before:
             ifs.decide(target, arch)
+        found = []
         for target, arch in EXPLAINED:
             verdict = ifs.decide(target, arch)
             assert verdict.status is ifs.Status.INFEASIBLE
             found.append(tuple(r.sentence for r in verdict.explanation))
+        return found
 
-    thread = threading.Thread(target=ask)
-    thread.start()
-    thread.join()
-    assert len(found) == len(EXPLAINED)
-    return found
+    return on_a_new_thread(ask)
 
 
 def test_an_explanation_is_the_same_whatever_the_thread_asked_before():
