@@ -78,7 +78,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="a causal mask: each input position attends to itself and earlier positions only")
     p.add_argument("--beta", type=_numbers(float, "--beta", 1e-9), default=(4.0, 16.0, 64.0, 256.0))
     p.add_argument("--seq-len", type=_numbers(int, "--seq-len", 2), default=(8, 32, 128, 512))
-    p.add_argument("--samples", type=int, default=32)
+    p.add_argument("--samples", type=int, default=None,
+                   help="inputs per T (default: 64, 256 for a target that reads a selected token)")
     p.add_argument("--ffn", choices=("exact", "mlp"), default="exact")
     p.add_argument("--save", default=None, help="write the model at the largest beta (torch.save)")
     p.add_argument("--plot", default=None, help="write NMSE against beta, one line per T")
@@ -96,7 +97,7 @@ def run(argv: Sequence[str], prog: str = PROG) -> int:
     from .compiler import compile as compile_witness
 
     args = build_parser(prog).parse_args(list(argv))
-    if args.samples < 2 or args.embed_dim < 1 or args.input_dim < 1:
+    if (args.samples is not None and args.samples < 2) or args.embed_dim < 1 or args.input_dim < 1:
         raise BadInput(f"--samples must be >= 2, --embed-dim and --input-dim >= 1 (got {args.samples}, "
                        f"{args.embed_dim}, {args.input_dim})")
     torch.set_num_threads(1)

@@ -338,6 +338,21 @@ def is_vector(e: Expr) -> bool:
     return False
 
 
+def reads_selected_token(e: Expr) -> bool:
+    """Whether ``e`` reads the token at a selected position (``x[argmax(...)]``, ``x[argmin(...) - 1]``): a
+    value that jumps where two scores tie, so a continuous model errs near every tie.
+
+    >>> from infoflow_smt.lang.language import parse_target_expr
+    >>> reads_selected_token(parse_target_expr("x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]"))
+    True
+    >>> reads_selected_token(parse_target_expr("max(dot(x[t-1], x[T]) for t in range(2, T+1))"))
+    False
+    """
+    if isinstance(e, Content) and isinstance(e.index, Reduce):
+        return True
+    return any(reads_selected_token(c) for c in children(e))
+
+
 def reads_tokens_as_numbers(e: Expr) -> bool:
     """Whether a selection compares vector values (``max(x[t] for t in T)``): meaningful on scalar
     tokens (``d = 1``) only."""

@@ -268,3 +268,15 @@ def test_a_subset_minimum_needs_no_beta_that_grows_with_t():
     assert result.smallest_beta[0] == result.smallest_beta[-1] == 32, str(result)
     plain = experiments.compile(verdict, log_keys=False)
     assert experiments.check_compiled(verdict, **grid, model_for=plain.set_beta).smallest_beta[-1] is None
+
+
+def test_a_selected_token_is_checked_on_enough_inputs_to_see_its_near_ties():
+    # reading x[argmax(...)] errs by about the target's size on the inputs whose top two scores lie within
+    # about 1/beta: the NMSE is their share, which 32 inputs cannot resolve below 1/32
+    from experiments.compiled_check import SAMPLES, SELECTED_TOKEN_SAMPLES, default_samples
+    assert default_samples(ifs.catalogue.get("induction_head")) == SELECTED_TOKEN_SAMPLES > SAMPLES
+    assert default_samples(ifs.catalogue.get("min_pairwise_dot")) == SAMPLES
+    result = experiments.check_compiled(_verdict("induction_head", (1, 1), True), betas=(32, 256, 2048, 16384),
+                                        seq_lens=(8, 128))
+    assert result.samples == SELECTED_TOKEN_SAMPLES
+    assert result.holds, str(result)
