@@ -99,9 +99,9 @@ class Confirmation:
                  *self.rule.describe(self.seq_lens, self.reference),
                  _solver_columns(self.decided_at),
                  (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, training "
-                  f"sequences {_per_length(r['n_train'])}; 5% warm-up and cosine to 0 on wall time, "
-                  f"{r['time_budget_s']:.0f} s of training per length shared by its jobs in proportion to their "
-                  f"models; budget {self.budget_s:.0f} s, used {self.wall_s:.0f} s"),
+                  f"sequences {_per_length(r['n_train'])}; {r['steps']} steps for every model at every T "
+                  f"(as many as {r['planned_s']:.0f} s hold by the probed step times), 5% warm-up and cosine to "
+                  f"0; budget {self.budget_s:.0f} s, used {self.wall_s:.0f} s"),
                  _header(self.seq_lens)]
         for row in self.rows:
             lines.extend(_row_lines(row))

@@ -1,8 +1,8 @@
 """Check one decided case against trained networks, by its trend over T: ``experiments.confirm(verdict)``.
 
 Given a ``Verdict`` of ``ifs.decide`` (any target: a catalogue entry or any target text), train the decided
-architecture and its neighbours at several lengths (default T = 8, 16, 32; the same width, recipe and share
-of the wall-time budget at each) and set the measured NMSE beside the solver's verdict:
+architecture and its neighbours at several lengths (default T = 8, 16, 32; the same width and recipe at
+each, and about the same number of steps) and set the measured NMSE beside the solver's verdict:
 
 * the decided architecture;
 * one head fewer in the limiting layer: of the layers with more than one head, the one where losing a head
@@ -20,10 +20,11 @@ that one length cannot show a trend. Beside the trained NMSE, the compiled witne
 (``experiments.check_compiled``, when importable: what the architecture can do beside what training found).
 
 The recipe is ``profiles.confirm_setup``'s for the target (the cpu profile's measured recipe where there is
-one) scaled to the budget: labels get about a sixth of it, the rest is shared equally by the lengths and,
-within one length, between the batched jobs (one per depth) in proportion to their models; each job runs a
-5% warm-up and a cosine to zero on wall time (``TrainConfig.time_budget_s``), so however fast the steps are
-the schedule ends with its share; a hard deadline per length is a safety net.
+one) scaled to the budget: labels get about a sixth of it, the rest is shared by the lengths and their
+batched jobs (one per depth) in proportion to each job's probed time per step, so that every model runs
+about the same number of steps at every length; each job runs a 5% warm-up and a cosine to zero on wall
+time (``TrainConfig.time_budget_s``), so however fast the steps are the schedule ends with its share; a
+hard deadline per length is a safety net.
 
 >>> import infoflow_smt as ifs                                                       # doctest: +SKIP
 >>> v = ifs.decide("max(f1(x[t]) + f2(x[t]) for t in T)", ifs.Architecture((1, 1), 16, 4))  # doctest: +SKIP
@@ -49,8 +50,11 @@ __all__ = ["DEFAULT_SEQ_LENS", "DEFAULT_THRESHOLD", "ConfirmRow", "Confirmation"
 DEFAULT_SEQ_LENS = (8, 16, 32)   # T when the verdict is for all large T (seq_len None): T doubles twice
 _LABEL_SHARE = 1 / 6      # of the budget, for the training labels of all lengths
 _MIN_TRAIN, _MAX_TRAIN = 2000, 100_000
-_MAX_STEPS = 10**7        # a wall-time schedule ends on time; this only bounds it
 _EVAL_RESERVE_S = 0.3     # the final evaluation after a job's time is up
+_PROBE_STEPS = (8, 48)    # the two runs whose difference times a job's step (after a warm-up run)
+_EVALUATIONS = 20         # validation evaluations per training run (the best is kept)
+_PLAN_SHARE = 0.9         # of the time the probes say is left: steps run slower beside an evaluation
+_MIN_STEPS = 20
 MIN_SECONDS_PER_LENGTH = 1.0   # below this a length trains a step or two and its NMSE says nothing
 COMPILE_BETAS = (16.0, 64.0, 256.0)   # the compiled witness is reported at the largest
 COMPILE_SAMPLES = 256
@@ -199,32 +203,71 @@ def _model_switches(model: Any) -> dict[str, Any]:
 
 def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup: tuple, budget_s: float,
                    start: float, dev: Any, seed: int) -> tuple[dict[int, list], dict[str, Any]]:
-    """Labels for every length first (a sixth of the budget), then the rest shared equally by the lengths:
-    the same width, recipe and time at each T. Returns the metrics by T and the recipe as run."""
+    """Labels for every length first (a sixth of the budget), then every model at every length trains the
+    same number of steps: as many as the rest of the budget holds by the jobs' probed step times
+    (``_probe``). The same width and recipe at each T, and a trend over T that is not the machine's cost per
+    step: with equal time at each length a step at T = 32 costing twice one at T = 8 gave the longest length
+    half the steps. The budget's end stops any job still running (its steps are recorded). Returns the
+    metrics by T and the recipe as run."""
     model, recipe = setup
     arch, target = verdict.architecture, verdict.target
-    data = {}
+    data, jobs = {}, {}
     for T in lengths:
         n_train = _train_size(target, T, arch.input_dim, budget_s / len(lengths))
         data[T] = make_dataset(target, T, arch.input_dim, n_train, min(2000, max(200, n_train // 5)), seed=seed,
                                target_seed=int(getattr(target, "seed", 0)))
-    # labels slower than their share leave less for training, never less than the minimum per length
-    share = max(MIN_SECONDS_PER_LENGTH, (budget_s - (time.perf_counter() - start)) / len(lengths))
-    begin, metrics = time.perf_counter(), {}
-    for i, T in enumerate(lengths):
-        d = data[T]
         models = [replace(model, input_dim=arch.input_dim, seq_len=T, heads=tuple(v.architecture.heads),
                           embed_dim=int(v.architecture.width_at(T)), positional=arch.positional,
-                          output_dim=d.output_dim) for v in verdicts]
-        run = replace(recipe, n_train=len(d.X_train), n_val=len(d.X_val))
-        metrics[T] = _train_within(d, models, run, share, dev, seed, deadline=begin + (i + 1) * share)
-    recipe_doc = asdict(replace(recipe, time_budget_s=round(share, 1)))
-    for unused in ("steps", "warmup_steps", "eval_every"):   # the schedule runs on wall time
-        recipe_doc.pop(unused)
-    recipe_doc["schedule"] = "5% warm-up and cosine to 0 over time_budget_s of wall time, 20 evaluations"
-    recipe_doc.update(n_train={T: len(data[T].X_train) for T in lengths},
-                      n_val={T: len(data[T].X_val) for T in lengths})
+                          output_dim=data[T].output_dim) for v in verdicts]
+        jobs[T] = _jobs(models)
+    run = {T: replace(recipe, n_train=len(data[T].X_train), n_val=len(data[T].X_val)) for T in lengths}
+    probed = {(T, key): _probe(data[T], [m for _, m in members], run[T], dev, seed)
+              for T in lengths for key, members in jobs[T].items()}
+    left = budget_s - (time.perf_counter() - start)
+    per_step = sum(step for step, _ in probed.values())
+    fixed = _EVALUATIONS * sum(once for _, once in probed.values())
+    steps = max(_MIN_STEPS, int(_PLAN_SHARE * (left - fixed) / per_step))
+    end = start + budget_s - _EVAL_RESERVE_S
+    schedule = {"steps": steps, "warmup_steps": steps // 20, "eval_every": max(1, steps // _EVALUATIONS),
+                "time_budget_s": 0.0}
+    metrics = {T: _train_jobs(data[T], jobs[T], replace(run[T], **schedule), dev, seed, deadline=end)
+               for T in lengths}
+    recipe_doc = asdict(replace(recipe, **schedule))
+    recipe_doc.pop("time_budget_s")
+    recipe_doc.update(planned_s=round(left, 1), n_train={T: len(data[T].X_train) for T in lengths},
+                      n_val={T: len(data[T].X_val) for T in lengths},
+                      seconds_per_step={T: {_job_name(members): round(probed[(T, key)][0], 5)
+                                            for key, members in jobs[T].items()} for T in lengths})
     return metrics, recipe_doc
+
+
+def _jobs(models: list) -> dict[tuple, list[tuple[int, Any]]]:
+    """The models that train as one batched job (one per depth), with their places in ``models``."""
+    groups: dict[tuple, list[tuple[int, Any]]] = {}
+    for i, cfg in enumerate(models):
+        groups.setdefault(cfg.batch_key(), []).append((i, cfg))
+    return groups
+
+
+def _job_name(members: list[tuple[int, Any]]) -> str:
+    """A job by its models' heads: ``2,2 + 2,1``."""
+    return " + ".join(",".join(map(str, cfg.heads)) for _, cfg in members)
+
+
+def _probe(data: Any, models: list, recipe: TrainConfig, device: Any, seed: int) -> tuple[float, float]:
+    """(seconds per step, seconds per evaluation and set-up) of one batched job: from a short and a longer
+    run (their difference is the steps alone), after a run that warms the kernels up."""
+    def run(steps: int) -> float:
+        probe = replace(recipe, steps=steps, warmup_steps=0, eval_every=10**9, time_budget_s=0.0, patience=0)
+        started = time.perf_counter()
+        train_models(data, models, [seed] * len(models), probe, device)
+        return time.perf_counter() - started
+
+    short_steps, long_steps = _PROBE_STEPS
+    run(short_steps)
+    short, long = run(short_steps), run(long_steps)
+    step = max(1e-6, (long - short) / (long_steps - short_steps))
+    return step, max(0.0, short - short_steps * step)
 
 
 def compiled_checker() -> Callable[..., Any] | None:
@@ -255,23 +298,13 @@ def _compiled(v: Any, lengths: tuple[int, ...]) -> tuple[str, dict[int, float]]:
     return f"beta {beta:g}", {T: float(result.at(beta, T)) for T in lengths}
 
 
-def _train_within(data: Any, models: list, recipe: TrainConfig, seconds: float, device: Any, seed: int,
-                  deadline: float) -> list:
-    """Train every model within ``seconds`` of wall time. Models of one depth share a batched job; each job
-    gets a share of the time proportional to its number of models, and runs the recipe's warm-up and cosine
-    on its own wall-time schedule (TrainConfig.time_budget_s), so the schedule ends with the budget however
-    fast the steps turn out to be."""
-    groups: dict[tuple, list[int]] = {}
-    for i, cfg in enumerate(models):
-        groups.setdefault(cfg.batch_key(), []).append(i)
-    out: list = [None] * len(models)
-    for members in groups.values():
-        left = deadline - time.perf_counter() - _EVAL_RESERVE_S
-        share = seconds * len(members) / len(models)
-        train = replace(recipe, steps=_MAX_STEPS, warmup_steps=_MAX_STEPS // 20, time_budget_s=max(0.5, min(
-            share, left)))
-        for i, m in zip(members, train_models(data, [models[i] for i in members], [seed] * len(members), train,
-                                              device, deadline=deadline)):
+def _train_jobs(data: Any, jobs: dict, recipe: TrainConfig, device: Any, seed: int, deadline: float) -> list:
+    """Train every job (``_jobs``) by ``recipe``'s steps; a job still running at ``deadline`` stops there.
+    Returns the metrics in the order of the models."""
+    out: list = [None] * sum(len(members) for members in jobs.values())
+    for members in jobs.values():
+        for (i, _), m in zip(members, train_models(data, [cfg for _, cfg in members], [seed] * len(members), recipe,
+                                                   device, deadline=deadline)):
             out[i] = m
     return out
 

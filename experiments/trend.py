@@ -3,13 +3,17 @@
 A verdict is a claim about every T: feasible says the cost of the best program does not grow with T,
 infeasible says it does. One length cannot show that; a trend over lengths can (the papers test their
 claims this way: triangle center against T, intrinsic dimension "independent of the sequence length").
-Each architecture is trained at every length with the same width, recipe and share of the budget, and:
+Each architecture is trained at every length with the same width and recipe and about the same steps, and:
 
 * a **feasible** row agrees when its NMSE is below the threshold at every length and stays within
   ``flat_factor`` across them (max / min);
 * an **infeasible** row agrees when its NMSE rises by ``rise_factor`` from the shortest to the longest T,
-  where T doubles at least twice between them, *or* when at the longest T its NMSE is at least
-  ``rise_factor`` times the efficient row's (the decided row when feasible, else the first feasible row);
+  where T doubles at least twice between them, or the share of the variance it explains (``1 - NMSE``)
+  falls by that factor over the same lengths, *or* when at the longest T its NMSE is at least
+  ``rise_factor`` times the efficient row's (the decided row when feasible, else the first feasible row).
+  The second clause is the first one seen from the ceiling: predicting the mean gives NMSE 1, so an NMSE
+  above ``1 / rise_factor`` at the shortest T cannot rise by the factor however fast the error grows, while
+  what the network still explains can fall by it (0.33 at T = 8 to 0.99 at T = 32: 67 % explained to 1 %);
 * a length where an infeasible row's exponent (``ifs.decide(..., seq_len=T)``) is not above the efficient
   row's cannot separate the two: the solver predicts no gap there, so the table marks it and the gap clause
   does not count it. With no clause left the row is not judged (like an UNKNOWN verdict).
@@ -23,6 +27,9 @@ True
 >>> rising = (Cell(8, 1.0, 2e-3), Cell(16, 3.0, 5e-3), Cell(32, 7.0, 2e-2))
 >>> judge(rule, "infeasible", rising, efficient).agree
 True
+>>> saturating = (Cell(8, 1.0, 0.33), Cell(16, 3.0, 0.94), Cell(32, 7.0, 0.99))   # cannot rise 4x: 1 - NMSE falls 67x
+>>> judge(rule, "infeasible", saturating, None).reason
+'rises 3.0x from T = 8 to 32 (< 4x); explains 67.0x less at T = 32 (>= 4x)'
 """
 from __future__ import annotations
 
@@ -54,9 +61,12 @@ class TrendRule:
         lines = [f"rule fixed before training, T = {', '.join(map(str, seq_lens))}:",
                  (f"  feasible row agrees: NMSE < {self.threshold:g} at every T and max/min over T <= "
                  f"{self.flat_factor:g}"),
-                 (f"  infeasible row agrees: NMSE(T={hi}) / NMSE(T={lo}) >= {self.rise_factor:g}"
+                 (f"  infeasible row agrees: NMSE(T={hi}) / NMSE(T={lo}) >= {self.rise_factor:g} or "
+                 f"(1 - NMSE(T={lo})) / (1 - NMSE(T={hi})) >= {self.rise_factor:g}"
                  f"{'' if hi >= MIN_SPAN * lo else ' (not available: T does not double twice)'}, "
                  f"or NMSE(T={hi}) >= {self.rise_factor:g} x {ref}"),
+                 ("  (the second: what the network explains falls; NMSE cannot rise "
+                 f"{self.rise_factor:g}x from above 1/{self.rise_factor:g}, since predicting the mean gives 1)"),
                  ("  '=' marks a length where an infeasible row's exponent is not above the efficient row's: "
                  "it cannot separate them and is not counted")]
         if len(seq_lens) == 1:
@@ -121,6 +131,9 @@ def _judge_inefficient(rule: TrendRule, cells: tuple[Cell, ...], reference: tupl
     if last.seq_len >= MIN_SPAN * first.seq_len:
         rise = _ratio(last.nmse, first.nmse)
         clauses.append((rise >= rule.rise_factor, f"rises {rise:.1f}x from T = {first.seq_len} to {last.seq_len}"))
+        lost = _ratio(1 - first.nmse, 1 - last.nmse) if first.nmse < 1 else 1.0  # explained nothing: nothing to lose
+        clauses.append((lost >= rule.rise_factor, f"explains nothing at T = {last.seq_len}" if math.isinf(lost)
+                        else f"explains {lost:.1f}x less at T = {last.seq_len}"))
     if reference is not None and last.seq_len not in flat:
         gap = _ratio(last.nmse, reference[-1].nmse)
         clauses.append((gap >= rule.rise_factor, f"{gap:.1f}x the efficient row at T = {last.seq_len}"))

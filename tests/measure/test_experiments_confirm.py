@@ -121,7 +121,7 @@ def fake_training(figures: dict) -> object:
     def train(verdict, lengths, verdicts, setup, budget_s, start, dev, seed):  # confirmation._train_lengths
         metrics = {T: [SimpleNamespace(nmse_best=figures[tuple(v.architecture.heads)][i], steps=100 * T)
                        for v in verdicts] for i, T in enumerate(lengths)}
-        return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "time_budget_s": 1.0,
+        return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "steps": 100, "planned_s": 1.0,
                          "n_train": {T: 1000 for T in lengths}}
     return train
 

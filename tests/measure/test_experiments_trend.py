@@ -77,7 +77,20 @@ def test_lengths_that_do_not_double_twice_have_no_rise_clause() -> None:
 def test_without_an_efficient_row_only_the_rise_counts() -> None:
     # triangle center: infeasible everywhere, so no row to compare with; it must rise with T by itself
     assert judge(RULE, "infeasible", cells((0, 1 / 3, 5 / 3), (0.1, 0.6, 0.97)), None).agree is True
-    assert judge(RULE, "infeasible", cells((0, 1 / 3, 5 / 3), (0.5, 0.6, 0.97)), None).agree is False
+    assert judge(RULE, "infeasible", cells((0, 1 / 3, 5 / 3), (0.5, 0.6, 0.8)), None).agree is False
+
+
+def test_an_error_near_the_mean_predictors_is_judged_by_what_the_network_still_explains() -> None:
+    # from NMSE 0.44 no error can rise 4x (predicting the mean gives 1): 56 % explained at T = 8, 4 % at T = 32
+    j = judge(RULE, "infeasible", cells((0, 1 / 3, 5 / 3), (0.44, 0.9, 0.96)), None)
+    assert j.agree is True and "rises 2.2x from T = 8 to 32 (< 4x)" in j.reason
+    assert "explains 14.0x less at T = 32 (>= 4x)" in j.reason
+    assert judge(RULE, "infeasible", cells((0, 1, 3), (0.44, 0.9, 1.02)), None).reason.endswith(
+        "explains nothing at T = 32 (>= 4x)")
+    # at the ceiling throughout: it never explained anything, so it has nothing to lose with T
+    assert judge(RULE, "infeasible", cells((0, 1, 3), (0.93, 0.93, 0.94)), None).agree is False
+    assert judge(RULE, "infeasible", cells((0, 1, 3), (1.01, 1.0, 1.02)), None).agree is False
+    assert "(1 - NMSE(T=8)) / (1 - NMSE(T=32)) >= 4" in "\n".join(RULE.describe((8, 16, 32), None))
 
 
 def test_a_diverged_run_never_passes() -> None:
