@@ -68,7 +68,8 @@ from infoflow_smt.symbols import T
 IN, OUT = "in", "out"
 LAST_CLASS = "aT"   # position T as a class of its own: the answer read there with positional encoding
 TRUE, FALSE = "true", "false"
-_FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled
+_FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled ...
+_PERIOD = 4    # ... up to the subsets' period (Realization.subset_mask), for a position counted from the end
 _LINES_PER_PARSE = 4_000  # lines z3 parses between two checks of the deadline (a tenth of a second or so)
 
 
@@ -476,10 +477,13 @@ def quoted(name: str) -> str:
 
 
 def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
-    """Whether fixed position ``q`` (near the start) is a candidate of ``domain`` for every large ``T``; of a
-    range bounded by a variable (``range(1, s)``), at some binding of it: there it must hold what the
-    candidates' side reads."""
-    return bool(q.resolve(_FAR) in Realization().domain_positions(ex.envelope(domain), _FAR))
+    """Whether fixed position ``q`` is a candidate of ``domain`` at some large ``T`` (of a range bounded by a
+    variable, ``range(1, s)``, at some binding of it): a program works at every ``T``, so there it must hold
+    what the candidates' side reads. Near the start the answer is the same at every large ``T``; position
+    ``T`` is in a subset at some lengths and not at others (``Realization.subset_mask``), so every residue
+    of the subsets' period is asked."""
+    envelope = ex.envelope(domain)
+    return any(q.resolve(n) in Realization().domain_positions(envelope, n) for n in range(_FAR, _FAR + _PERIOD))
 
 
 def _ref_name(q) -> str:

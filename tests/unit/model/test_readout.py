@@ -80,3 +80,18 @@ def test_under_the_mask_T_is_read_as_the_answering_position(text, asked):
 def test_under_the_mask_a_target_naming_o_is_read_with_o_at_T():
     asked = question(ifs.parse_target("max(F0(x[o], x[t]) for t in T)"), MASKED)
     assert asked.text == "max(F0(x[o], x[t]) for t in range(1, o+1))"
+
+
+@pytest.mark.parametrize(("text", "heads", "dim"), [
+    ("max(f2(x[s], x[1]) for s in S1)", (2, 1), 1),
+    ("F0(mean(f1(x[s]) + dot(x[s], x[s]) for s in S2), min(f1(x[s]) for s in S1))", (1, 2), 1),
+    ("min(f2(x[s], x[t]) for s in T for t in S1) + mean(f1(x[s]) for s in range(2, T+1))", (1, 2), 1)])
+def test_position_T_is_a_candidate_of_a_subset_at_the_lengths_where_it_belongs(text, heads, dim):
+    # position T lies in S_i at one length in two (t is in S_i when (t - i) % 4 is 0 or 1), so at those
+    # lengths it ranks among the candidates and must hold what they read: the witness works at every length
+    arch = ifs.Architecture(heads=heads, embed_dim=32, input_dim=dim, positional=True, readout="last")
+    verdict = ifs.decide(text, arch)
+    assert verdict.feasible
+    for length in (12, 13, 14, 15):
+        report = ifs.check(verdict.witness, ifs.parse_target(text), arch, seq_len=length, samples=4, seed=1)
+        assert report.ok, f"T = {length}: {report}"
