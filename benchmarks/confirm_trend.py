@@ -70,6 +70,7 @@ def main() -> int:
     parser.add_argument("--results", default="results")
     args = parser.parse_args()
     names = list(CASES) if args.case == "all" else [args.case]
+    os.makedirs(args.results, exist_ok=True)   # before training: a missing folder must not lose a run's tables
     return max(run_case(name, args.budget, args.results) for name in names)
 
 

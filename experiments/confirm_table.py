@@ -4,7 +4,7 @@
 (``trend.Cell``) and the trend rule's judgement; ``Confirmation`` the rows with the run's settings, printed by
 ``str()`` (the rule first, then the table, a ``why:`` line under every row) and recorded by ``to_json()``.
 An ``=`` after a cell marks a length where the solver's exponents do not separate the row from the efficient
-one (``trend.unseparated``).
+one (``trend.unseparated``); ``short`` a length that trained too few of its planned steps (``Cell.short``).
 """
 from __future__ import annotations
 
@@ -85,8 +85,8 @@ class Confirmation:
             row.update(heads=list(r.heads), predicted_efficient=r.predicted_efficient,
                        measured_efficient=r.measured_efficient, agree=r.agree,
                        unseparated=list(r.judgement.unseparated))
-            for cell in row["cells"]:
-                cell["separates"] = cell["seq_len"] not in r.judgement.unseparated
+            for cell, c in zip(row["cells"], r.cells):
+                cell.update(separates=c.seq_len not in r.judgement.unseparated, short=c.short)
         doc.update(seq_lens=list(self.seq_lens), agreement=list(self.agreement), undecided=list(self.undecided),
                    rule_text=self.rule.describe(self.seq_lens, self.reference))
         return doc
@@ -134,10 +134,14 @@ def _header(seq_lens: tuple[int, ...]) -> str:
     return f"{'role':<26} {'heads':<7} {'E':>3} {'solver':<10} {'exponent':<12} {cells}{'compiled':<22} agree"
 
 
+def _mark(cell: Cell, unseparated: set[int]) -> str:
+    """'=' where the length cannot separate the row, ' short' where it trained too few of its planned steps."""
+    return ("=" if cell.seq_len in unseparated else "") + (" short" if cell.short else "")
+
+
 def _row_lines(row: ConfirmRow) -> list[str]:
     flat = set(row.judgement.unseparated)
-    cells = "".join(f"{f'{c.nmse:.2e} [{c.exponent_text}]' + ('=' if c.seq_len in flat else ''):<22}"
-                    for c in row.cells)
+    cells = "".join(f"{f'{c.nmse:.2e} [{c.exponent_text}]' + _mark(c, flat):<22}" for c in row.cells)
     compiled = [c.compiled_nmse for c in row.cells if c.compiled_nmse is not None]
     shown = f"<= {max(compiled):.1e} ({row.compiled})" if compiled else row.compiled
     agree = "?" if row.agree is None else ("yes" if row.agree else "NO")

@@ -51,9 +51,10 @@ DEFAULT_SEQ_LENS = (8, 16, 32)   # T when the verdict is for all large T (seq_le
 _LABEL_SHARE = 1 / 6      # of the budget, for the training labels of all lengths
 _MIN_TRAIN, _MAX_TRAIN = 2000, 100_000
 _EVAL_RESERVE_S = 0.3     # the final evaluation after a job's time is up
-_PROBE_STEPS = (8, 48)    # the two runs whose difference times a job's step (after a warm-up run)
+_PROBE_STEPS = (8, 400)   # the short run, and the most the longer one takes (their difference times a step)
+_PROBE_SHARE = 0.05       # of the budget, for the probes' longer runs: longer ones vary less
 _EVALUATIONS = 20         # validation evaluations per training run (the best is kept)
-_PLAN_SHARE = 0.9         # of the time the probes say is left: steps run slower beside an evaluation
+_PLAN_SHARE = 0.8         # of the time the probes say is left: a long run's steps ran up to 1.25x the probe's
 _MIN_STEPS = 20
 MIN_SECONDS_PER_LENGTH = 1.0   # below this a length trains a step or two and its NMSE says nothing
 COMPILE_BETAS = (16.0, 64.0, 256.0)   # the compiled witness is reported at the largest
@@ -126,7 +127,8 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
     trained, train = _train_lengths(verdict, lengths, [v for _, v in rows], (model, recipe), budget_s, start,
                                     dev, seed)
     compiled = [_compiled(v, lengths) for _, v in rows]
-    cells = [tuple(Cell(T, e, trained[T][i].nmse_best, trained[T][i].steps, text, compiled[i][1].get(T))
+    cells = [tuple(Cell(T, e, trained[T][i].nmse_best, trained[T][i].steps, text, compiled[i][1].get(T),
+                        planned_steps=train["steps"])
                    for T, (e, text) in zip(lengths, exponents[i])) for i in range(len(rows))]
     ref = next((i for i, (_, v) in enumerate(rows) if v.status.value == "feasible"), None)
     out = tuple(_row(role, v, cells[i], compiled[i][0], rule, cells[ref] if ref is not None else None, lengths)
@@ -207,8 +209,7 @@ def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup
     same number of steps: as many as the rest of the budget holds by the jobs' probed step times
     (``_probe``). The same width and recipe at each T, and a trend over T that is not the machine's cost per
     step: with equal time at each length a step at T = 32 costing twice one at T = 8 gave the longest length
-    half the steps. The budget's end stops any job still running (its steps are recorded). Returns the
-    metrics by T and the recipe as run."""
+    half the steps. Returns the metrics by T and the recipe as run."""
     model, recipe = setup
     arch, target = verdict.architecture, verdict.target
     data, jobs = {}, {}
@@ -221,24 +222,68 @@ def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup
                           output_dim=data[T].output_dim) for v in verdicts]
         jobs[T] = _jobs(models)
     run = {T: replace(recipe, n_train=len(data[T].X_train), n_val=len(data[T].X_val)) for T in lengths}
-    probed = {(T, key): _probe(data[T], [m for _, m in members], run[T], dev, seed)
+    probe_s = _PROBE_SHARE * budget_s / sum(len(j) for j in jobs.values())
+    probed = {(T, key): _probe(data[T], [m for _, m in members], run[T], dev, seed, probe_s)
               for T in lengths for key, members in jobs[T].items()}
     left = budget_s - (time.perf_counter() - start)
     per_step = sum(step for step, _ in probed.values())
     fixed = _EVALUATIONS * sum(once for _, once in probed.values())
     steps = max(_MIN_STEPS, int(_PLAN_SHARE * (left - fixed) / per_step))
     end = start + budget_s - _EVAL_RESERVE_S
-    schedule = {"steps": steps, "warmup_steps": steps // 20, "eval_every": max(1, steps // _EVALUATIONS),
-                "time_budget_s": 0.0}
-    metrics = {T: _train_jobs(data[T], jobs[T], replace(run[T], **schedule), dev, seed, deadline=end)
-               for T in lengths}
-    recipe_doc = asdict(replace(recipe, **schedule))
+    metrics = _train_planned(data, jobs, run, probed, steps, len(verdicts), end, dev, seed)
+    recipe_doc = asdict(replace(recipe, steps=steps, warmup_steps=steps // 20,
+                                eval_every=max(1, steps // _EVALUATIONS)))
     recipe_doc.pop("time_budget_s")
     recipe_doc.update(planned_s=round(left, 1), n_train={T: len(data[T].X_train) for T in lengths},
                       n_val={T: len(data[T].X_val) for T in lengths},
                       seconds_per_step={T: {_job_name(members): round(probed[(T, key)][0], 5)
-                                            for key, members in jobs[T].items()} for T in lengths})
+                                            for key, members in jobs[T].items()} for T in lengths},
+                      seconds_per_step_run={T: {_job_name(members): _seconds_per_step(metrics[T][members[0][0]])
+                                                for members in jobs[T].values()} for T in lengths})
     return metrics, recipe_doc
+
+
+def _train_planned(data: dict, jobs: dict, run: dict, probed: dict, steps: int, n_models: int, end: float,
+                   dev: Any, seed: int) -> dict[int, list]:
+    """Every job (``_jobs``) at every length by the plan's ``steps``, one after another; when the machine runs
+    slower than the probes said the jobs still to run get fewer (``_fitted_steps``), and the budget's end
+    (``end``) stops a job still running (its steps are recorded). Returns the metrics by T, in model order."""
+    order = [(T, key) for T in jobs for key in jobs[T]]
+    metrics: dict[int, list] = {T: [None] * n_models for T in jobs}
+    spent = predicted = 0.0   # measured and probed seconds of the jobs done so far
+    for n, (T, key) in enumerate(order):
+        slowdown = max(1.0, spent / predicted) if predicted else 1.0
+        ahead = slowdown * sum(_job_seconds(probed[job], steps) for job in order[n:])
+        job_steps = _fitted_steps(steps, ahead, end - time.perf_counter())
+        schedule = {"steps": job_steps, "warmup_steps": job_steps // 20,
+                    "eval_every": max(1, job_steps // _EVALUATIONS), "time_budget_s": 0.0}
+        members, began = jobs[T][key], time.perf_counter()
+        for (i, _), m in zip(members, train_models(data[T], [cfg for _, cfg in members], [seed] * len(members),
+                                                   replace(run[T], **schedule), dev, deadline=end)):
+            metrics[T][i] = m
+        spent += time.perf_counter() - began
+        predicted += _job_seconds(probed[(T, key)], job_steps)
+    return metrics
+
+
+def _job_seconds(probe: tuple[float, float], steps: int) -> float:
+    """A job's predicted wall time at ``steps`` by its probe (seconds per step, per evaluation)."""
+    step, once = probe
+    return steps * step + _EVALUATIONS * once
+
+
+def _fitted_steps(planned: int, needed_s: float, left_s: float) -> int:
+    """The plan's steps, or fewer when the jobs still to run would not fit in what is left: the machine ran
+    slower than its probes, and cutting every remaining job a little keeps them all judged, where the
+    budget's end would stop the last one after a step or two (``trend.Cell.short`` marks a cut too deep)."""
+    if needed_s <= left_s:
+        return planned
+    return max(_MIN_STEPS, int(planned * max(0.0, left_s) / needed_s))
+
+
+def _seconds_per_step(m: Any) -> float:
+    """A trained job's wall time per step, evaluations included: what the probe's figure planned for."""
+    return round(m.job_wall_s / max(1, m.steps), 5)
 
 
 def _jobs(models: list) -> dict[tuple, list[tuple[int, Any]]]:
@@ -254,17 +299,20 @@ def _job_name(members: list[tuple[int, Any]]) -> str:
     return " + ".join(",".join(map(str, cfg.heads)) for _, cfg in members)
 
 
-def _probe(data: Any, models: list, recipe: TrainConfig, device: Any, seed: int) -> tuple[float, float]:
+def _probe(data: Any, models: list, recipe: TrainConfig, device: Any, seed: int,
+           seconds: float) -> tuple[float, float]:
     """(seconds per step, seconds per evaluation and set-up) of one batched job: from a short and a longer
-    run (their difference is the steps alone), after a run that warms the kernels up."""
+    run (their difference is the steps alone; the longer one as long as ``seconds`` allow), after a run
+    that warms the kernels up."""
     def run(steps: int) -> float:
         probe = replace(recipe, steps=steps, warmup_steps=0, eval_every=10**9, time_budget_s=0.0, patience=0)
         started = time.perf_counter()
         train_models(data, models, [seed] * len(models), probe, device)
         return time.perf_counter() - started
 
-    short_steps, long_steps = _PROBE_STEPS
-    run(short_steps)
+    short_steps, most = _PROBE_STEPS
+    rough = run(short_steps) / short_steps   # set-up included: an overestimate
+    long_steps = min(most, max(5 * short_steps, int(seconds / rough)))
     short, long = run(short_steps), run(long_steps)
     step = max(1e-6, (long - short) / (long_steps - short_steps))
     return step, max(0.0, short - short_steps * step)
@@ -296,17 +344,6 @@ def _compiled(v: Any, lengths: tuple[int, ...]) -> tuple[str, dict[int, float]]:
     except ifs.InfoflowError as err:   # a refusal names the term that cannot compile
         return f"refused: {' '.join(str(err).split())}", {}
     return f"beta {beta:g}", {T: float(result.at(beta, T)) for T in lengths}
-
-
-def _train_jobs(data: Any, jobs: dict, recipe: TrainConfig, device: Any, seed: int, deadline: float) -> list:
-    """Train every job (``_jobs``) by ``recipe``'s steps; a job still running at ``deadline`` stops there.
-    Returns the metrics in the order of the models."""
-    out: list = [None] * sum(len(members) for members in jobs.values())
-    for members in jobs.values():
-        for (i, _), m in zip(members, train_models(data, [cfg for _, cfg in members], [seed] * len(members), recipe,
-                                                   device, deadline=deadline)):
-            out[i] = m
-    return out
 
 
 def _T() -> Any:

@@ -16,7 +16,10 @@ Each architecture is trained at every length with the same width and recipe and 
   what the network still explains can fall by it (0.33 at T = 8 to 0.99 at T = 32: 67 % explained to 1 %);
 * a length where an infeasible row's exponent (``ifs.decide(..., seq_len=T)``) is not above the efficient
   row's cannot separate the two: the solver predicts no gap there, so the table marks it and the gap clause
-  does not count it. With no clause left the row is not judged (like an UNKNOWN verdict).
+  does not count it. With no clause left the row is not judged (like an UNKNOWN verdict);
+* a row with a length that trained fewer than ``MIN_TRAINED_SHARE`` of its planned steps (the budget ended
+  first) is not judged: an untrained network's error says nothing about the architecture, and it would
+  count as an infeasible row's "yes" or a feasible row's "no".
 
 The factors are fixed here, before any training, and printed with the table.
 
@@ -30,6 +33,9 @@ True
 >>> saturating = (Cell(8, 1.0, 0.33), Cell(16, 3.0, 0.94), Cell(32, 7.0, 0.99))   # cannot rise 4x: 1 - NMSE falls 67x
 >>> judge(rule, "infeasible", saturating, None).reason
 'rises 3.0x from T = 8 to 32 (< 4x); explains 67.0x less at T = 32 (>= 4x)'
+>>> cut = (Cell(8, 1.0, 0.9, 900, planned_steps=900), Cell(32, 7.0, 1.05, 1, planned_steps=900))
+>>> judge(rule, "infeasible", cut, None).reason
+'T = 32 trained 1 of its 900 planned steps (the budget ended first): not judged'
 """
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ RISE_FACTOR = 4.0   # the same 4x, the other way: an error that grows at least a
 FACTOR_REASON = ("4: the default lengths 8, 16, 32 span 4x; an error growing at least as fast as T rises 4x "
                  "over them, an error independent of T (a feasible verdict's claim) changes less")
 MIN_SPAN = 4        # the rise clause needs T to double at least twice between the shortest and longest length
+MIN_TRAINED_SHARE = 0.9   # of a length's planned steps; the cosine's last tenth moves the weights little
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,9 @@ class TrendRule:
                  ("  (the second: what the network explains falls; NMSE cannot rise "
                  f"{self.rise_factor:g}x from above 1/{self.rise_factor:g}, since predicting the mean gives 1)"),
                  ("  '=' marks a length where an infeasible row's exponent is not above the efficient row's: "
-                 "it cannot separate them and is not counted")]
+                 "it cannot separate them and is not counted"),
+                 (f"  a row with a length that trained fewer than {MIN_TRAINED_SHARE:.0%} of its planned steps "
+                  "('short': the budget ended first) is not judged")]
         if len(seq_lens) == 1:
             lines.append(f"  one length (T = {hi}) cannot show a trend: feasible rows are judged by the threshold, "
                          "infeasible rows by the gap alone")
@@ -85,6 +94,12 @@ class Cell:
     steps: int = 0
     exponent_text: str = ""       # the exponent as the solver writes it ("5/3")
     compiled_nmse: float | None = None   # the compiled witness's NMSE (experiments.check_compiled), if any
+    planned_steps: int = 0        # the steps the plan gave it (0: not known)
+
+    @property
+    def short(self) -> bool:
+        """Trained too few of its planned steps to be judged (the budget ended first)."""
+        return self.steps < MIN_TRAINED_SHARE * self.planned_steps
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,11 @@ class Judgement:
 def judge(rule: TrendRule, status: str, cells: tuple[Cell, ...], reference: tuple[Cell, ...] | None) -> Judgement:
     """Whether a row with the solver's ``status`` agrees with its measured ``cells`` (ordered by T);
     ``reference``: the efficient row's cells at the same lengths, or None when the table has none."""
+    short = [c for c in cells if c.short]
+    if short:
+        flat = unseparated(cells, reference) if status == "infeasible" else ()
+        return Judgement(None, "; ".join(f"T = {c.seq_len} trained {c.steps} of its {c.planned_steps} planned steps"
+                                         for c in short) + " (the budget ended first): not judged", flat)
     if status == "feasible":
         return _judge_efficient(rule, cells)
     if status == "infeasible":

@@ -202,6 +202,28 @@ def test_a_verdict_at_one_T_is_confirmed_at_that_T(monkeypatch: pytest.MonkeyPat
 
 # ---- budgets too small to train, and verdicts the solver could not give --------------------------------
 
+def test_a_machine_slower_than_its_probes_cuts_every_remaining_job_a_little_not_the_last_one_to_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # six jobs probed at 1 ms a step run at 1.4 ms; the plan (200 steps each) fits 1.2 s, the budget 1.45 s.
+    # Without re-planning the sixth job would start with 0.05 s left and train a handful of steps.
+    def slow_training(data, cfgs, seeds, recipe, device, deadline):
+        done = 0
+        while done < recipe.steps and time.perf_counter() < deadline:
+            time.sleep(0.014)
+            done += 10
+        return [SimpleNamespace(steps=min(done, recipe.steps))] * len(cfgs)
+
+    monkeypatch.setattr(confirmation, "train_models", slow_training)
+    jobs = {T: {("job", k): [(k, SimpleNamespace())] for k in range(2)} for T in (8, 16, 32)}
+    probed = {(T, key): (1e-3, 0.0) for T in jobs for key in jobs[T]}
+    run = {T: confirmation.TrainConfig() for T in jobs}
+    end = time.perf_counter() + 1.45
+    metrics = confirmation._train_planned({T: None for T in jobs}, jobs, run, probed, 200, 2, end, None, 0)
+    steps = [m.steps for T in jobs for m in metrics[T]]
+    assert steps[0] == 200 and min(steps) >= 100, steps
+    assert time.perf_counter() <= end + 0.05
+
+
 def test_a_budget_too_small_to_train_is_refused_naming_the_value_and_the_minimum() -> None:
     from experiments.confirmation import minimum_budget
 

@@ -99,6 +99,21 @@ def test_a_diverged_run_never_passes() -> None:
     assert judge(RULE, "infeasible", cells((1, 3, 7), (nan, 1e-2, nan)), EFFICIENT).agree is False
 
 
+def test_a_length_the_budget_cut_short_is_not_judged_whatever_its_error_says() -> None:
+    # min_pairwise_dot's infeasible rows at T = 32 once trained 1 of 16594 steps: NMSE 1.05, an untrained
+    # network, read as "explains nothing" would count as a yes
+    planned = 16594
+    row = (Cell(8, 1, 0.935, planned, planned_steps=planned), Cell(16, 3, 0.922, planned, planned_steps=planned),
+           Cell(32, 7, 1.05, 1, planned_steps=planned))
+    j = judge(RULE, "infeasible", row, EFFICIENT)
+    assert j.agree is None and j.reason.startswith("T = 32 trained 1 of its 16594 planned steps")
+    assert j.unseparated == (8,)
+    cut_efficient = EFFICIENT[:2] + (Cell(32, 1, 2e-2, 8000, planned_steps=planned),)
+    assert judge(RULE, "feasible", cut_efficient, None).agree is None
+    nearly = EFFICIENT[:2] + (Cell(32, 1, 2e-3, 15335, planned_steps=planned),)   # 92 %: the cosine's tail
+    assert judge(RULE, "feasible", nearly, None).agree is True
+
+
 def test_an_unknown_verdict_is_shown_not_counted() -> None:
     assert judge(RULE, "unknown", EFFICIENT, EFFICIENT).agree is None
 
