@@ -192,8 +192,9 @@ class BatchReplay:
     """One program on a batch of inputs: ``passes()`` says, per sample, whether it computes the target."""
 
     def __init__(self, program: Program, tree, X: np.ndarray, truth: Truth, positional: bool,
-                 per_position: bool = False, last: bool = False):
+                 per_position: bool = False, last: bool = False, layers: dict | None = None):
         self.program, self.tree, self.truth = program, tree, truth
+        self.layers = layers   # (the actions of layers 1..l) -> the state after layer l, shared by programs
         self.per_position = per_position  # every input position answers for itself (it plays ``o``)
         self.last = last                  # the answer is read at position T, not at the output token
         self.S, self.T, _ = X.shape
@@ -213,7 +214,13 @@ class BatchReplay:
     def passes(self) -> np.ndarray:
         state, failed = self.start(), np.zeros(self.S, dtype=bool)
         for layer in range(1, self.program.layers + 1):
+            key = tuple(a for a in self.program.actions if a.layer <= layer)
+            if self.layers is not None and key in self.layers:
+                state, failed = self.layers[key]
+                continue
             state, failed = self.step(layer, state, failed)
+            if self.layers is not None:
+                self.layers[key] = (state, failed)   # read only from here on: the next layer copies it
         if self.per_position:
             return ~failed & self.every_position_answers(state)
         out = self.T - 1 if self.last else self.T  # the row of position T, or of the output token
@@ -392,14 +399,16 @@ def _close(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
 
 
 def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, positional: bool,
-           truth: Truth | None = None, last: bool = False) -> np.ndarray | None:
+           truth: Truth | None = None, last: bool = False, layers: dict | None = None) -> np.ndarray | None:
     """Per sample, whether ``program`` computes ``target`` (``expected``, from ``Target.evaluate``) on ``X``,
     read at the output token, at every position (``target.per_position``) or at position ``T`` (``last``);
-    None when a truth table would exceed the memory budget (replay with the scalar interpreter)."""
+    None when a truth table would exceed the memory budget (replay with the scalar interpreter).
+    ``layers``: a dict kept across calls on the same inputs, so programs that share their first layers
+    (one pruned of an operation in a later layer) replay those once."""
     try:
         truth = truth or Truth(tree, X, target.realization)
     except (TooLarge, MemoryError):
         return None
     truth.expected = np.asarray(expected, dtype=float).reshape(len(X), -1)
     with np.errstate(all="ignore"):
-        return BatchReplay(program, tree, X, truth, positional, target.per_position, last).passes()
+        return BatchReplay(program, tree, X, truth, positional, target.per_position, last, layers).passes()

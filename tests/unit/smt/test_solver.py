@@ -263,3 +263,31 @@ def test_a_question_bounded_by_work_ends_by_work_and_leaves_no_bound_behind():
     assert session.ask(every, work=1) == z3.unknown
     assert session.ask(every) == z3.sat
     assert session.enc.maximal_facts(2, 2, session.deadline)   # the saturation search asks its own way
+
+
+def test_an_infeasible_verdicts_pruned_program_runs_no_operation_at_the_output_token_it_can_do_without(monkeypatch):
+    """With no work for its minimization, an infeasible verdict's cheapest program is pruned
+    (``Questions._pruned``): each output-token operation it keeps is one the reference interpreter shows it
+    needs, and its note says it was not shown to have the fewest."""
+    from support.generators import random_case
+
+    from infoflow_smt.model.program import Mode, Program
+
+    monkeypatch.setattr(solver, "PRUNE_AFTER_WORK", 1)   # every minimization question runs out: all are pruned
+    forget_recent()
+    checked = noted = 0
+    for index in range(60):
+        case = random_case(index)
+        verdict = ifs.decide(case.text, case.arch)
+        program = verdict.best_program
+        if verdict.status is not ifs.Status.INFEASIBLE or program is None:
+            continue
+        noted += "none it can do without" in verdict.stats.extra.get("note", "")
+        for action in program.actions:
+            if action.where != "output" or action.op.mode is Mode.IDLE:
+                continue
+            without = Program(tuple(a for a in program.actions if a is not action), program.order, program.layers)
+            assert not ifs.check(without, verdict.target, case.arch, seq_len=12, samples=64).ok, (case, action)
+            checked += 1
+    forget_recent()
+    assert checked >= 20 and noted >= 5
