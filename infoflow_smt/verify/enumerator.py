@@ -108,6 +108,31 @@ def last_position(target, arch) -> tuple[ex.FixedIndex, ...]:
     return (ex.FixedIndex(0, True),) if arch.positional and readout.reads_at_last(target, arch) else ()
 
 
+def membership_lengths(target, arch, length: int) -> tuple[int, ...]:
+    """``length``, and the next lengths that put position ``T`` in another combination of the target's
+    subsets, when position ``T`` is a class of its own (``last_position``): ``t`` is in ``S_i`` by
+    ``(t - i) % 4``, so one length sees ``T`` in some subsets only, and a program right there may read
+    ``T`` as outside a subset it belongs to at other lengths (the solver replays at two lengths for it)."""
+    if not last_position(target, arch):
+        return (length,)
+    names = sorted(_subsets(target.expr))
+    seen, lengths = set(), []
+    for n in range(length, length + 4):
+        pattern = tuple(bool((n - int(name[1:])) % 4 in (0, 1)) for name in names)
+        if pattern not in seen:
+            seen.add(pattern)
+            lengths.append(n)
+    return tuple(lengths)
+
+
+def _subsets(e) -> set[str]:
+    """The names of the subsets ``e``'s reductions range over."""
+    found = {b.domain.name for b in getattr(e, "bindings", ()) if isinstance(b.domain, ex.Subset)}
+    for child in ex.children(e):
+        found |= _subsets(child)
+    return found
+
+
 def _decided(target, arch):
     """The spelling the model decides on ``arch``: under a causal mask, ``causal.check_supported``."""
     return causal.check_supported(target) if arch.causal else target
@@ -331,12 +356,14 @@ def _state_key(state: tuple[LayerState, ...]) -> tuple:
     return tuple((s.held.tobytes(), _freeze(s.known)) for s in state)
 
 
-def _without_idle_heads(program: Program, target, arch, length: int, samples: int, seed: int) -> Program:
+def _without_idle_heads(program: Program, target, arch, length: int, samples: int, seed: int,
+                        lengths: tuple[int, ...] = ()) -> Program:
     """Drop, one at a time, the actions the program does not need (maximal sets keep every head busy), so
-    the witness reads like the solver's; every drop is confirmed by ``check``."""
+    the witness reads like the solver's; every drop is confirmed by ``check`` (at every one of ``lengths``)."""
     def ok(actions) -> bool:
         candidate = Program(tuple(actions), program.order, program.layers)
-        return check(candidate, target, arch, seq_len=length, samples=samples, seed=seed, max_failures=1).ok
+        return all(check(candidate, target, arch, seq_len=n, samples=samples, seed=seed, max_failures=1).ok
+                   for n in lengths or (length,))
 
     actions = list(program.actions)
     for action in list(actions):
@@ -363,7 +390,10 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     ``maximal``/``anchors``: module docstring; ``simplify`` drops the found program's idle heads.
     ``budget_s``: seconds for the search; ``None`` (not a result) when they run out before it ends. The
     search is exponential in the classes of a layer (every anchor is one), so a caller that enumerates
-    targets it did not choose gives it a budget.
+    targets it did not choose gives it a budget. Where position ``T`` is a class of its own, a program must
+    pass at every length of ``membership_lengths`` (each puts ``T`` in other subsets): none at one length is
+    none at all, and where every length has one but none found passes at all of them, the answer is
+    ``None`` too (the search runs one length at a time, so it cannot say whether another program would).
 
     >>> import infoflow_smt as ifs
     >>> arch = ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2)
@@ -378,6 +408,27 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     if needs_positional(target, arch.causal) and not arch.positional:
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
+    lengths = (length,) if seq_len is not None else membership_lengths(target, arch, length)
+    results = []
+    for n in lengths:   # a program for every T passes at each: none at one length is none at all
+        result = _search_at(target, arch, n, efficient, samples, seed, maximal, anchors, decode_law, deadline,
+                            started)
+        if result is None or result.found is None:
+            return result
+        results.append(result)
+    for result in results:
+        if all(check(result.found, target, arch, seq_len=n, samples=samples, seed=seed).ok for n in lengths):
+            program = result.found
+            if simplify:
+                program = _without_idle_heads(program, target, arch, length, samples, seed, lengths)
+            return EnumerationResult(program, sum(r.explored for r in results), time.perf_counter() - started,
+                                     length, sum(r.states for r in results))
+    return None   # each length has a program, none found passes at all: no answer (the search is per length)
+
+
+def _search_at(target, arch, length: int, efficient: bool, samples: int, seed: int, maximal: bool, anchors: bool,
+               decode_law, deadline, started: float) -> EnumerationResult | None:
+    """``enumerate_programs`` at one length: the first program its search finds, checked there."""
     inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
     with np.errstate(all="ignore"):  # as in check: a target may divide by zero, both sides then agree
         expected = np.asarray(target.evaluate(inputs), dtype=float)
@@ -398,8 +449,6 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
             if not report.ok:
                 raise InfoflowError(f"enumerator bug: its replay accepts a program interpreter.check refuses"
                                     f"\n{program}\n{report}")
-            if simplify:
-                program = _without_idle_heads(program, target, arch, length, samples, seed)
             return EnumerationResult(program, explored, time.perf_counter() - started, length, states)
     return EnumerationResult(None, explored, time.perf_counter() - started, length, states)
 
@@ -425,16 +474,19 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     length = replay_length(target, arch)
     if needs_positional(target, arch.causal) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
-    inputs = np.random.default_rng(seed).standard_normal((samples, length, arch.input_dim))
-    with np.errstate(all="ignore"):
-        expected = np.asarray(target.evaluate(inputs), dtype=float)
+    checks = []   # (inputs, expected) at each length the program must pass at (``membership_lengths``)
+    for n in membership_lengths(target, arch, length):
+        inputs = np.random.default_rng(seed).standard_normal((samples, n, arch.input_dim))
+        with np.errstate(all="ignore"):
+            checks.append((inputs, np.asarray(target.evaluate(inputs), dtype=float)))
     fixed = anchor_positions(target, arch) if anchors else last_position(target, arch)
     best, best_key, tried, first_s = None, None, 0, None
     for order in all_orders(target):
         vocab = _Vocabulary(target, arch, order, efficient, False, decode_law, fixed)
         for program in _every_program(vocab, order):
             tried += 1
-            if passes_every_input(program, vocab.tree, target, arch, inputs, expected):
+            if all(passes_every_input(program, vocab.tree, target, arch, inputs, expected)
+                   for inputs, expected in checks):
                 key = _program_key(program, vocab.tree, arch, decode_law)
                 if best_key is None or key < best_key:
                     best, best_key = program, key
