@@ -231,8 +231,7 @@ def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup
     steps = max(_MIN_STEPS, int(_PLAN_SHARE * (left - fixed) / per_step))
     end = start + budget_s - _EVAL_RESERVE_S
     metrics = _train_planned(data, jobs, run, probed, steps, len(verdicts), end, dev, seed)
-    recipe_doc = asdict(replace(recipe, steps=steps, warmup_steps=steps // 20,
-                                eval_every=max(1, steps // _EVALUATIONS)))
+    recipe_doc = asdict(replace(recipe, **_schedule(steps)))
     recipe_doc.pop("time_budget_s")
     recipe_doc.update(planned_s=round(left, 1), n_train={T: len(data[T].X_train) for T in lengths},
                       n_val={T: len(data[T].X_val) for T in lengths},
@@ -255,15 +254,19 @@ def _train_planned(data: dict, jobs: dict, run: dict, probed: dict, steps: int, 
         slowdown = max(1.0, spent / predicted) if predicted else 1.0
         ahead = slowdown * sum(_job_seconds(probed[job], steps) for job in order[n:])
         job_steps = _fitted_steps(steps, ahead, end - time.perf_counter())
-        schedule = {"steps": job_steps, "warmup_steps": job_steps // 20,
-                    "eval_every": max(1, job_steps // _EVALUATIONS), "time_budget_s": 0.0}
         members, began = jobs[T][key], time.perf_counter()
         for (i, _), m in zip(members, train_models(data[T], [cfg for _, cfg in members], [seed] * len(members),
-                                                   replace(run[T], **schedule), dev, deadline=end)):
+                                                   replace(run[T], **_schedule(job_steps)), dev, deadline=end)):
             metrics[T][i] = m
         spent += time.perf_counter() - began
         predicted += _job_seconds(probed[(T, key)], job_steps)
     return metrics
+
+
+def _schedule(steps: int) -> dict[str, Any]:
+    """A run of ``steps`` by steps, not wall time: 5 % warm-up, ``_EVALUATIONS`` evaluations."""
+    return {"steps": steps, "warmup_steps": steps // 20, "eval_every": max(1, steps // _EVALUATIONS),
+            "time_budget_s": 0.0}
 
 
 def _job_seconds(probe: tuple[float, float], steps: int) -> float:

@@ -208,7 +208,6 @@ class Encoding:
     _sorts: dict[str, str] = field(default_factory=dict, repr=False)
     _acting: dict[int, tuple] = field(default_factory=dict, repr=False)
     _weights: dict[tuple, z3.ArithRef] = field(default_factory=dict, repr=False)
-    _last_values: tuple = field(default=(None, (), {}), repr=False)   # (model, names, values) of the last read
     _excluded: list | None = field(default=None, repr=False)
     _builder: object = field(default=None, repr=False)   # what wrote it: ``grow`` adds layers with it
 
@@ -262,13 +261,8 @@ class Encoding:
             parsed = z3.parse_smt2_string(f"{declared}(declare-const |weights| Int)"
                                           f"(assert (= |weights| (+ 0 {terms})))", ctx=self.ctx)
             self._weights[names] = parsed[0].arg(1)
-        last_model, last_names, last = self._last_values
-        if last_model is model and last_names == names:   # a witness being pruned reads one model many times
-            return last
         bits = model.eval(self._weights[names], model_completion=True).as_long()
-        values = {n: bool(bits >> i & 1) for i, n in enumerate(names)}
-        self._last_values = (model, names, values)
-        return values
+        return {n: bool(bits >> i & 1) for i, n in enumerate(names)}
 
     def maximal_facts(self, layers: int, heads: int, deadline) -> set[str]:
         """The facts some efficient program with ``heads`` heads in each of ``layers`` layers makes true
@@ -1179,17 +1173,25 @@ def _op(enc: Encoding, true, l: int, c: str, name: OperationName) -> Op:
     return Op(name.mode)
 
 
-def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...], dropped: frozenset[str] = frozenset()) -> Program:
-    """The witness program of a model asked with ``heads`` heads per layer: head numbers assigned in a fixed
-    order within each class; an anchor overrides the heads whose input operation it does not keep (with its
-    own operation, or idle). ``dropped``: operations (``Encoding.ops`` variables) left out, as if false."""
+def extract(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> Program:
+    """The witness program of a model asked with ``heads`` heads per layer (``program_of`` its truth)."""
+    return program_of(enc, witness_truth(enc, model, heads), heads)
+
+
+def witness_truth(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> dict[str, bool]:
+    """The value in ``model`` of every variable ``program_of`` reads, with one evaluation."""
     names = [n for (layer, _, _), n in [*enc.ops.items(), *enc.kept.items()] if layer <= len(heads)]
     names += [v for (layer, _, _), srcs in enc.sources.items() if layer <= len(heads) for v in srcs.values()]
     names += [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
-    truth = enc.values(model, tuple(names))
+    return enc.values(model, tuple(names))
 
+
+def program_of(enc: Encoding, truth: dict[str, bool], heads: tuple[int, ...]) -> Program:
+    """The program the variables' ``truth`` describes, with ``heads`` heads per layer: head numbers assigned
+    in a fixed order within each class; an anchor overrides the heads whose input operation it does not keep
+    (with its own operation, or idle)."""
     def true(name: str) -> bool:
-        return name not in dropped and truth.get(name, False)
+        return truth.get(name, False)
 
     def used(l: int, c: str) -> list[OperationName]:
         return sorted(name for (ll, cc, name), var in enc.ops.items() if ll == l and cc == c and true(var))

@@ -607,7 +607,8 @@ class Questions:
         enc, heads = session.enc, session.heads
         if session.fewest_possible(allowed, model) >= enc.acting(model, session.layers):
             return model   # as few as any program at these levels can run: nothing to prune
-        program = session.program(model)
+        values = encoder.witness_truth(enc, model, heads)
+        program = encoder.program_of(enc, values, heads)
         length = _witness_length(program, self.target, arch, self.seq_len)
         inputs, expected = self.samples_of(length, arch.input_dim, session.deadline)
         tree = comparison_tree(self.target, program.order_map)
@@ -616,15 +617,15 @@ class Questions:
             return None
         last = readout.reads_at_last(self.target, arch)
         names = tuple(n for (layer, _, _), n in enc.ops.items() if layer <= session.layers)
-        on = enc.values(model, names)
-        dropped: frozenset[str] = frozenset()
+        on = {n: values[n] for n in names}
+        dropped: set[str] = set()
         layers: dict = {}
         for name in reversed([n for n in names if on[n]]):
-            candidate = encoder.extract(enc, model, heads, dropped | {name})
+            candidate = encoder.program_of(enc, {**values, **dict.fromkeys(dropped | {name}, False)}, heads)
             passed = replay.passes(candidate, tree, self.target, inputs, expected, arch.positional, truth, last,
                                    layers)
             if passed is not None and passed.all():
-                dropped |= {name}
+                dropped.add(name)
         if not dropped:
             return model
         off = [z3.Not(enc.var(n)) for n in names if n in dropped or not on[n]]

@@ -110,15 +110,15 @@ def last_position(target, arch) -> tuple[ex.FixedIndex, ...]:
 
 def membership_lengths(target, arch, length: int) -> tuple[int, ...]:
     """``length``, and the next lengths that put position ``T`` in another combination of the target's
-    subsets, when position ``T`` is a class of its own (``last_position``): ``t`` is in ``S_i`` by
-    ``(t - i) % 4``, so one length sees ``T`` in some subsets only, and a program right there may read
+    subsets, when position ``T`` is a class of its own (``last_position``): whether ``t`` is in ``S_i``
+    depends on ``t mod 4`` (``Realization.subset_mask``), so one length sees ``T`` in some subsets only, and a program right there may read
     ``T`` as outside a subset it belongs to at other lengths (the solver replays at two lengths for it)."""
     if not last_position(target, arch):
         return (length,)
     names = sorted(_subsets(target.expr))
     seen, lengths = set(), []
     for n in range(length, length + 4):
-        pattern = tuple(bool((n - int(name[1:])) % 4 in (0, 1)) for name in names)
+        pattern = tuple(bool(target.realization.subset_mask(name, n)[-1]) for name in names)
         if pattern not in seen:
             seen.add(pattern)
             lengths.append(n)
@@ -356,14 +356,14 @@ def _state_key(state: tuple[LayerState, ...]) -> tuple:
     return tuple((s.held.tobytes(), _freeze(s.known)) for s in state)
 
 
-def _without_idle_heads(program: Program, target, arch, length: int, samples: int, seed: int,
-                        lengths: tuple[int, ...] = ()) -> Program:
+def _without_idle_heads(program: Program, target, arch, lengths: tuple[int, ...], samples: int, seed: int
+                        ) -> Program:
     """Drop, one at a time, the actions the program does not need (maximal sets keep every head busy), so
-    the witness reads like the solver's; every drop is confirmed by ``check`` (at every one of ``lengths``)."""
+    the witness reads like the solver's; every drop is confirmed by ``check`` at every one of ``lengths``."""
     def ok(actions) -> bool:
         candidate = Program(tuple(actions), program.order, program.layers)
         return all(check(candidate, target, arch, seq_len=n, samples=samples, seed=seed, max_failures=1).ok
-                   for n in lengths or (length,))
+                   for n in lengths)
 
     actions = list(program.actions)
     for action in list(actions):
@@ -416,11 +416,12 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
         if result is None or result.found is None:
             return result
         results.append(result)
-    for result in results:
-        if all(check(result.found, target, arch, seq_len=n, samples=samples, seed=seed).ok for n in lengths):
+    for result in results:   # each was checked at its own length by ``_search_at``
+        if all(check(result.found, target, arch, seq_len=n, samples=samples, seed=seed).ok
+               for n in lengths if n != result.seq_len):
             program = result.found
             if simplify:
-                program = _without_idle_heads(program, target, arch, length, samples, seed, lengths)
+                program = _without_idle_heads(program, target, arch, lengths, samples, seed)
             return EnumerationResult(program, sum(r.explored for r in results), time.perf_counter() - started,
                                      length, sum(r.states for r in results))
     return None   # each length has a program, none found passes at all: no answer (the search is per length)

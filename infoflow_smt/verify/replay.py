@@ -214,13 +214,13 @@ class BatchReplay:
     def passes(self) -> np.ndarray:
         state, failed = self.start(), np.zeros(self.S, dtype=bool)
         for layer in range(1, self.program.layers + 1):
-            key = tuple(a for a in self.program.actions if a.layer <= layer)
-            if self.layers is not None and key in self.layers:
-                state, failed = self.layers[key]
+            if self.layers is None:
+                state, failed = self.step(layer, state, failed)
                 continue
-            state, failed = self.step(layer, state, failed)
-            if self.layers is not None:
-                self.layers[key] = (state, failed)   # read only from here on: the next layer copies it
+            key = tuple(a for a in self.program.actions if a.layer <= layer)
+            if key not in self.layers:   # read only once stored: the next layer copies it
+                self.layers[key] = self.step(layer, state, failed)
+            state, failed = self.layers[key]
         if self.per_position:
             return ~failed & self.every_position_answers(state)
         out = self.T - 1 if self.last else self.T  # the row of position T, or of the output token
