@@ -35,6 +35,7 @@ from infoflow_smt.lang.trees import GroupRef, comparison_tree, outermost
 from infoflow_smt.model.program import Offset
 from infoflow_smt.verify.arithmetic import is_vector
 
+from . import separable
 from . import witness_plan as wp
 
 MASK = 1e9                 # the score of a position that is no candidate: far below beta * score at beta 16384
@@ -310,6 +311,11 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
             if f.query_direct:
                 M = _factor_matrix(plan, f)
                 W_Q[0][x0:x0 + d, coord:coord + d] = s.sign * f.coefficient * M
+            elif f.query_constant:  # the number at the classes making this selection, from their flags
+                for c, node in hp.by_class:
+                    if node == s.node:
+                        for row, sign in class_indicator(plan, c):
+                            W_Q[0][row, coord] += s.sign * f.coefficient * f.host.value * sign
             else:
                 for j in range(f.rank):
                     W_Q[0][q_at + j, coord + j] = 1.0
@@ -317,8 +323,10 @@ def _write_retrieval(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V) -> No
             key = x0 if f.key_direct else k0 + k_at
             k_at += 0 if f.key_direct else f.rank
             for j in range(f.rank):
-                W_K[key + j, coord + j] = W_V[key + j, v_at + j] = 1.0
-            coord, v_at = coord + f.rank, v_at + f.rank
+                W_K[key + j, coord + j] = 1.0
+                if s.copies_features:
+                    W_V[key + j, v_at + j] = 1.0
+            coord, v_at = coord + f.rank, v_at + (f.rank if s.copies_features else 0)
         for c, node in hp.by_class:  # -MASK on every non-candidate, where the class selects this node
             if node == s.node:
                 for row, sign in class_indicator(plan, c):
@@ -471,7 +479,7 @@ def _features(plan: wp.Plan, hp: wp.HeadPlan, c, values: Values, out: torch.Tens
             mine = acts.get(c) == s.node
             host = {s.host_var: ()} if s.host_var else {}
             for f in s.factors:
-                if not f.query_direct:
+                if not (f.query_direct or f.query_constant):
                     if mine:
                         out[:, q_at:q_at + f.rank] = s.sign * f.coefficient * values.host_feature(f, host)
                     q_at += f.rank
@@ -581,11 +589,29 @@ class Values:
     def feature(self, e, env: dict, rank: int) -> torch.Tensor:
         """A feature as ``rank`` columns: a scalar as one, a vector as ``d`` (a token compared as a number,
         with scalar tokens, as its one coordinate)."""
+        if isinstance(e, wp.SmoothSide):
+            return self.smooth_side(e, env)
         v, n = self.value(e, env), len(self.R)
         if rank == 1:
             v = v[..., 0] if is_vector(e, self.tree) else v
             return v.expand(n).reshape(n, 1)
         return v.expand(n, self.d)
+
+    def smooth_side(self, e: wp.SmoothSide, env: dict) -> torch.Tensor:
+        """The features ``e`` names, from this side's parts of the function's arguments (zero elsewhere)."""
+        n, d = len(self.R), self.d
+        f = self.real.function(e.function, e.arity)
+        u = torch.cat([_zeros(n, d) if p is None else self.value(p, env).expand(n, d) for p in e.parts], dim=-1)
+        if e.part == "square":
+            return ((u - 2 * torch.as_tensor(f.center)) * u).sum(-1, keepdim=True)
+        basis = separable.tanh_basis(e.alpha, e.beta)
+        if e.side == "host":
+            points, weights = basis.beta_points, basis.host_weights
+            argument = u @ torch.as_tensor(f.weight) + f.bias
+        else:
+            points, weights = basis.alpha_points, basis.candidate_weights
+            argument = u @ torch.as_tensor(f.weight)
+        return torch.tanh(argument[:, None] + torch.as_tensor(points)) @ torch.as_tensor(weights)
 
     def host_feature(self, f: wp.Factor, env: dict) -> torch.Tensor:
         v = self.feature(f.host, env, f.rank)

@@ -14,6 +14,7 @@ into a product of a host feature (read at the position making the selection) and
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from infoflow_smt.errors import CompileRefusal
@@ -22,6 +23,8 @@ from infoflow_smt.lang.language import to_text
 from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program
 from infoflow_smt.verify.arithmetic import is_vector
+
+from .separable import MAX_RANK, TOKEN_SPREAD, tanh_basis
 
 INPUT, OUTPUT = "input", "output"
 
@@ -52,6 +55,30 @@ class Factor:
     query_direct: bool = False  # the host feature is a linear map of its own token: W_Q applies it
     floor: float | None = None  # the key is log(feature - floor), floor the feature's least value (``log_keys``)
 
+    @property
+    def query_constant(self) -> bool:
+        """The host feature is a number: ``W_Q`` writes it from the acting classes' flags, with no slot."""
+        return isinstance(self.host, ex.Num) and self.rank == 1
+
+
+@dataclass(frozen=True)
+class SmoothSide:
+    """One side's features of a realization function of tokens read at both the host and the candidate
+    (``_Splitter.split_smooth``). ``parts``: per argument, this side's sum of tokens (None where the side
+    reads none of it). With ``u = H + K`` (host and candidate parts of the concatenated arguments) and
+    ``F(u) = |u - c|^2 / m + 0.5 tanh(w . u + bias)``, ``part`` names the features:
+    ``"square"`` (candidate): ``|K|^2 - 2 c . K``; ``"tanh"``: ``separable.TanhBasis`` features of
+    ``w . H + bias`` (host) or ``w . K`` (candidate), on the box ``alpha x beta``. (The cross term ``2 H . K``
+    is a product of two sums of tokens, an ordinary factor per argument.)"""
+
+    function: str
+    arity: int
+    side: str
+    part: str
+    parts: tuple
+    alpha: tuple[float, float] = (0.0, 0.0)
+    beta: tuple[float, float] = (0.0, 0.0)
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -68,10 +95,17 @@ class Selection:
         return sum(f.rank for f in self.factors) + 1  # +1: the coordinate that masks non-candidates
 
     @property
+    def copies_features(self) -> bool:
+        """Whether the host recomputes the node's value from the winner's candidate features (its score is
+        an exact sum of products); a score with approximated products is recomputed from the winner's
+        tokens, exactly, so only the choice of the winner carries the approximation."""
+        return not any(isinstance(f.host, SmoothSide) for f in self.factors)
+
+    @property
     def key_width(self) -> int:
         """The winner's candidate features, which the value copies: the host recomputes the node's value
         from them (a tie between candidates of equal score then averages equal values)."""
-        return sum(f.rank for f in self.factors)
+        return sum(f.rank for f in self.factors) if self.copies_features else 0
 
 
 @dataclass(frozen=True)
@@ -105,7 +139,7 @@ class HeadPlan:
 
     def query_slot_width(self) -> int:
         """The host features the map writes (the mask coordinate is read from the class flags by ``W_Q``)."""
-        return sum(sum(f.rank for f in s.factors if not f.query_direct) for s in self.selections)
+        return sum(sum(f.rank for f in s.factors if not (f.query_direct or f.query_constant)) for s in self.selections)
 
     def key_slot_width(self) -> int:
         return sum(f.rank for s in self.selections for f in s.factors if not f.key_direct)
@@ -203,7 +237,7 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
             acts = {c: a for c in classes if (a := _action(program, layer, head, c)) and a.op.mode is not Mode.IDLE}
             if acts:
                 kept = None if keep is None else keep.get((layer, head), set())
-                plans += _head_plans(layer, head, acts, locations[-1], current, tree, input_dim, kept)
+                plans += _head_plans(layer, head, acts, locations[-1], current, tree, input_dim, kept, realization)
         locations.append(current)
     if log_keys:
         plans = [dataclasses.replace(h, selections=tuple(log_key(s, tree, input_dim, realization)
@@ -271,7 +305,7 @@ def _kind(a) -> str:
     return {Mode.RETRIEVE: "retrieve", Mode.AVERAGE: "average"}[a.op.mode]
 
 
-def _head_plans(layer, head, acts, before, current, tree, d, kept) -> list[HeadPlan]:
+def _head_plans(layer, head, acts, before, current, tree, d, kept, realization=None) -> list[HeadPlan]:
     """One part per kind of thing the head does at its position classes, side by side in its coordinates:
     a class's query is zero outside its own part, so each class sees only what it asks for."""
     groups: dict = {}
@@ -281,7 +315,7 @@ def _head_plans(layer, head, acts, before, current, tree, d, kept) -> list[HeadP
     for kind in ("retrieve", "positions", "offset", "mixed", "average"):
         if kind in groups:
             part = "" if len(groups) == 1 else kind[0]
-            build = {"retrieve": _retrieve_plan, "positions": _positions_plan, "offset": _offset_plan,
+            build = {"retrieve": functools.partial(_retrieve_plan, realization=realization), "positions": _positions_plan, "offset": _offset_plan,
                      "mixed": _mixed_plan,
                      "average": _average_plan}[kind]
             hp = build(layer, head, groups[kind], before, current, tree, d, kept, f"h{layer}.{head}{part}",
@@ -292,18 +326,21 @@ def _head_plans(layer, head, acts, before, current, tree, d, kept) -> list[HeadP
     return parts
 
 
-def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alone) -> HeadPlan:
+def _retrieve_plan(layer, head, acts, before, current, tree, d, kept, slot, alone, realization=None) -> HeadPlan:
     values = tuple(sorted((p for p in common_paths(before) if kept is None or p in kept),
                           key=lambda p: (len(p), str(p))))
     nodes = sorted({a.op.node for a in acts.values()})
     hosts = {n: [c for c, a in acts.items() if a.op.node == n] for n in nodes}
     selections = tuple(_selection(n, tree, d, alone and len(nodes) == 1,
-                                  lambda g, n=n: all(holds(c, before[c], g) for c in hosts[n])) for n in nodes)
+                                  lambda g, n=n: all(holds(c, before[c], g) for c in hosts[n]), realization)
+                       for n in nodes)
     keys, at = {}, 0
     for sel in selections:
         keys[sel.node], at = at, at + sel.key_width
+    copies = {sel.node for sel in selections if sel.copies_features}
     for c, a in acts.items():
-        current[c][("key", a.op.node)] = (slot, keys[a.op.node], 1.0)
+        if a.op.node in copies:
+            current[c][("key", a.op.node)] = (slot, keys[a.op.node], 1.0)
         for i, p in enumerate(values):
             current[c][(a.op.node, *p)] = (slot, at + i * d, 1.0)
     shared = _shared(before, current, acts, tree, d, kept, slot, at + len(values) * d, 1.0)
@@ -441,13 +478,13 @@ def average_width(node: str, tree, d: int) -> tuple[int, int]:
     return value, value + (tree.nodes[node]["sense"] == "mean")
 
 
-def _selection(node, tree, d: int, alone: bool, host_holds) -> Selection:
+def _selection(node, tree, d: int, alone: bool, host_holds, realization=None) -> Selection:
     """``alone``: the head selects no other node, so its query may read the host's token directly;
     ``host_holds(node)``: whether every host knows that global value."""
     data = tree.nodes[node]
     host_var = next(iter(data["bound"]), None)
     sign = -1 if data["sense"] in ("min", "argmin") else 1
-    split = _Splitter(tree, data["var"], d, host_holds)
+    split = _Splitter(tree, data["var"], d, host_holds, realization)
     factors = tuple(_direct(f, data["var"], host_var, d, alone)
                     for sign_, term in data["terms"] for f in split.factors(term, float(sign_)))
     constant = tuple((sign_, t) for sign_, t in data["terms"] if data["var"] not in reads(t, tree))
@@ -643,8 +680,8 @@ class _Splitter:
     """Splits one score term into products of a host feature and a candidate feature, one method per
     construct (``split_Call``, ``split_BinOp``, ...); anything else is refused, naming the term."""
 
-    def __init__(self, tree, var: str, d: int, host_holds=lambda node: False):
-        self.tree, self.var, self.d, self.host_holds = tree, var, d, host_holds
+    def __init__(self, tree, var: str, d: int, host_holds=lambda node: False, realization=None):
+        self.tree, self.var, self.d, self.host_holds, self.realization = tree, var, d, host_holds, realization
 
     def factors(self, term, coefficient: float) -> list[Factor]:
         if self.var not in reads(term, self.tree):
@@ -704,4 +741,67 @@ class _Splitter:
             sides = self._sides(*term.args[1:])
             if sides:
                 return [Factor(sides[0], sides[1], self.d, coefficient, term.args[0].name, sides[2])]
+        if term.name not in SCORE_CALLS:
+            return self.split_smooth(term, coefficient)
         return None
+
+    def split_smooth(self, term, coefficient):
+        """A realization function of tokens from both sides (``SmoothSide``): its quadratic splits into
+        products exactly, its ``0.5 tanh(w . u + bias)`` into ``separable.TanhBasis`` products on the box the
+        tokens' scale bounds. Only where every argument is a sum of tokens (its scale is then known)."""
+        if self.realization is None or not all(is_vector(a, self.tree) for a in term.args):
+            return None
+        sides = [_token_sides(a, self.var, self.tree) for a in term.args]
+        if any(s is None for s in sides):
+            return None
+        d, m = self.d, self.d * len(term.args)
+        f = self.realization.function(term.name, m)
+        weights = [float((f.weight[j * d:(j + 1) * d] ** 2).sum() ** 0.5) for j in range(len(term.args))]
+        host_reach = TOKEN_SPREAD * sum(w * s[1] for w, s in zip(weights, sides))
+        candidate_reach = TOKEN_SPREAD * sum(w * s[3] for w, s in zip(weights, sides))
+        alpha = (f.bias - host_reach, f.bias + host_reach)
+        beta = (-candidate_reach, candidate_reach)
+        basis = tanh_basis(alpha, beta)
+        if basis is None:
+            raise CompileRefusal("score_form", term_text(term),
+                                 f"the score term {term_text(term)} needs more than {MAX_RANK} products of a host "
+                                 f"and a candidate feature (its tanh's argument spans {alpha} x {beta})")
+        hosts, candidates = tuple(s[0] for s in sides), tuple(s[2] for s in sides)
+        side = functools.partial(SmoothSide, term.name, m)
+        factors = [Factor(ex.Num(1.0), side("candidate", "square", candidates), 1, coefficient / m)]
+        factors += [Factor(h, k, d, 2 * coefficient / m) for h, _, k, _ in sides if h is not None and k is not None]
+        factors.append(Factor(side("host", "tanh", hosts, alpha=alpha, beta=beta),
+                              side("candidate", "tanh", candidates, alpha=alpha, beta=beta),
+                              basis.rank, 0.5 * coefficient))
+        return factors
+
+
+def _token_sides(e, var: str, tree):
+    """``e`` as (host part, its scale, candidate part, its scale): each part a sum of tokens (None: none),
+    its scale the sum of the tokens' absolute coefficients; None when ``e`` is no sum of tokens or a token
+    reads the candidate's variable and another."""
+    if isinstance(e, ex.Content):
+        read = reads(e, tree)
+        if var not in read:
+            return e, 1.0, None, 0.0
+        return (None, 0.0, e, 1.0) if read <= {var} else None
+    if isinstance(e, ex.Neg):
+        inner = _token_sides(e.operand, var, tree)
+        return inner and (_negated(inner[0]), inner[1], _negated(inner[2]), inner[3])
+    if isinstance(e, ex.BinOp) and e.op in "+-":
+        left, right = _token_sides(e.left, var, tree), _token_sides(e.right, var, tree)
+        if left is None or right is None:
+            return None
+        join = lambda a, b: a if b is None else (_negated(b) if e.op == "-" else b) if a is None else ex.BinOp(e.op, a, b)
+        return join(left[0], right[0]), left[1] + right[1], join(left[2], right[2]), left[3] + right[3]
+    if isinstance(e, ex.BinOp) and e.op == "*":
+        number, other = (e.left, e.right) if isinstance(e.left, ex.Num) else (e.right, e.left)
+        inner = _token_sides(other, var, tree) if isinstance(number, ex.Num) else None
+        scaled = lambda p: None if p is None else ex.BinOp("*", number, p)
+        scale = abs(float(number.value)) if isinstance(number, ex.Num) else 0.0
+        return inner and (scaled(inner[0]), scale * inner[1], scaled(inner[2]), scale * inner[3])
+    return None
+
+
+def _negated(e):
+    return None if e is None else ex.Neg(e)

@@ -5,6 +5,7 @@ import dataclasses
 import json
 
 import jsonschema
+import numpy as np
 import pytest
 from support.fresh import on_a_new_thread
 
@@ -12,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 import experiments
 import infoflow_smt as ifs
-from experiments import compile_cli
+from experiments import compile_cli, separable
 from experiments.compiler import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
@@ -129,8 +130,10 @@ def test_a_count_the_network_knows_scales_a_score():
 def test_the_allocation_names_every_slot():
     model = experiments.compile(_verdict("min_pairwise_dot", (1, 1)), beta=16)
     text = str(model.plan)
-    assert "residual stream" in text and "q2.1" in text and "h1.1" in text and "answer" in text
+    assert "residual stream" in text and "k2.1" in text and "h1.1" in text and "answer" in text
     assert model.plan.used() <= 32
+    # the output token's query is a number (the key is the value its candidates hold): no slot of its own
+    assert "q2.1" not in text
 
 
 def _without_head(verdict):
@@ -164,11 +167,57 @@ def test_an_infeasible_verdict_names_its_cheapest_program():
     assert info.value.reason == "infeasible"
 
 
-def test_a_score_that_is_no_sum_of_products_is_refused_naming_the_term():
+@pytest.mark.parametrize("spec", ["match2", "min(F0(x[s], x[t]) for s in T for t in T)",
+                                  "max(f2(x[s] + x[t], x[s]) for s in T for t in T)",
+                                  "max(f2(x[s] - 2 * x[t], x[t]) for s in T for t in T)"])
+def test_a_function_of_a_host_token_and_a_candidate_token_is_scored_within_the_tolerance(spec):
+    # the first head's score, host row against candidate column, is F(u) up to a constant per host: its
+    # quadratic exact, its 0.5 tanh(w . u + bias) from TanhBasis products (each off by at most half the tolerance)
+    model = experiments.compile(_verdict(spec, (1, 1)), beta=1.0)
+    selection = model.plan.head(1, 1).selections[0]
+    X = torch.as_tensor(np.random.default_rng(0).standard_normal((3, 12, 2)))
+    R = model.stream(X)[0]
+    W_Q, W_K = model.layers[0].W_Q[0], model.layers[0].W_K[0]
+    scores = (R @ W_Q @ (R @ W_K).transpose(-1, -2))[:, :-1, :-1].numpy()  # input rows and columns
+    host, candidate = selection.host_var, model.plan.tree.nodes[selection.node]["var"]
+    tokens = X.numpy()
+    (sign, term), = model.plan.tree.nodes[selection.node]["terms"]
+    exact = sign * np.array([[[_smooth_term(model, term, tokens[b], {host: h, candidate: c}) for c in range(12)]
+                              for h in range(12)] for b in range(3)])
+    relative = lambda a: a - a[..., :1]  # the score up to the host's constant
+    assert np.abs(relative(scores) - selection.sign * relative(exact)).max() <= separable.TANH_TOLERANCE
+
+
+def _smooth_term(model, term, tokens, positions) -> float:
+    """``term`` (a call of the realization's functions on sums of tokens) at one assignment of its variables."""
+    def value(e):
+        if isinstance(e, ex.Content):
+            return tokens[positions[e.index.name]]
+        if isinstance(e, ex.BinOp):
+            ops = {"+": np.add, "-": np.subtract, "*": np.multiply}
+            return ops[e.op](value(e.left), value(e.right))
+        if isinstance(e, ex.Num):
+            return e.value
+        if isinstance(e, ex.Neg):
+            return -value(e.operand)
+        args = [value(a) for a in e.args]
+        if e.name == "dot":
+            return float(np.dot(*args))
+        u = np.concatenate(args)
+        return float(model.target.realization.function(e.name, len(u))(u))
+    return value(term)
+
+
+def test_a_function_of_two_tokens_compiles_and_its_error_falls_with_beta():
+    _falls_with_beta(experiments.check_compiled(_verdict("match2", (1, 1)), **FAST))
+
+
+def test_a_score_needing_more_products_than_a_head_holds_is_refused_naming_the_term():
+    # f1's realized weight is steep: tanh(w . x_s + w . x_t + bias) over the tokens' box needs over MAX_RANK products
     verdict = _verdict("max(f1(x[s] + x[t]) for s in T for t in T)", (2, 2))
     if not verdict.feasible:
         pytest.skip("not feasible here")
-    with pytest.raises(CompileRefusal, match=r"f1\(x\[s\] \+ x\[t\]\)") as info:
+    with pytest.raises(CompileRefusal, match=r"f1\(x\[s\] \+ x\[t\]\).*products") as info:
         experiments.compile(verdict)
     assert info.value.reason == "score_form"
 
