@@ -52,6 +52,32 @@ def reads_at_last(target: Target, arch) -> bool:
     return getattr(arch, "readout", None) == LAST and not target.per_position
 
 
+def membership_lengths(target: Target, arch, length: int) -> tuple[int, ...]:
+    """``length``, and the next lengths that put position ``T`` in another combination of the target's
+    subsets, when position ``T`` is a class of its own (the answer read there, positional encoding):
+    whether ``t`` is in ``S_i`` depends on ``t mod 4`` (``Realization.subset_mask``), so one length sees
+    ``T`` in some subsets only, and a program right there may read ``T`` as outside a subset it belongs to
+    at other lengths. The solver replays a witness, and the enumerator searches, at each of them."""
+    if not (arch.positional and reads_at_last(target, arch)):
+        return (length,)
+    names = sorted(_subsets(target.expr))
+    seen, lengths = set(), []
+    for n in range(length, length + 4):
+        pattern = tuple(bool(target.realization.subset_mask(name, n)[-1]) for name in names)
+        if pattern not in seen:
+            seen.add(pattern)
+            lengths.append(n)
+    return tuple(lengths)
+
+
+def _subsets(e: ex.Expr) -> set[str]:
+    """The names of the subsets ``e``'s reductions range over."""
+    found = {b.domain.name for b in getattr(e, "bindings", ()) if isinstance(b.domain, ex.Subset)}
+    for child in ex.children(e):
+        found |= _subsets(child)
+    return found
+
+
 def last_token_target(target: Target) -> Target:
     """``target`` with its reads of ``x[T]`` written ``x[o]``: what every position must compute for position
     ``T`` to compute ``target`` without positional encoding (module docstring): answered at every position

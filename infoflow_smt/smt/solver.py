@@ -126,6 +126,23 @@ def _finite(target, input_dim: int) -> bool:
     return bool(np.isfinite(values).all())
 
 
+def _renumbered(enc: encoder.Encoding, names: list[str]) -> dict[str, str]:
+    """Each of ``names`` and its name once the specific-position heads of each layer and class are numbered
+    1, 2, ... again: the encoding numbers them in one canonical order (a head begins after the one before
+    it has begun), so a program that kept the second and third of three holds them as the first and second."""
+    key_of = {n: key for key, n in enc.ops.items()}
+    family: dict[tuple, int] = {}
+    found = {}
+    for layer, where, name in sorted((key_of[n] for n in names),
+                                     key=lambda k: (k[0], k[1], k[2].mode.name, k[2].node or "", k[2].slot or 0)):
+        was = enc.ops[(layer, where, name)]
+        if name.slot is not None:
+            slot = family[(layer, where)] = family.get((layer, where), 0) + 1
+            name = dataclasses.replace(name, slot=slot)
+        found[was] = enc.ops[(layer, where, name)]
+    return found
+
+
 def _witness_length(program, target, arch, seq_len: int | None) -> int:
     """The length a witness is replayed at (the comment above ``WITNESS_SAMPLES``)."""
     gathered = max((n for n in set_counts(program).values() if n >= 0), default=1)
@@ -628,12 +645,26 @@ class Questions:
                 dropped.add(name)
         if not dropped:
             return model
-        off = [z3.Not(enc.var(n)) for n in names if n in dropped or not on[n]]
-        kept = [enc.var(n) for n in names if on[n] and n not in dropped]
-        # the set as pruned; else as many operations, in any order (interchangeable operations are numbered
-        # in the encoding, and a dropped first one leaves its second unnumbered there)
+        moved = _renumbered(enc, [n for n in names if on[n] and n not in dropped])
+        off = [z3.Not(enc.var(n)) for n in names if n not in moved.values()]
+        kept = [enc.var(n) for n in moved.values()]
+        # the rest of the witness as it was: its variable orders, what its anchors keep, and each specific-
+        # position head's sources (under its new number); z3 then only derives what every position knows
+        same = [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
+        same += [n for (layer, _, _), n in enc.kept.items() if layer <= session.layers]
+        pinned = [enc.var(v) if values[v] else z3.Not(enc.var(v)) for v in same if v in values]
+        key_of = {n: key for key, n in enc.ops.items()}
+        for was, now in moved.items():
+            if was != now:
+                sources, renamed = enc.sources[key_of[was]], enc.sources[key_of[now]]
+                pinned += [enc.var(renamed[ref]) if values[v] else z3.Not(enc.var(renamed[ref]))
+                           for ref, v in sources.items()]
+            elif key_of[was] in enc.sources:
+                pinned += [enc.var(v) if values[v] else z3.Not(enc.var(v)) for v in enc.sources[key_of[was]].values()]
+        # the set as pruned with the rest pinned; else with the rest free; else as many operations, in any
+        # order (what the encoding accepts of a pruned program may need other sources or orders)
         bound = enc.acting(model, session.layers) - len(dropped)   # the pruned program's count, or more
-        for fixed in (off + kept, [enc.at_most_operations(session.layers, bound)]):
+        for fixed in (off + kept + pinned, off + kept, [enc.at_most_operations(session.layers, bound)]):
             result = session.ask(allowed, [*exact, *fixed], MINIMIZE_WORK)
             if result == z3.sat:
                 return session.model()
@@ -643,11 +674,11 @@ class Questions:
         """Replay a program found by the solver and return its cost exponent; a failed replay is a bug."""
         length = _witness_length(program, self.target, arch, self.seq_len)
         # position T read as a class of its own belongs to a subset at some lengths only (T = 8 is in S3 and
-        # S4, T = 10 in S1 and S2): two lengths two apart see it in and out of every subset
-        at_last = arch.positional and readout.reads_at_last(self.target, arch) and self.seq_len is None
-        longer = at_last and self.target.work(length + 2, arch.input_dim) <= MAX_REPLAY_WORK
-        for at in (length, length + 2) if longer else (length,):
-            self._replay(program, arch, at, deadline)
+        # S4, T = 10 in S1 and S2): the witness is replayed at a length for each way T lies in the subsets
+        lengths = (length,) if self.seq_len is not None else readout.membership_lengths(self.target, arch, length)
+        for at in lengths:
+            if at == length or self.target.work(at, arch.input_dim) <= MAX_REPLAY_WORK:
+                self._replay(program, arch, at, deadline)
         exponent, _ = program_cost(program, comparison_tree(self.target, program.order_map), arch, self.law)
         # at a given length a cost that grows with T may still be below a constant there: it counts as 0
         return cost.clamp(cost.at(exponent, self.seq_len))

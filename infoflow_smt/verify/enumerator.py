@@ -108,31 +108,6 @@ def last_position(target, arch) -> tuple[ex.FixedIndex, ...]:
     return (ex.FixedIndex(0, True),) if arch.positional and readout.reads_at_last(target, arch) else ()
 
 
-def membership_lengths(target, arch, length: int) -> tuple[int, ...]:
-    """``length``, and the next lengths that put position ``T`` in another combination of the target's
-    subsets, when position ``T`` is a class of its own (``last_position``): whether ``t`` is in ``S_i``
-    depends on ``t mod 4`` (``Realization.subset_mask``), so one length sees ``T`` in some subsets only, and a program right there may read
-    ``T`` as outside a subset it belongs to at other lengths (the solver replays at two lengths for it)."""
-    if not last_position(target, arch):
-        return (length,)
-    names = sorted(_subsets(target.expr))
-    seen, lengths = set(), []
-    for n in range(length, length + 4):
-        pattern = tuple(bool(target.realization.subset_mask(name, n)[-1]) for name in names)
-        if pattern not in seen:
-            seen.add(pattern)
-            lengths.append(n)
-    return tuple(lengths)
-
-
-def _subsets(e) -> set[str]:
-    """The names of the subsets ``e``'s reductions range over."""
-    found = {b.domain.name for b in getattr(e, "bindings", ()) if isinstance(b.domain, ex.Subset)}
-    for child in ex.children(e):
-        found |= _subsets(child)
-    return found
-
-
 def _decided(target, arch):
     """The spelling the model decides on ``arch``: under a causal mask, ``causal.check_supported``."""
     return causal.check_supported(target) if arch.causal else target
@@ -408,7 +383,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     if needs_positional(target, arch.causal) and not arch.positional:
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
-    lengths = (length,) if seq_len is not None else membership_lengths(target, arch, length)
+    lengths = (length,) if seq_len is not None else readout.membership_lengths(target, arch, length)
     results = []
     for n in lengths:   # a program for every T passes at each: none at one length is none at all
         result = _search_at(target, arch, n, efficient, samples, seed, maximal, anchors, decode_law, deadline,
@@ -476,7 +451,7 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     if needs_positional(target, arch.causal) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
     checks = []   # (inputs, expected) at each length the program must pass at (``membership_lengths``)
-    for n in membership_lengths(target, arch, length):
+    for n in readout.membership_lengths(target, arch, length):
         inputs = np.random.default_rng(seed).standard_normal((samples, n, arch.input_dim))
         with np.errstate(all="ignore"):
             checks.append((inputs, np.asarray(target.evaluate(inputs), dtype=float)))

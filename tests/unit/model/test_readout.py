@@ -9,7 +9,7 @@ import pytest
 import infoflow_smt as ifs
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang.expr import FixedIndex
-from infoflow_smt.model.readout import last_token_target, question, reads_at_last
+from infoflow_smt.model.readout import last_token_target, membership_lengths, question, reads_at_last
 
 LAST = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2, readout="last")
 
@@ -95,3 +95,32 @@ def test_position_T_is_a_candidate_of_a_subset_at_the_lengths_where_it_belongs(t
     for length in (12, 13, 14, 15):
         report = ifs.check(verdict.witness, ifs.parse_target(text), arch, seq_len=length, samples=4, seed=1)
         assert report.ok, f"T = {length}: {report}"
+
+
+def test_lengths_that_place_position_T_in_other_subsets_are_all_asked():
+    read_at_last = ifs.Architecture(heads=(2, 1), positional=True, readout="last")
+    two = ifs.parse_target("max(f1(x[s]) for s in S1) + min(f1(x[u]) for u in S2) + x[T]")
+    assert membership_lengths(two, read_at_last, 16) == (16, 17, 18, 19)      # T in S1 and S2: all four ways
+    one = ifs.parse_target("max(f1(x[s]) for s in S1) + x[T]")
+    assert membership_lengths(one, read_at_last, 16) == (16, 17)              # out of S1, then in it
+    assert membership_lengths(one, ifs.Architecture(heads=(2, 1), positional=True), 16) == (16,)   # no class T
+
+
+def test_the_solver_replays_a_witness_at_every_way_position_T_lies_in_the_subsets(monkeypatch):
+    from infoflow_smt.smt import solver
+
+    replayed = []
+    original = solver.Questions._replay
+
+    def recording(self, program, arch, length, deadline):
+        replayed.append(length)
+        return original(self, program, arch, length, deadline)
+
+    monkeypatch.setattr(solver.Questions, "_replay", recording)
+    solver.forget_recent()
+    text = "max(f1(x[s]) for s in S1) + min(f1(x[u]) for u in S2) + dot(x[T], x[T])"
+    arch = ifs.Architecture(heads=(2, 1), embed_dim=32, input_dim=2, positional=True, readout="last")
+    verdict = ifs.decide(text, arch)
+    assert verdict.feasible
+    first = min(replayed)
+    assert set(replayed) == set(membership_lengths(verdict.target, arch, first)) == set(range(first, first + 4))

@@ -250,17 +250,6 @@ def test_brute_force_agrees_on_answers_at_every_position(text, architecture):
     assert _same_answer(ifs.parse_target(text), architecture) == []
 
 
-def test_lengths_that_place_position_T_in_other_subsets_are_all_asked():
-    from infoflow_smt.verify.enumerator import membership_lengths
-
-    read_at_last = ifs.Architecture(heads=(2, 1), positional=True, readout="last")
-    two = ifs.parse_target("max(f1(x[s]) for s in S1) + min(f1(x[u]) for u in S2) + x[T]")
-    assert membership_lengths(two, read_at_last, 16) == (16, 17, 18, 19)      # T in S1 and S2: all four ways
-    one = ifs.parse_target("max(f1(x[s]) for s in S1) + x[T]")
-    assert membership_lengths(one, read_at_last, 16) == (16, 17)              # out of S1, then in it
-    assert membership_lengths(one, ifs.Architecture(heads=(2, 1), positional=True), 16) == (16,)   # no class T
-
-
 def test_a_program_right_only_where_position_T_is_outside_a_subset_is_not_found():
     """Differential case 2074 read at the last position: at T = 16 (outside S1) position T can gather x[1],
     x[2], x[T] instead of averaging, and learn the average from the S1 winner it retrieves; at T = 17 it is
