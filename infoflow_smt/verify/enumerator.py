@@ -28,9 +28,16 @@ Replay length: a position holding every candidate makes a selection itself, so a
 program succeed *by accident*. Without aggregation a position gathers at most ``prod_l (h_l + P)``
 positions (``P >= 1`` specific-position sources), about ``(1 + h)^L``; the replay is one longer, capped at
 ``MAX_ENUMERATION_LENGTH``: above it an accident needs every retrieval on every sample to bring a new position.
+
+Few inputs: both searches replay on ``samples`` (4) inputs, which can all miss an event a program gets wrong,
+such as a position that wins its own selection and so gains nothing from it (about one input in ``T``). A
+program either search accepts must also pass ``CONFIRM_SAMPLES`` fresh inputs at every length (``confirmed``);
+``enumerate_programs`` then searches again on that many, and ``enumerate_naively`` keeps a program only once
+confirmed.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Iterator
@@ -66,6 +73,9 @@ from infoflow_smt.verify.interpreter import (
 
 MAX_ENUMERATION_LENGTH = 16   # a retrieval replays in O(T^2): see the module docstring
 MIN_ENUMERATION_LENGTH = 8    # subsets and ranges keep a few candidates even on the shortest replay
+# fresh inputs a found program must pass as well: the search's few can all miss an event the program gets
+# wrong, such as a host that wins its own selection (about one input in T)
+CONFIRM_SAMPLES = 64
 Where = str | ex.FixedIndex
 _Part = list[tuple[np.ndarray, list[dict]]]   # per sample: the held rows of one class, and their knowledge
 
@@ -384,6 +394,29 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
         # permutation invariance: no program tells positions apart (model.md section 3), whatever it holds
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
     lengths = (length,) if seq_len is not None else readout.membership_lengths(target, arch, length)
+    search = functools.partial(_search_lengths, target, arch, lengths, efficient, seed=seed, maximal=maximal,
+                               simplify=simplify, anchors=anchors, decode_law=decode_law, deadline=deadline,
+                               started=started)
+    result = search(samples)
+    if result is None or result.found is None or confirmed(result.found, target, arch, lengths, seed):
+        return result
+    # the search's inputs missed an event its program gets wrong: search again on as many as confirm
+    result = search(max(samples, CONFIRM_SAMPLES))
+    if result is None or result.found is None or confirmed(result.found, target, arch, lengths, seed):
+        return result
+    return None   # no program the search could confirm: no answer
+
+
+def confirmed(program: Program, target, arch, lengths: tuple[int, ...], seed: int) -> bool:
+    """Whether ``program`` also passes ``CONFIRM_SAMPLES`` inputs the search did not see, at every length."""
+    return all(check(program, target, arch, seq_len=n, samples=CONFIRM_SAMPLES, seed=seed + 1, max_failures=1).ok
+               for n in lengths)
+
+
+def _search_lengths(target, arch, lengths: tuple[int, ...], efficient: bool, samples: int, *, seed: int,
+                    maximal: bool, simplify: bool, anchors: bool, decode_law, deadline, started: float
+                    ) -> EnumerationResult | None:
+    """The search at each of ``lengths`` on ``samples`` inputs: a program that passes at all of them."""
     results = []
     for n in lengths:   # a program for every T passes at each: none at one length is none at all
         result = _search_at(target, arch, n, efficient, samples, seed, maximal, anchors, decode_law, deadline,
@@ -398,7 +431,7 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
             if simplify:
                 program = _without_idle_heads(program, target, arch, lengths, samples, seed)
             return EnumerationResult(program, sum(r.explored for r in results), time.perf_counter() - started,
-                                     length, sum(r.states for r in results))
+                                     lengths[0], sum(r.states for r in results))
     return None   # each length has a program, none found passes at all: no answer (the search is per length)
 
 
@@ -451,7 +484,8 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
     if needs_positional(target, arch.causal) and not arch.positional:
         return EnumerationResult(None, 0, time.perf_counter() - started, length, 0)
     checks = []   # (inputs, expected) at each length the program must pass at (``membership_lengths``)
-    for n in readout.membership_lengths(target, arch, length):
+    lengths = readout.membership_lengths(target, arch, length)
+    for n in lengths:
         inputs = np.random.default_rng(seed).standard_normal((samples, n, arch.input_dim))
         with np.errstate(all="ignore"):
             checks.append((inputs, np.asarray(target.evaluate(inputs), dtype=float)))
@@ -464,12 +498,14 @@ def enumerate_naively(target, arch, *, efficient: bool = True, first: bool = Fal
             if all(passes_every_input(program, vocab.tree, target, arch, inputs, expected)
                    for inputs, expected in checks):
                 key = _program_key(program, vocab.tree, arch, decode_law)
-                if best_key is None or key < best_key:
+                better = best_key is None or key < best_key
+                # a program that passes the few inputs but not ``CONFIRM_SAMPLES`` fresh ones is wrong
+                if (better or first) and confirmed(program, target, arch, lengths, seed):
                     best, best_key = program, key
-                if first_s is None:
-                    first_s = time.perf_counter() - started
-                if first:
-                    return EnumerationResult(best, tried, first_s, length, tried, first_s)
+                    if first_s is None:
+                        first_s = time.perf_counter() - started
+                    if first:
+                        return EnumerationResult(best, tried, first_s, length, tried, first_s)
             if budget_s is not None and time.perf_counter() - started > budget_s:
                 return None
     return EnumerationResult(best, tried, time.perf_counter() - started, length, tried, first_s)

@@ -15,7 +15,8 @@ import infoflow_smt as ifs
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost
-from infoflow_smt.model.program import Mode, program_cost, validate
+from infoflow_smt.model.program import Action, Mode, Op, Program, program_cost, validate
+from infoflow_smt.verify import enumerator
 from infoflow_smt.verify.enumerator import (
     MAX_ENUMERATION_LENGTH,
     EnumerationResult,
@@ -262,3 +263,41 @@ def test_a_program_right_only_where_position_T_is_outside_a_subset_is_not_found(
     assert one_length is not None and not ifs.check(one_length, target, case.arch, seq_len=17, samples=64).ok
     assert enumerate_programs(target, case.arch) is None          # no program found passes at 16 and 17
     assert ifs.decide(target, case.arch).status is ifs.Status.INFEASIBLE
+
+
+def _wins_its_own_selection():
+    """Position T gathers x[1] instead of averaging, and takes the mean from the winner of its layer-2
+    retrieval: wrong on the inputs where T itself wins (it then gains nothing), about one input in T."""
+    from infoflow_smt.model import readout
+
+    arch = ifs.Architecture(heads=(1, 1), embed_dim=16, input_dim=2, positional=True, readout="last")
+    target = readout.question(ifs.parse_target("F0(max(f1(x[t]) for t in T), mean(f1(x[s]) for s in T), x[1])"),
+                              arch)
+    last = ex.FixedIndex(0, True)
+    wrong = Program((Action(1, 1, "input", Op(Mode.AVERAGE, "g1.t")),
+                     Action(1, 1, last, Op(Mode.POSITIONS, positions=(ex.FixedIndex(1),))),
+                     Action(2, 1, last, Op(Mode.RETRIEVE, "g0.t"))), (("g0", ("t",)), ("g1", ("t",))), 2)
+    return target, arch, wrong, readout.membership_lengths(target, arch, enumerator.replay_length(target, arch))
+
+
+def test_a_program_right_on_four_inputs_is_confirmed_on_fresh_ones_before_it_is_accepted():
+    target, arch, wrong, lengths = _wins_its_own_selection()
+    assert all(ifs.check(wrong, target, arch, seq_len=n, samples=4, seed=1).ok for n in lengths)
+    assert not enumerator.confirmed(wrong, target, arch, lengths, seed=1)
+
+
+def test_the_search_asks_again_on_more_inputs_when_its_program_is_not_confirmed(monkeypatch):
+    target, arch, wrong, lengths = _wins_its_own_selection()
+    asked, search = [], enumerator._search_lengths
+
+    def first_wrong(target, arch, lengths, efficient, samples, **rest):
+        asked.append(samples)
+        if samples < enumerator.CONFIRM_SAMPLES:  # as the few inputs of seed 1 would accept it
+            return enumerator.EnumerationResult(wrong, 1, 0.0, lengths[0], 1)
+        return search(target, arch, lengths, efficient, samples, **rest)
+
+    monkeypatch.setattr(enumerator, "_search_lengths", first_wrong)
+    result = enumerator.enumerate_programs(target, arch, seed=1)
+    assert asked == [4, enumerator.CONFIRM_SAMPLES]
+    assert result is None or result.found is None or enumerator.confirmed(result.found, target, arch, lengths, 1)
+    assert result is None or result.found != wrong
