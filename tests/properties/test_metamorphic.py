@@ -114,7 +114,9 @@ def join_selections(e: ex.Expr, rng: random.Random) -> ex.Expr | None:
     walk(e)
     if pairs:
         node = rng.choice(pairs)
-        a, b = node.left, ex.rename(node.right, {v: f"{v}9" for v in node.right.variables})
+        # every variable the second binds, nested ones too, renamed: the first's body may bind the same names
+        inner = {b.var for r, _, _ in _reductions(node.right) for b in r.bindings}
+        a, b = node.left, ex.rename(node.right, {v: f"{v}9" for v in inner})
         return _replace(e, node, lambda _: ex.Reduce(a.kind, ex.BinOp("+", a.body, b.body), a.bindings + b.bindings))
     found = _pick(rng, e, lambda r, scope, index: not index and r.kind in (ex.ReduceKind.MIN, ex.ReduceKind.MAX))
     if found is None:
