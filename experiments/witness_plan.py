@@ -459,7 +459,9 @@ def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone
     """Global averaging: one uniform head over every position (the output token too, whose flag then
     arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
     share; the reader divides them into a sum or a mean."""
-    nodes = sorted(n for n, data in tree.nodes(data=True) if data["kind"] == "aggregate" and not data["bound"])
+    inputs = [locs for c, locs in before.items() if c != OUTPUT]
+    nodes = sorted(n for n, data in tree.nodes(data=True) if data["kind"] == "aggregate" and not data["bound"]
+                   and all(_tokens_held(data["score"], data["var"], locs, tree) for locs in inputs))
     averages = tuple((n, average_width(n, tree, d)[1]) for n in nodes)
     at = 0
     for n, w in averages:
@@ -469,6 +471,25 @@ def _average_plan(layer, head, acts, before, current, tree, d, kept, slot, alone
     for c in acts:
         current[c][("count",)] = (slot, at, 1.0)
     return HeadPlan(layer, head, "average", (), tuple((c, None) for c in acts), averages=averages)
+
+
+def _tokens_held(score, var: str, locations: dict, tree) -> bool:
+    """Whether a position holding ``locations`` can compute an aggregate's per-token value ``score``, as far as
+    other positions' tokens and selections go: ``x[var + o]`` gathered by an offset head, ``x[q]`` its own or
+    gathered, a selection or average it holds. An aggregate that reads one not held yet is averaged by a
+    later layer's head, where it is (the model's averaging head carries what every position holds, no more)."""
+    for sub in walk(score):
+        if isinstance(sub, ex.Content) and isinstance(sub.index, ex.OffsetIndex) and sub.index.name == var:
+            if not any(p and p[-1] == ("at", Offset(sub.index.offset)) for p in locations):
+                return False
+        elif isinstance(sub, ex.Content) and isinstance(sub.index, ex.FixedIndex):
+            if not any(p and p[-1] == ("at", sub.index) for p in locations):
+                return False
+        elif isinstance(sub, (GroupRef, NodeRef)):
+            node = _node(sub, tree)
+            if not is_count(node, tree) and not holds(None, locations, node):
+                return False
+    return True
 
 
 def average_width(node: str, tree, d: int) -> tuple[int, int]:

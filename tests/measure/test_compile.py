@@ -329,3 +329,11 @@ def test_a_selected_token_is_checked_on_enough_inputs_to_see_its_near_ties():
                                         seq_lens=(8, 128))
     assert result.samples == SELECTED_TOKEN_SAMPLES
     assert result.holds, str(result)
+
+
+def test_an_average_carries_only_the_aggregates_the_inputs_can_compute_then():
+    # layer 1 averages x at the output token while the inputs gather x[p-1]; the sum of dot(x[s-1], x[s])
+    # reads that token, so layer 2's averaging carries it (layer 1's could not: it was refused as unheld)
+    verdict = _verdict("max(f1(x[s]) + sum(bilinear(A1, x[t], x[s]) for t in T) for s in T)"
+                       " + sum(dot(x[s-1], x[s]) for s in range(2, T+1))", (2, 2), positional=True)
+    _falls_with_beta(experiments.check_compiled(verdict, **FAST))
