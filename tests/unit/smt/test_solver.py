@@ -291,3 +291,25 @@ def test_an_infeasible_verdicts_pruned_program_runs_no_operation_at_the_output_t
             checked += 1
     forget_recent()
     assert checked >= 20 and noted >= 5
+
+
+def test_what_a_question_asked_after_others_shares_with_one_asked_alone():
+    # the status, the exponent and the explanation's core are the question's; the witness is one of the
+    # cheapest programs, the one z3 returns from this thread's context (docs/api.md), and it replays
+    import random
+
+    from support.generators import random_case
+
+    cases = [random_case(i) for i in range(40, 52)]
+    alone = [on_a_new_thread(lambda c=c: ifs.decide(c.text, c.arch)) for c in cases]
+    forget_recent()
+    after = []
+    for c in cases:
+        forget_recent()
+        after.append(ifs.decide(c.text, c.arch))
+    core = lambda v: [str(r) for r in v.explanation if r.constraint not in ("clamp", "rank")]   # notes on the program
+    for c, a, b in zip(cases, alone, after):
+        assert (a.status, a.exponent, core(a)) == (b.status, b.exponent, core(b)), c
+        program = b.witness or b.best_program
+        if program is not None:
+            assert ifs.check(program, ifs.parse_target(c.text), c.arch, samples=8, seed=random.Random(c.index).randrange(99)).ok
