@@ -786,7 +786,8 @@ class _Splitter:
         if basis is None:
             raise CompileRefusal("score_form", term_text(term),
                                  f"the score term {term_text(term)} needs more than {MAX_RANK} products of a host "
-                                 f"and a candidate feature (its tanh's argument spans {alpha} x {beta})")
+                                 f"and a candidate feature (its tanh's argument spans [{alpha[0]:.3g}, {alpha[1]:.3g}] x "
+                                 f"[{beta[0]:.3g}, {beta[1]:.3g}] on the tokens' scale)")
         hosts, candidates = tuple(s[0] for s in sides), tuple(s[2] for s in sides)
         side = functools.partial(SmoothSide, term.name, m)
         factors = [Factor(ex.Num(1.0), side("candidate", "square", candidates), 1, coefficient / m)]
