@@ -315,8 +315,8 @@ def _head_plans(layer, head, acts, before, current, tree, d, kept, realization=N
     for kind in ("retrieve", "positions", "offset", "mixed", "average"):
         if kind in groups:
             part = "" if len(groups) == 1 else kind[0]
-            build = {"retrieve": functools.partial(_retrieve_plan, realization=realization), "positions": _positions_plan, "offset": _offset_plan,
-                     "mixed": _mixed_plan,
+            build = {"retrieve": functools.partial(_retrieve_plan, realization=realization),
+                     "positions": _positions_plan, "offset": _offset_plan, "mixed": _mixed_plan,
                      "average": _average_plan}[kind]
             hp = build(layer, head, groups[kind], before, current, tree, d, kept, f"h{layer}.{head}{part}",
                        len(groups) == 1)
@@ -483,7 +483,7 @@ def _tokens_held(score, var: str, locations: dict, tree) -> bool:
             if not any(p and p[-1] == ("at", Offset(sub.index.offset)) for p in locations):
                 return False
         elif isinstance(sub, ex.Content) and isinstance(sub.index, ex.FixedIndex):
-            if not any(p and p[-1] == ("at", sub.index) for p in locations):
+            if not holds(None, locations, sub.index):
                 return False
         elif isinstance(sub, (GroupRef, NodeRef)):
             node = _node(sub, tree)

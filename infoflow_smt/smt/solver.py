@@ -126,20 +126,19 @@ def _finite(target, input_dim: int) -> bool:
     return bool(np.isfinite(values).all())
 
 
-def _renumbered(enc: encoder.Encoding, names: list[str]) -> dict[str, str]:
-    """Each of ``names`` and its name once the specific-position heads of each layer and class are numbered
-    1, 2, ... again: the encoding numbers them in one canonical order (a head begins after the one before
-    it has begun), so a program that kept the second and third of three holds them as the first and second."""
-    key_of = {n: key for key, n in enc.ops.items()}
+def _renumbered(keys: list[tuple]) -> dict[tuple, tuple]:
+    """Each operation key ``(layer, class, name)`` of ``keys`` and its key once the specific-position heads of
+    each layer and class are numbered 1, 2, ... again: the encoding numbers them in one canonical order (a
+    head begins after the one before it has begun), so a program that kept the second and third of three
+    holds them as the first and second."""
     family: dict[tuple, int] = {}
     found = {}
-    for layer, where, name in sorted((key_of[n] for n in names),
-                                     key=lambda k: (k[0], k[1], k[2].mode.name, k[2].node or "", k[2].slot or 0)):
-        was = enc.ops[(layer, where, name)]
+    for key in sorted(keys, key=lambda k: (k[0], k[1], k[2].mode.name, k[2].node or "", k[2].slot or 0)):
+        layer, where, name = key
         if name.slot is not None:
             slot = family[(layer, where)] = family.get((layer, where), 0) + 1
             name = dataclasses.replace(name, slot=slot)
-        found[was] = enc.ops[(layer, where, name)]
+        found[key] = (layer, where, name)
     return found
 
 
@@ -645,22 +644,19 @@ class Questions:
                 dropped.add(name)
         if not dropped:
             return model
-        moved = _renumbered(enc, [n for n in names if on[n] and n not in dropped])
-        off = [z3.Not(enc.var(n)) for n in names if n not in moved.values()]
-        kept = [enc.var(n) for n in moved.values()]
+        moved = _renumbered([key for key, n in enc.ops.items() if on.get(n) and n not in dropped])
+        kept_names = [enc.ops[key] for key in moved.values()]   # in order: the assumptions' order is z3's search's
+        literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
+        running = frozenset(kept_names)
+        off = [literal(n, False) for n in names if n not in running]
+        kept = [literal(n, True) for n in kept_names]
         # the rest of the witness as it was: its variable orders, what its anchors keep, and each specific-
         # position head's sources (under its new number); z3 then only derives what every position knows
         same = [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
         same += [n for (layer, _, _), n in enc.kept.items() if layer <= session.layers]
-        pinned = [enc.var(v) if values[v] else z3.Not(enc.var(v)) for v in same if v in values]
-        key_of = {n: key for key, n in enc.ops.items()}
-        for was, now in moved.items():
-            if was != now:
-                sources, renamed = enc.sources[key_of[was]], enc.sources[key_of[now]]
-                pinned += [enc.var(renamed[ref]) if values[v] else z3.Not(enc.var(renamed[ref]))
-                           for ref, v in sources.items()]
-            elif key_of[was] in enc.sources:
-                pinned += [enc.var(v) if values[v] else z3.Not(enc.var(v)) for v in enc.sources[key_of[was]].values()]
+        pinned = [literal(v, values[v]) for v in same if v in values]
+        pinned += [literal(enc.sources[now][ref], values[v]) for was, now in moved.items() if was in enc.sources
+                   for ref, v in enc.sources[was].items()]
         # the set as pruned with the rest pinned; else with the rest free; else as many operations, in any
         # order (what the encoding accepts of a pruned program may need other sources or orders)
         bound = enc.acting(model, session.layers) - len(dropped)   # the pruned program's count, or more

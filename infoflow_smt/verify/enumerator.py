@@ -397,13 +397,11 @@ def enumerate_programs(target, arch, *, efficient: bool = True, seq_len: int | N
     search = functools.partial(_search_lengths, target, arch, lengths, efficient, seed=seed, maximal=maximal,
                                simplify=simplify, anchors=anchors, decode_law=decode_law, deadline=deadline,
                                started=started)
-    result = search(samples)
-    if result is None or result.found is None or confirmed(result.found, target, arch, lengths, seed):
-        return result
-    # the search's inputs missed an event its program gets wrong: search again on as many as confirm
-    result = search(max(samples, CONFIRM_SAMPLES))
-    if result is None or result.found is None or confirmed(result.found, target, arch, lengths, seed):
-        return result
+    # where the search's inputs missed an event its program gets wrong, it searches again on as many as confirm
+    for inputs in (samples, max(samples, CONFIRM_SAMPLES)):
+        result = search(inputs)
+        if result is None or result.found is None or confirmed(result.found, target, arch, lengths, seed):
+            return result
     return None   # no program the search could confirm: no answer
 
 
