@@ -39,6 +39,7 @@ _LAZY = {
     "ParetoFront": "smt.solver",
     "Front": "smt.solver",   # the alias docs/api.md named first
     "export_smtlib": "smt.solver",
+    "forget_recent": "smt.solver",
     "decide_all": "explore.frontier",
     "Frontier": "explore.frontier",
     "sweep": "explore.sweeps",

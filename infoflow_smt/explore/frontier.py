@@ -161,9 +161,11 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
         raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
     layers = max(facts, 1)
     # only the feasible verdicts are kept: the infeasible ones need no explanation of their own
-    columns = {h: Questions(target, law, reasons=False) for h in range(1, heads + 1)} if head_dim else {}
     shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
                                                     # idle layers is slow
+    # one z3 context for all (each holds about 16 MB)
+    columns = {h: Questions(target, law, reasons=False, context=shared.context)
+               for h in range(1, heads + 1)} if head_dim else {}
     grid, decided, verdicts, undecided, why_undecided = {}, 0, {}, [], {}
     h = heads
     for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count

@@ -131,17 +131,20 @@ def _node_reads(enc: Encoding, info: NodeInfo) -> list[str]:
 def _releases(enc: Encoding, needed: set[str]) -> dict[str, int]:
     """The first layer after which each needed node can be known (1 + the deepest of its reads)."""
     release: dict[str, int] = {}
-
-    def visit(key: str) -> int:
-        if key not in needed:
-            return 0  # constant: known from the start
-        if key not in release:
-            release[key] = 1 + max((visit(k) for k in _node_reads(enc, enc.nodes[key])), default=0)
-        return release[key]
-
     for key in needed:
-        visit(key)
+        _release(enc, needed, key, release)
     return release
+
+
+def _release(enc: Encoding, needed: set[str], key: str, release: dict[str, int]) -> int:
+    """``key``'s entry of ``_releases``, memoized in ``release`` (a function of its own: a nested one that
+    calls itself is a reference cycle, which kept each encoding alive until the next garbage collection)."""
+    if key not in needed:
+        return 0  # constant: known from the start
+    if key not in release:
+        release[key] = 1 + max((_release(enc, needed, k, release) for k in _node_reads(enc, enc.nodes[key])),
+                               default=0)
+    return release[key]
 
 
 def _deadlines(enc: Encoding, needed: set[str], layers: int) -> dict[str, int]:

@@ -514,7 +514,7 @@ def grow(enc: Encoding, arch, deadline=None) -> bool:
     """Extend ``enc`` in place to the larger ``arch`` (more layers, no more heads in the layers it has);
     False, leaving it unchanged, when it needs to be encoded afresh (``_Builder.grow``). Past ``deadline``
     ``OutOfTime`` is raised and ``enc`` is left half grown: drop it."""
-    return enc._builder is not None and enc._builder.grow(arch, deadline)
+    return enc._builder is not None and enc._builder.grow(enc, arch, deadline)
 
 
 class _Builder:
@@ -599,15 +599,27 @@ class _Builder:
         self.costs()
         self.enc.text = "\n".join(self.lines)
         self.hand_over(self.lines)
-        self.enc._builder, self.lines = self, []  # kept to grow the encoding; its lines are in the text
+        enc = self.enc
+        enc._builder, self.lines = self, []  # kept to grow the encoding; its lines are in the text
+        # the encoding holds its builder and not the other way round: with no cycle between them, an encoding
+        # (its z3 context, tens of MB) is freed as its last user drops it, not at the next garbage collection
+        del self.enc
         self.deadline = None
-        return self.enc
+        return enc
 
-    def grow(self, arch, deadline=None) -> bool:
-        """Add the layers of ``arch`` beyond the encoding's to its solver (what a fresh encoding of ``arch``
-        asserts, the same lines: a sweep's walk adds a layer at a time, and its questions keep what z3 has
-        learnt). False, with the encoding unchanged, when ``arch`` needs more: more heads in a layer the
-        encoding has, anchors (they appear at two layers), or a cost level it lacks; then encode afresh."""
+    def grow(self, enc: Encoding, arch, deadline=None) -> bool:
+        """Add the layers of ``arch`` beyond those of ``enc`` (the encoding this builder wrote) to its solver
+        (what a fresh encoding of ``arch`` asserts, the same lines: a sweep's walk adds a layer at a time, and
+        its questions keep what z3 has learnt). False, with the encoding unchanged, when ``arch`` needs more:
+        more heads in a layer the encoding has, anchors (they appear at two layers), or a cost level it lacks;
+        then encode afresh."""
+        self.enc = enc   # for this call only (``build``)
+        try:
+            return self._grow(arch, deadline)
+        finally:
+            del self.enc
+
+    def _grow(self, arch, deadline) -> bool:
         enc, old = self.enc, self.enc.arch
         grows_layers = arch.layers > old.layers and all(a <= b for a, b in zip(arch.heads, old.heads))
         if not grows_layers or self.portable or (self.use_anchors and self.pe and old.layers < 2):

@@ -1,5 +1,6 @@
-"""Questions asked in a z3 context of their own: among equal witnesses (and equal cores) z3 returns one that
-depends on what its context answered before, so a result meant to be the same in every run asks afresh."""
+"""Questions asked afresh: among equal witnesses (and equal cores) z3 returns one that depends on what the
+target's z3 context answered before (the questions ``decide`` keeps for the next call of the same target),
+so a result meant to be the same in every run asks with nothing kept."""
 from __future__ import annotations
 
 import threading
@@ -8,8 +9,8 @@ from infoflow_smt.smt.solver import forget_recent
 
 
 def on_a_new_thread(work):
-    """``work()`` on a new thread (each thread has its own z3 context), with no recent answer to reuse; its
-    result, or the exception it raised."""
+    """``work()`` on a new thread, with no recent answer to reuse (each target's questions then make a z3
+    context of their own); its result, or the exception it raised."""
     outcome = []
 
     def run() -> None:
