@@ -172,15 +172,18 @@ def _topological(tree):
 
 # ---- the replay ---------------------------------------------------------------------------------------------
 class _State:
-    """What every position holds (``held[s, p, q]``) and knows (``knows[node][s, p, b]``: at the binding
-    where its bound variable is position ``b``; ``b = 0`` for a node that binds none) after a layer."""
+    """What every position holds and knows after a layer, in one array, so that a head moves both with one
+    operation: ``facts[s, p, q, 0]`` is whether position ``p`` holds token ``q``, ``facts[s, p, b, 1 + i]``
+    whether it knows the ``i``-th node (``BatchReplay.known``) at the binding where its bound variable is
+    position ``b`` (``b = 0`` for a node that binds none)."""
 
-    def __init__(self, held: np.ndarray, knows: dict[str, np.ndarray]):
-        self.held, self.knows = held, knows
-        self.all = held.all(axis=2)  # (S, P): holds every token
+    def __init__(self, facts: np.ndarray):
+        self.facts = facts
+        self.held = facts[..., 0]
+        self.all = self.held.all(axis=2)  # (S, P): holds every token
 
     def copy(self) -> _State:
-        return _State(self.held.copy(), {n: k.copy() for n, k in self.knows.items()})
+        return _State(self.facts.copy())
 
 
 def carried(prev: _State) -> _State:
@@ -202,14 +205,15 @@ class BatchReplay:
         self.samples = np.arange(self.S)
         self.nodes = {n: d for n, d in tree.nodes(data=True) if d["kind"] in ("top1", "kth", "aggregate")}
         self.constant = {n: _reads_nothing(d) for n, d in self.nodes.items()}
+        # the channel of each node known at a binding (one bound variable at most) in ``_State.facts``
+        self.known = {n: 1 + i for i, n in enumerate(n for n, d in self.nodes.items() if len(d["bound"]) <= 1)}
+        self.read_by: dict[int, tuple] = {}   # id(expression) -> (the expression, kept alive; what it reads)
 
     def start(self) -> _State:
         S, T = self.S, self.T
-        held = np.zeros((S, T + 1, T), dtype=bool)
-        held[:, np.arange(T), np.arange(T)] = True
-        knows = {n: np.zeros((S, T + 1, T if len(d["bound"]) == 1 else 1), dtype=bool)
-                 for n, d in self.nodes.items() if len(d["bound"]) <= 1}
-        return _State(held, knows)
+        facts = np.zeros((S, T + 1, T, 1 + len(self.known)), dtype=bool)
+        facts[:, np.arange(T), np.arange(T), 0] = True
+        return _State(facts)
 
     def passes(self) -> np.ndarray:
         state, failed = self.start(), np.zeros(self.S, dtype=bool)
@@ -284,18 +288,13 @@ class BatchReplay:
     def gather(self, new: _State, prev: _State, rows: np.ndarray, sources: list[np.ndarray]) -> None:
         """Every row in ``rows`` gains the holdings and knowledge of every position in ``sources``."""
         for src in sources:
-            new.held[:, rows] |= prev.held[:, src].any(axis=1, keepdims=True)
-            for n, k in prev.knows.items():
-                new.knows[n][:, rows] |= k[:, src].any(axis=1, keepdims=True)
+            new.facts[:, rows] |= prev.facts[:, src].any(axis=1, keepdims=True)
 
     def gather_positions(self, new: _State, prev: _State, rows: np.ndarray, positions) -> None:
         for ref in positions:
             src = rows + ref.offset if isinstance(ref, Offset) else np.full(len(rows), ref.resolve(self.T) - 1)
             inside = (src >= 0) & (src < self.T)
-            r, s = rows[inside], src[inside]
-            new.held[:, r] |= prev.held[:, s]
-            for n, k in prev.knows.items():
-                new.knows[n][:, r] |= k[:, s]
+            new.facts[:, rows[inside]] |= prev.facts[:, src[inside]]
 
     def average(self, new: _State, prev: _State, rows: np.ndarray) -> None:
         """Every aggregate binding no variable whose per-token value each position computes: learnt."""
@@ -305,7 +304,7 @@ class BatchReplay:
             domain = self.truth.real.domain_positions(d["domain"], self.T) - 1
             ok = self.reads(d["score"], {d["var"]: (domain, 0)}, {d["var"]: "selector"}, prev, domain, None)
             learnt = np.broadcast_to(ok, (self.S, 1, len(domain))).reshape(self.S, -1).all(axis=1)
-            new.knows[n][:, rows, 0] |= learnt[:, None]
+            new.facts[:, rows, 0, self.known[n]] |= learnt[:, None]
 
     def retrieve(self, new: _State, prev: _State, rows: np.ndarray, node: str) -> np.ndarray:
         """A retrieval at ``rows``: its reads checked for every candidate; the true choice copied in.
@@ -324,10 +323,8 @@ class BatchReplay:
         chosen = self.truth.choice[node].data
         chosen = chosen[:, binding] if bound else np.repeat(chosen[:, None], len(rows), axis=1)
         s = self.samples[:, None]
-        new.held[s, rows[None, :]] |= prev.held[s, chosen]
-        for n, k in prev.knows.items():
-            new.knows[n][s, rows[None, :]] |= k[s, chosen]
-        new.knows[node][s, rows[None, :], binding[None, :]] = True
+        new.facts[s, rows[None, :]] |= prev.facts[s, chosen]
+        new.facts[s, rows[None, :], binding[None, :], self.known[node]] = True
         return poisoned.any(axis=1)
 
     # ---- reads -------------------------------------------------------------------------------------------
@@ -336,8 +333,7 @@ class BatchReplay:
         a boolean array over samples, selector rows and candidates (broadcastable). ``env`` maps a variable
         to (positions, 0 for the selector's axis or 1 for the candidate's)."""
         ok = np.ones((1, 1, 1), dtype=bool)
-        for leaf in walk(e):
-            ref = leaf.index if isinstance(leaf, ex.Content) else leaf
+        for ref in self.references(e):
             if isinstance(ref, (ex.VarIndex, ex.OffsetIndex)):
                 position = env[ref.name][0] + (ref.offset if isinstance(ref, ex.OffsetIndex) else 0)
                 ok = ok & self.holds(state, self.side(players, {ref.name}), position, selector, candidate)
@@ -348,6 +344,16 @@ class BatchReplay:
                 ok = ok & self.knows(state, node, env, players, selector, candidate)
         return ok
 
+    def references(self, e) -> tuple:
+        """The token positions and selections ``e`` reads, in order (kept: a replay reads each score once
+        per head and candidate set)."""
+        found = self.read_by.get(id(e))
+        if found is None:
+            refs = (leaf.index if isinstance(leaf, ex.Content) else leaf for leaf in walk(e))
+            found = self.read_by[id(e)] = (e, tuple(r for r in refs if isinstance(r, (
+                ex.VarIndex, ex.OffsetIndex, ex.FixedIndex, NodeRef, GroupRef))))
+        return found[1]
+
     @staticmethod
     def side(players: dict, variables) -> str | None:
         sides = {players.get(v, "selector") for v in variables}
@@ -356,7 +362,7 @@ class BatchReplay:
     def holds(self, state: _State, side, position, selector, candidate) -> np.ndarray:
         position = np.asarray(position)
         inside = (position >= 0) & (position < self.T)
-        q = np.clip(position, 0, self.T - 1)
+        q = np.minimum(np.maximum(position, 0), self.T - 1)   # (np.clip's own checks cost more, at these sizes)
         s = self.samples.reshape(-1, 1, 1)
         if side == "candidate":
             held = state.held[s, candidate, q]
@@ -379,10 +385,9 @@ class BatchReplay:
         result = np.zeros((1, 1, 1), dtype=bool)
         for reader in readers:
             everything = state.all[s, reader]
-            known = state.knows.get(node)
-            if known is not None and len(bound) <= 1:
+            if node in self.known:
                 binding = env[bound[0]][0] if bound else 0
-                everything = everything | known[s, reader, binding]
+                everything = everything | state.facts[s, reader, binding, self.known[node]]
             result = result | everything
         return result
 
