@@ -586,7 +586,7 @@ class Questions:
         do without, ``_pruned``), replayed; when the deadline cuts the minimization short, the program found
         so far (its exponent an upper bound)."""
         allowed = [i for i in levels if i <= level]
-        note, pruned = {}, None
+        note, needed = {}, False   # needed: each operation of the program was shown needed (pruning)
         try:
             model, exact = session.tightest_gather(level, allowed, model)
             if self.fewest_heads:
@@ -598,11 +598,11 @@ class Questions:
                         session.minimal = True
                         model = session.fewest_operations(allowed, model, exact)
                     else:
-                        model = pruned
+                        model, needed = pruned
         except OutOfTime:
             note = {"minimized": False, "note": "the deadline cut the minimization short: the exponent is an "
                                                 "upper bound and the witness may hold idle operations"}
-        if not note and pruned is not None:
+        if not note and needed:
             note = {"minimized": False, "note": "the cheapest program was not shown to have the fewest operations "
                                                 "(a minimization question ran out of its work); it runs none it can "
                                                 "do without, and its exponent is exact"}
@@ -616,15 +616,19 @@ class Questions:
     def _pruned(self, session: _Session, allowed: list[int], model, exact, arch):
         """An infeasible verdict's cheapest program without the operations it can do without, when its
         minimization ran out of ``PRUNE_AFTER_WORK``; None where this cannot be shown (a truth table over
-        the memory budget, or the encoding refuses the pruned set). Each acting operation, latest layer
-        first, is dropped when the program still passes its batched replay without it; the pruned program is
-        then asked of the encoding, so the program shown is a model of both semantics. It is not shown to
-        have the fewest operations: with every level allowed, z3's proofs of that took up to seconds per
-        question (the slowest of 300 random questions spent 3.6 s there), for a program the verdict shows
-        beside its exponent, which pruning leaves exact."""
+        the memory budget); else the model and whether each of its operations was shown needed. Each acting
+        operation, latest layer first, is dropped when the program still passes its batched replay without
+        it; the pruned program is then asked of the encoding (``_confirmed_without``), so the program shown
+        is a model of both semantics. The replay's dozen inputs can pass a drop the encoding refuses (a
+        program that fails on about one input in ten at that length): then the encoding is asked for a
+        program with no more operations, which is not shown to need each one (1 of 20 pruned random
+        questions; confirming each drop in turn instead cost more than that search). It is not shown to have
+        the fewest operations: with every level allowed, z3's proofs of that took up to seconds per question
+        (the slowest of 300 random questions spent 3.6 s there), for a program the verdict shows beside its
+        exponent, which pruning leaves exact."""
         enc, heads = session.enc, session.heads
         if session.fewest_possible(allowed, model) >= enc.acting(model, session.layers):
-            return model   # as few as any program at these levels can run: nothing to prune
+            return model, True   # as few as any program at these levels can run: nothing to prune
         values = encoder.witness_truth(enc, model, heads)
         program = encoder.program_of(enc, values, heads)
         length = _witness_length(program, self.target, arch, self.seq_len)
@@ -635,25 +639,41 @@ class Questions:
             return None
         last = readout.reads_at_last(self.target, arch)
         names = tuple(n for (layer, _, _), n in enc.ops.items() if layer <= session.layers)
-        on = {n: values[n] for n in names}
-        dropped: set[str] = set()
+        dropped: list[str] = []
         layers: dict = {}
-        for name in reversed([n for n in names if on[n]]):
-            candidate = encoder.program_of(enc, {**values, **dict.fromkeys(dropped | {name}, False)}, heads)
+        for name in reversed([n for n in names if values[n]]):
+            candidate = encoder.program_of(enc, {**values, **dict.fromkeys([*dropped, name], False)}, heads)
             passed = replay.passes(candidate, tree, self.target, inputs, expected, arch.positional, truth, last,
                                    layers)
             if passed is not None and passed.all():
-                dropped.add(name)
+                dropped.append(name)
         if not dropped:
-            return model
-        moved = _renumbered([key for key, n in enc.ops.items() if on.get(n) and n not in dropped])
+            return model, True
+        confirmed = self._confirmed_without(session, allowed, exact, values, names, dropped)
+        if confirmed is not None:
+            return confirmed, True
+        # as many operations, in any order: a program no larger, not shown to need each of its operations
+        bound = enc.acting(model, session.layers) - len(dropped)
+        if session.ask(allowed, [*exact, enc.at_most_operations(session.layers, bound)], MINIMIZE_WORK) == z3.sat:
+            return session.model(), False
+        return model, False
+
+    @staticmethod
+    def _confirmed_without(session: _Session, allowed: list[int], exact, values: dict, names: tuple[str, ...],
+                           dropped: list[str]):
+        """A model of the encoding that runs the operations of the witness ``values`` but ``dropped``: first
+        with the rest of the witness as it was (its variable orders, what its anchors keep, each
+        specific-position head's sources, under its new number: ``_renumbered``), so that z3 only derives
+        what every position knows; else with only the operations fixed (a pruned program may need other
+        sources). None where the encoding has no such program (or a question runs out of
+        ``MINIMIZE_WORK``)."""
+        enc = session.enc
+        gone = set(dropped)
+        moved = _renumbered([key for key, n in enc.ops.items() if n in names and values[n] and n not in gone])
         kept_names = [enc.ops[key] for key in moved.values()]   # in order: the assumptions' order is z3's search's
         literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
         running = frozenset(kept_names)
-        off = [literal(n, False) for n in names if n not in running]
-        kept = [literal(n, True) for n in kept_names]
-        # the rest of the witness as it was: its variable orders, what its anchors keep, and each specific-
-        # position head's sources (under its new number); z3 then only derives what every position knows
+        operations = [literal(n, False) for n in names if n not in running] + [literal(n, True) for n in kept_names]
         same = [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
         pinned = [literal(v, values[v]) for v in same if v in values]
         pinned += [literal(enc.sources[now][ref], values[v]) for was, now in moved.items() if was in enc.sources
@@ -662,12 +682,8 @@ class Questions:
         keeps = {(layer, c, now[2]): values[v] for (layer, c, name), v in enc.kept.items()
                  if layer <= session.layers and (now := moved.get((layer, encoder.IN, name))) is not None}
         pinned += [literal(v, keeps.get(key, False)) for key, v in enc.kept.items() if key[0] <= session.layers]
-        # the set as pruned with the rest pinned; else with the rest free; else as many operations, in any
-        # order (what the encoding accepts of a pruned program may need other sources or orders)
-        bound = enc.acting(model, session.layers) - len(dropped)   # the pruned program's count, or more
-        for fixed in (off + kept + pinned, off + kept, [enc.at_most_operations(session.layers, bound)]):
-            result = session.ask(allowed, [*exact, *fixed], MINIMIZE_WORK)
-            if result == z3.sat:
+        for fixed in (operations + pinned, operations):
+            if session.ask(allowed, [*exact, *fixed], MINIMIZE_WORK) == z3.sat:
                 return session.model()
         return None
 

@@ -328,6 +328,19 @@ def test_a_pruned_program_is_asked_of_the_encoding_with_what_its_anchors_keep_of
     assert answers and answers[0][0] == z3.sat, answers
 
 
+def test_a_pruned_program_the_encoding_refuses_is_replaced_by_one_not_said_to_need_each_operation(monkeypatch):
+    # the replay's dozen inputs can pass a drop the encoding refuses: the program then comes from a search for
+    # at most as many operations, and its note claims no more than that
+    monkeypatch.setattr(solver.Questions, "_confirmed_without", staticmethod(lambda *args: None))
+    arch = ifs.Architecture(heads=(1, 3, 3, 3), embed_dim=32, input_dim=2, positional=True)
+    forget_recent()
+    verdict = ifs.decide(PRUNED_WITH_ANCHORS, arch)
+    forget_recent()
+    note = verdict.stats.extra["note"]
+    assert "not shown to have the fewest" in note and "none it can do without" not in note
+    assert ifs.check(verdict.best_program, verdict.target, arch, samples=16).ok
+
+
 def test_a_question_asked_after_other_targets_gets_the_answer_it_gets_alone_witness_and_all():
     # each target's questions have a z3 context of their own: what the thread asked of other targets before
     # changes nothing, the witness included (on one context shared by the thread, 14 of 27 random questions
