@@ -42,7 +42,7 @@ from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
 from infoflow_smt.report import explain
 from infoflow_smt.report.verdict import Stats, Status, Verdict
-from infoflow_smt.smt import cancel, counting, encoder
+from infoflow_smt.smt import cancel, contexts, counting, encoder
 from infoflow_smt.symbols import T
 from infoflow_smt.verify import replay
 from infoflow_smt.verify.interpreter import check
@@ -438,10 +438,10 @@ class Questions:
     fewest_heads: bool = True
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    # the target's own z3 context (z3 takes about 10 ms to make one): which of several programs z3 returns, and
-    # how long it searches, depend on the terms its context made before; the 99th percentile of 300 random
-    # questions was 0.78 to 0.99 s on one context per thread, 0.45 to 0.68 s with one per target (four runs each)
-    context: z3.Context = field(default_factory=z3.Context, repr=False, compare=False)
+    # the target's own z3 context (``contexts``): which of several programs z3 returns, and how long it searches,
+    # depend on the terms its context made before; the 99th percentile of 300 random questions was 0.78 to
+    # 0.99 s on one context per thread, 0.45 to 0.68 s with one per target (four runs each)
+    context: z3.Context = field(default_factory=contexts.fresh, repr=False, compare=False)
     encodings: dict = field(default_factory=dict)       # (E, d, positional, causal, rank_aware, readout, anchors) -> Encoding
     replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed
     inputs: dict = field(default_factory=dict)          # (length, d) -> (inputs, expected values)
