@@ -172,18 +172,19 @@ def _topological(tree):
 
 # ---- the replay ---------------------------------------------------------------------------------------------
 class _State:
-    """What every position holds and knows after a layer, in one array, so that a head moves both with one
-    operation: ``facts[s, p, q, 0]`` is whether position ``p`` holds token ``q``, ``facts[s, p, b, 1 + i]``
-    whether it knows the ``i``-th node (``BatchReplay.known``) at the binding where its bound variable is
-    position ``b`` (``b = 0`` for a node that binds none)."""
+    """What every position holds and knows after a layer, in two arrays, so that a head moves all of it with
+    two operations (not one per node): ``facts[s, p, q, 0]`` is whether position ``p`` holds token ``q``,
+    ``facts[s, p, b, c]`` whether it knows the node of channel ``c`` (``BatchReplay.bound``) at the binding
+    where its bound variable is position ``b``, and ``free[s, p, c]`` whether it knows the node of channel
+    ``c`` that binds none (``BatchReplay.free``)."""
 
-    def __init__(self, facts: np.ndarray):
-        self.facts = facts
+    def __init__(self, facts: np.ndarray, free: np.ndarray):
+        self.facts, self.free = facts, free
         self.held = facts[..., 0]
         self.all = self.held.all(axis=2)  # (S, P): holds every token
 
     def copy(self) -> _State:
-        return _State(self.facts.copy())
+        return _State(self.facts.copy(), self.free.copy())
 
 
 def carried(prev: _State) -> _State:
@@ -205,15 +206,17 @@ class BatchReplay:
         self.samples = np.arange(self.S)
         self.nodes = {n: d for n, d in tree.nodes(data=True) if d["kind"] in ("top1", "kth", "aggregate")}
         self.constant = {n: _reads_nothing(d) for n, d in self.nodes.items()}
-        # the channel of each node known at a binding (one bound variable at most) in ``_State.facts``
-        self.known = {n: 1 + i for i, n in enumerate(n for n, d in self.nodes.items() if len(d["bound"]) <= 1)}
+        # each node's channel: in ``_State.facts`` for a node with one bound variable, in ``_State.free`` for one
+        # with none (one with more is never known, only made)
+        self.bound = {n: 1 + i for i, n in enumerate(n for n, d in self.nodes.items() if len(d["bound"]) == 1)}
+        self.free = {n: i for i, n in enumerate(n for n, d in self.nodes.items() if not d["bound"])}
         self.read_by: dict[int, tuple] = {}   # id(expression) -> (the expression, kept alive; what it reads)
 
     def start(self) -> _State:
         S, T = self.S, self.T
-        facts = np.zeros((S, T + 1, T, 1 + len(self.known)), dtype=bool)
+        facts = np.zeros((S, T + 1, T, 1 + len(self.bound)), dtype=bool)
         facts[:, np.arange(T), np.arange(T), 0] = True
-        return _State(facts)
+        return _State(facts, np.zeros((S, T + 1, len(self.free)), dtype=bool))
 
     def passes(self) -> np.ndarray:
         state, failed = self.start(), np.zeros(self.S, dtype=bool)
@@ -289,12 +292,14 @@ class BatchReplay:
         """Every row in ``rows`` gains the holdings and knowledge of every position in ``sources``."""
         for src in sources:
             new.facts[:, rows] |= prev.facts[:, src].any(axis=1, keepdims=True)
+            new.free[:, rows] |= prev.free[:, src].any(axis=1, keepdims=True)
 
     def gather_positions(self, new: _State, prev: _State, rows: np.ndarray, positions) -> None:
         for ref in positions:
             src = rows + ref.offset if isinstance(ref, Offset) else np.full(len(rows), ref.resolve(self.T) - 1)
             inside = (src >= 0) & (src < self.T)
             new.facts[:, rows[inside]] |= prev.facts[:, src[inside]]
+            new.free[:, rows[inside]] |= prev.free[:, src[inside]]
 
     def average(self, new: _State, prev: _State, rows: np.ndarray) -> None:
         """Every aggregate binding no variable whose per-token value each position computes: learnt."""
@@ -304,7 +309,7 @@ class BatchReplay:
             domain = self.truth.real.domain_positions(d["domain"], self.T) - 1
             ok = self.reads(d["score"], {d["var"]: (domain, 0)}, {d["var"]: "selector"}, prev, domain, None)
             learnt = np.broadcast_to(ok, (self.S, 1, len(domain))).reshape(self.S, -1).all(axis=1)
-            new.facts[:, rows, 0, self.known[n]] |= learnt[:, None]
+            new.free[:, rows, self.free[n]] |= learnt[:, None]
 
     def retrieve(self, new: _State, prev: _State, rows: np.ndarray, node: str) -> np.ndarray:
         """A retrieval at ``rows``: its reads checked for every candidate; the true choice copied in.
@@ -324,7 +329,11 @@ class BatchReplay:
         chosen = chosen[:, binding] if bound else np.repeat(chosen[:, None], len(rows), axis=1)
         s = self.samples[:, None]
         new.facts[s, rows[None, :]] |= prev.facts[s, chosen]
-        new.facts[s, rows[None, :], binding[None, :], self.known[node]] = True
+        new.free[s, rows[None, :]] |= prev.free[s, chosen]
+        if bound:
+            new.facts[s, rows[None, :], binding[None, :], self.bound[node]] = True
+        elif node in self.free:
+            new.free[s, rows[None, :], self.free[node]] = True
         return poisoned.any(axis=1)
 
     # ---- reads -------------------------------------------------------------------------------------------
@@ -385,9 +394,10 @@ class BatchReplay:
         result = np.zeros((1, 1, 1), dtype=bool)
         for reader in readers:
             everything = state.all[s, reader]
-            if node in self.known:
-                binding = env[bound[0]][0] if bound else 0
-                everything = everything | state.facts[s, reader, binding, self.known[node]]
+            if node in self.bound:
+                everything = everything | state.facts[s, reader, env[bound[0]][0], self.bound[node]]
+            elif node in self.free:
+                everything = everything | state.free[s, reader, self.free[node]]
             result = result | everything
         return result
 
