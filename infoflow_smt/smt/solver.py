@@ -365,6 +365,34 @@ class _Session:
         return sum(1 for info in enc.nodes.values() if info.kind in ("top1", "kth") and not info.constant
                    and chosen[info.group] == info.order)
 
+    def program_without(self, allowed: list[int], exact, values: dict, names: tuple[str, ...],
+                        dropped: list[str]):
+        """A model of the encoding that runs the operations of the witness ``values`` but ``dropped``: first
+        with the rest of the witness as it was (its variable orders, what its anchors keep, each
+        specific-position head's sources, under its new number: ``_renumbered``), so that z3 only derives
+        what every position knows; else with only the operations fixed (a pruned program may need other
+        sources). None where the encoding has no such program (or a question runs out of
+        ``MINIMIZE_WORK``)."""
+        enc = self.enc
+        gone = set(dropped)
+        moved = _renumbered([key for key, n in enc.ops.items() if n in names and values[n] and n not in gone])
+        kept_names = [enc.ops[key] for key in moved.values()]   # in order: the assumptions' order is z3's search's
+        literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
+        running = frozenset(kept_names)
+        operations = [literal(n, False) for n in names if n not in running] + [literal(n, True) for n in kept_names]
+        same = [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
+        pinned = [literal(v, values[v]) for v in same if v in values]
+        pinned += [literal(enc.sources[now][ref], values[v]) for was, now in moved.items() if was in enc.sources
+                   for ref, v in enc.sources[was].items()]
+        # an anchor keeps an input head under its new number, and nothing of an input head that is gone
+        keeps = {(layer, c, now[2]): values[v] for (layer, c, name), v in enc.kept.items()
+                 if layer <= self.layers and (now := moved.get((layer, encoder.IN, name))) is not None}
+        pinned += [literal(v, keeps.get(key, False)) for key, v in enc.kept.items() if key[0] <= self.layers]
+        for fixed in (operations + pinned, operations):
+            if self.ask(allowed, [*exact, *fixed], MINIMIZE_WORK) == z3.sat:
+                return self.model()
+        return None
+
     def program(self, model):
         return encoder.extract(self.enc, model, self.heads)
 
@@ -616,14 +644,14 @@ class Questions:
     def _pruned(self, session: _Session, allowed: list[int], model, exact, arch):
         """An infeasible verdict's cheapest program without the operations it can do without, when its
         minimization ran out of ``PRUNE_AFTER_WORK``; None where this cannot be shown (a truth table over
-        the memory budget); else the model and whether each of its operations was shown needed. Each acting
-        operation, latest layer first, is dropped when the program still passes its batched replay without
-        it; the pruned program is then asked of the encoding (``_confirmed_without``), so the program shown
-        is a model of both semantics. The replay's dozen inputs can pass a drop the encoding refuses (a
-        program that fails on about one input in ten at that length): then the encoding is asked for a
-        program with no more operations, which is not shown to need each one (1 of 20 pruned random
-        questions; confirming each drop in turn instead cost more than that search). It is not shown to have
-        the fewest operations: with every level allowed, z3's proofs of that took up to seconds per question
+        the memory budget, or no program as small that the encoding gives); else the model and whether each
+        of its operations was shown needed. Each acting operation, latest layer first, is dropped when the
+        program still passes its batched replay without it; the pruned program is then asked of the encoding
+        (``_Session.program_without``), so the program shown is a model of both semantics. The replay's
+        dozen inputs can pass a drop the encoding refuses (a program that fails on about one input in ten at
+        that length): then the encoding is asked for a program with no more operations, which is not shown
+        to need each one (1 of 20 pruned random questions; confirming each drop in turn instead cost more
+        than that search). It is not shown to have the fewest operations: with every level allowed, z3's proofs of that took up to seconds per question
         (the slowest of 300 random questions spent 3.6 s there), for a program the verdict shows beside its
         exponent, which pruning leaves exact."""
         enc, heads = session.enc, session.heads
@@ -649,42 +677,13 @@ class Questions:
                 dropped.append(name)
         if not dropped:
             return model, True
-        confirmed = self._confirmed_without(session, allowed, exact, values, names, dropped)
+        confirmed = session.program_without(allowed, exact, values, names, dropped)
         if confirmed is not None:
             return confirmed, True
         # as many operations, in any order: a program no larger, not shown to need each of its operations
         bound = enc.acting(model, session.layers) - len(dropped)
         if session.ask(allowed, [*exact, enc.at_most_operations(session.layers, bound)], MINIMIZE_WORK) == z3.sat:
             return session.model(), False
-        return model, False
-
-    @staticmethod
-    def _confirmed_without(session: _Session, allowed: list[int], exact, values: dict, names: tuple[str, ...],
-                           dropped: list[str]):
-        """A model of the encoding that runs the operations of the witness ``values`` but ``dropped``: first
-        with the rest of the witness as it was (its variable orders, what its anchors keep, each
-        specific-position head's sources, under its new number: ``_renumbered``), so that z3 only derives
-        what every position knows; else with only the operations fixed (a pruned program may need other
-        sources). None where the encoding has no such program (or a question runs out of
-        ``MINIMIZE_WORK``)."""
-        enc = session.enc
-        gone = set(dropped)
-        moved = _renumbered([key for key, n in enc.ops.items() if n in names and values[n] and n not in gone])
-        kept_names = [enc.ops[key] for key in moved.values()]   # in order: the assumptions' order is z3's search's
-        literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
-        running = frozenset(kept_names)
-        operations = [literal(n, False) for n in names if n not in running] + [literal(n, True) for n in kept_names]
-        same = [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
-        pinned = [literal(v, values[v]) for v in same if v in values]
-        pinned += [literal(enc.sources[now][ref], values[v]) for was, now in moved.items() if was in enc.sources
-                   for ref, v in enc.sources[was].items()]
-        # an anchor keeps an input head under its new number, and nothing of an input head that is gone
-        keeps = {(layer, c, now[2]): values[v] for (layer, c, name), v in enc.kept.items()
-                 if layer <= session.layers and (now := moved.get((layer, encoder.IN, name))) is not None}
-        pinned += [literal(v, keeps.get(key, False)) for key, v in enc.kept.items() if key[0] <= session.layers]
-        for fixed in (operations + pinned, operations):
-            if session.ask(allowed, [*exact, *fixed], MINIMIZE_WORK) == z3.sat:
-                return session.model()
         return None
 
     def replayed_exponent(self, program, arch, deadline: Deadline) -> sympy.Expr:

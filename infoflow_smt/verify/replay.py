@@ -332,7 +332,7 @@ class BatchReplay:
         new.free[s, rows[None, :]] |= prev.free[s, chosen]
         if bound:
             new.facts[s, rows[None, :], binding[None, :], self.bound[node]] = True
-        elif node in self.free:
+        else:
             new.free[s, rows[None, :], self.free[node]] = True
         return poisoned.any(axis=1)
 

@@ -298,6 +298,7 @@ def test_an_infeasible_verdicts_pruned_program_runs_no_operation_at_the_output_t
 PRUNED_WITH_ANCHORS = (  # a random target whose cheapest program on (1, 3, 3, 3) drops input heads anchors kept
     "F0(max(f1(x[v0]) + dot(x[v0], x[2]) for v0 in T), max(f1(x[v10]) + dot(x[v10], x[T]) for v10 in T), "
     "kth_largest(2, f1(x[v20]) + dot(x[v20], x[1]) for v20 in T))")
+PRUNED_ARCH = ifs.Architecture(heads=(1, 3, 3, 3), embed_dim=32, input_dim=2, positional=True)
 
 
 def test_a_pruned_program_is_asked_of_the_encoding_with_what_its_anchors_keep_of_the_heads_left(monkeypatch):
@@ -320,9 +321,8 @@ def test_a_pruned_program_is_asked_of_the_encoding_with_what_its_anchors_keep_of
         return pruned(self, session, *args)
 
     monkeypatch.setattr(solver.Questions, "_pruned", pruning)
-    arch = ifs.Architecture(heads=(1, 3, 3, 3), embed_dim=32, input_dim=2, positional=True)
     forget_recent()
-    verdict = ifs.decide(PRUNED_WITH_ANCHORS, arch)
+    verdict = ifs.decide(PRUNED_WITH_ANCHORS, PRUNED_ARCH)
     forget_recent()
     assert verdict.status is ifs.Status.INFEASIBLE and "none it can do without" in verdict.stats.extra["note"]
     assert answers and answers[0][0] == z3.sat, answers
@@ -331,14 +331,13 @@ def test_a_pruned_program_is_asked_of_the_encoding_with_what_its_anchors_keep_of
 def test_a_pruned_program_the_encoding_refuses_is_replaced_by_one_not_said_to_need_each_operation(monkeypatch):
     # the replay's dozen inputs can pass a drop the encoding refuses: the program then comes from a search for
     # at most as many operations, and its note claims no more than that
-    monkeypatch.setattr(solver.Questions, "_confirmed_without", staticmethod(lambda *args: None))
-    arch = ifs.Architecture(heads=(1, 3, 3, 3), embed_dim=32, input_dim=2, positional=True)
+    monkeypatch.setattr(solver._Session, "program_without", lambda *args: None)
     forget_recent()
-    verdict = ifs.decide(PRUNED_WITH_ANCHORS, arch)
+    verdict = ifs.decide(PRUNED_WITH_ANCHORS, PRUNED_ARCH)
     forget_recent()
     note = verdict.stats.extra["note"]
     assert "not shown to have the fewest" in note and "none it can do without" not in note
-    assert ifs.check(verdict.best_program, verdict.target, arch, samples=16).ok
+    assert ifs.check(verdict.best_program, verdict.target, PRUNED_ARCH, samples=16).ok
 
 
 def test_a_question_asked_after_other_targets_gets_the_answer_it_gets_alone_witness_and_all():
