@@ -98,6 +98,7 @@ class Confirmation:
                  f"threshold fixed before training: efficient = best validation NMSE < {self.threshold:g}",
                  *self.rule.describe(self.seq_lens, self.reference),
                  _solver_columns(self.decided_at),
+                 *([f"model: {_model_text(self.model)}"] if self.model else []),
                  (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, training "
                   f"sequences {_per_length(r['n_train'])}; {r['steps']} steps for every model at every T "
                   f"(as many as {r['planned_s']:.0f} s hold by the probed step times), 5% warm-up and cosine to "
@@ -110,6 +111,19 @@ class Confirmation:
         if self.undecided:
             lines.append(f"undecided by the solver (unknown, not judged): {'; '.join(self.undecided)}")
         return "\n".join(lines)
+
+
+def _model_text(m: dict[str, Any]) -> str:
+    """The switches every row's network shares (``Confirmation.model``), in words."""
+    embedding = ("linear token embedding" if m["token_embedding"] == "linear" else
+                 f"token MLP (ReLU, hidden {m['mlp_hidden']})")
+    hidden = m["ffn_hidden"] if m["ffn_hidden"] is not None else m["mlp_hidden"]
+    ffn = (f"{'gated FFN SiLU(W1 u) * (W3 u)' if m.get('ffn_gated') else 'GELU FFN'}, hidden {hidden}"
+           if m["ffn"] else "no FFN")
+    return ", ".join([embedding, "residual" if m["residual"] else "no residual",
+                      "pre-LayerNorm" if m["layernorm"] else "no LayerNorm", ffn,
+                      ("learned inverse temperature" if m["learn_temperature"] else
+                       f"inverse temperature {m['attn_beta']:g}"), f"GELU readout, hidden {m['mlp_hidden']}"])
 
 
 def _solver_columns(decided_at: int | None) -> str:

@@ -51,6 +51,9 @@ class ModelConfig:
     residual: bool = False         # paper 2: no residual; paper 1: residual on
     layernorm: bool = False        # pre-LN; both papers' synthetic runs: off
     ffn: bool = True               # token FFN between attention layers (no effect with one layer)
+    ffn_gated: bool = False        # the FFN's hidden layer SiLU(W1 u) * (W3 u) instead of GELU(W1 u): it
+                                   # multiplies two linear features, the product a bilinear target's second
+                                   # layer compares (docs/reproduction.md, intrinsic dimension)
     cls_as_key: bool = True        # the output token is also a key; paper 2's 1-layer formula: False
     causal: bool = False           # decoder-only: input position p attends to positions q <= p only; the
                                    # output token T+1 comes last and attends to every position
@@ -84,7 +87,7 @@ class ModelConfig:
     def batch_key(self) -> tuple:
         """Models batch together only when these agree (everything else is padded)."""
         return (self.input_dim, self.seq_len, self.layers, self.output_dim, self.residual, self.layernorm,
-                self.ffn, self.cls_as_key, self.token_embedding, self.causal)
+                self.ffn, self.ffn_gated, self.cls_as_key, self.token_embedding, self.causal)
 
 
 def _param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -103,6 +106,8 @@ def _param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
             Nf = cfg.ffn_width
             shapes.update({f"l{l}.ffn.w1": (Nf, E), f"l{l}.ffn.b1": (Nf,), f"l{l}.ffn.w2": (E, Nf),
                            f"l{l}.ffn.b2": (E,), f"l{l}.ln2.g": (E,), f"l{l}.ln2.b": (E,)})
+            if cfg.ffn_gated:
+                shapes.update({f"l{l}.ffn.w3": (Nf, E), f"l{l}.ffn.b3": (Nf,)})
     shapes.update({"lnf.g": (E,), "lnf.b": (E,), "out.w1": (N, E), "out.b1": (N,), "out.w2": (k, N),
                    "out.b2": (k,)})
     return shapes
@@ -115,7 +120,7 @@ def _fan_in(cfg: ModelConfig, name: str) -> int:
         return cfg.input_dim if part.endswith("1") else cfg.mlp_hidden
     if name.startswith("out.") or ".ffn." in name:
         hidden = cfg.ffn_width if ".ffn." in name else cfg.mlp_hidden
-        return cfg.embed_dim if part.endswith("1") else hidden
+        return hidden if part.endswith("2") else cfg.embed_dim
     layer = int(name[1:name.index(".")])
     if part in ("wo", "bo"):
         return cfg.heads[layer] * cfg.head_width(layer)
@@ -168,6 +173,7 @@ class BatchedTransformer(nn.Module):
         first = configs[0]
         self.layers, self.residual, self.layernorm = first.layers, first.residual, first.layernorm
         self.ffn, self.cls_as_key, self.causal = first.ffn, first.cls_as_key, first.causal
+        self.ffn_gated = first.ffn_gated
         self.token_mlp = first.token_embedding == "mlp"
         self.learned_temperature = any(c.learn_temperature for c in configs)
         true = [init_params(c, s) for c, s in zip(configs, seeds)]
@@ -307,7 +313,10 @@ class BatchedTransformer(nn.Module):
 
     def _ffn(self, l: int, z: torch.Tensor) -> torch.Tensor:
         u = self._layernorm(z, f"l{l}.ln2") if self.layernorm else z
-        out = self._linear(torch.nn.functional.gelu(self._linear(u, f"l{l}.ffn.w1")), f"l{l}.ffn.w2")
+        first = self._linear(u, f"l{l}.ffn.w1")
+        hidden = (torch.nn.functional.silu(first) * self._linear(u, f"l{l}.ffn.w3") if self.ffn_gated
+                  else torch.nn.functional.gelu(first))
+        out = self._linear(hidden, f"l{l}.ffn.w2")
         return z + out if self.residual else out
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:

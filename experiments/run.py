@@ -64,7 +64,7 @@ def plan(profile: Profile) -> list[Job]:
 
 # Model switches added after results were stored, with the behaviour those results had: a run with the
 # switch at that value has the configuration it had before, so it is hashed without it.
-_ADDED_SWITCHES = {"token_embedding": "mlp"}
+_ADDED_SWITCHES = {"token_embedding": "mlp", "ffn_gated": False}
 
 
 def run_config(table: Table, heads: tuple[int, ...], embed_dim: int, seq_len: int, seed: int) -> dict:

@@ -69,7 +69,8 @@ def test_triangle_center_inputs_are_clamped() -> None:
 @pytest.mark.parametrize("switches", [{}, {"positional": True, "residual": True, "layernorm": True},
                                       {"residual": True, "cls_as_key": False},
                                       {"head_dim": 4, "output_dim": 3},
-                                      {"residual": True, "token_embedding": "linear"}])
+                                      {"residual": True, "token_embedding": "linear"},
+                                      {"residual": True, "ffn_gated": True, "ffn_hidden": 6}])
 def test_forward_shapes(heads: tuple[int, ...], switches: dict) -> None:
     cfg = ModelConfig(input_dim=3, seq_len=5, heads=heads, embed_dim=12, mlp_hidden=8, **switches)
     model = BatchedTransformer([cfg, replace(cfg, heads=tuple(h + 1 for h in heads))], [0, 1])
@@ -92,9 +93,11 @@ def test_an_unknown_token_embedding_is_refused_by_name() -> None:
         ModelConfig(token_embedding="relu")
 
 
-def test_padding_does_not_change_a_model() -> None:
+@pytest.mark.parametrize("gated", [False, True])
+def test_padding_does_not_change_a_model(gated: bool) -> None:
     """A model's output is the same alone and inside a batch padded for wider, many-headed neighbours."""
-    small = ModelConfig(input_dim=2, seq_len=4, heads=(1, 2), embed_dim=8, residual=True, layernorm=True)
+    small = ModelConfig(input_dim=2, seq_len=4, heads=(1, 2), embed_dim=8, residual=True, layernorm=True,
+                        ffn_gated=gated)
     big = replace(small, heads=(4, 3), embed_dim=16, mlp_hidden=40, positional=True)
     x = torch.randn(1, 5, 4, 2, dtype=torch.float64)
     alone = BatchedTransformer([small], [7], dtype=torch.float64)
@@ -119,11 +122,13 @@ def test_batched_training_equals_unbatched() -> None:
     assert batched[0].models_in_job == 3 and alone[0].models_in_job == 1
 
 
-def test_fast_step_trains_like_the_reference_step() -> None:
+@pytest.mark.parametrize("gated", [False, True])
+def test_fast_step_trains_like_the_reference_step(gated: bool) -> None:
     """Unmasked forward + fused AdamW + masks after the step == masked forward + AdamW's loop (float64)."""
     ds = xdata.make_dataset("intrinsic_dimension:D=2", 5, 2, 64, 32, seed=0)
-    cfgs = [ModelConfig(input_dim=2, seq_len=5, heads=h, embed_dim=8, ffn_hidden=12, residual=True,
-                        layernorm=True) for h in ((2, 2), (1, 2), (2, 1))]
+    cfgs = [ModelConfig(input_dim=2, seq_len=5, heads=h, embed_dim=8 + 4 * (h == (2, 1)),
+                        ffn_hidden=12 - 4 * (h == (1, 2)), residual=True, layernorm=True, ffn_gated=gated)
+            for h in ((2, 2), (1, 2), (2, 1))]
     train = TrainConfig(steps=12, batch_size=8, eval_every=4, n_train=64, n_val=32, warmup_steps=3,
                         dtype="float64")
     fast = train_models(ds, cfgs, [0, 1, 2], train, step="fast")
@@ -265,7 +270,7 @@ def test_a_switch_added_later_keeps_the_keys_of_runs_stored_before_it() -> None:
 
     lms = SMOKE.tables[0]
     before = run_config(lms, (1,), 8, 4, 0)
-    assert "token_embedding" not in before["model"]
+    assert "token_embedding" not in before["model"] and "ffn_gated" not in before["model"]
     linear = run_config(replace(lms, token_embedding="linear"), (1,), 8, 4, 0)
     assert linear["model"]["token_embedding"] == "linear"
     assert {k: v for k, v in linear["model"].items() if k != "token_embedding"} == before["model"]

@@ -61,6 +61,8 @@ def test_confirm_a_target_text_within_its_budget() -> None:
     assert "threshold fixed before training: efficient = best validation NMSE < 0.01" in text
     assert "one length (T = 6) cannot show a trend" in text
     assert "decided" in text and "one layer fewer" in text and "agreement:" in text
+    assert ("model: token MLP (ReLU, hidden 32), residual, no LayerNorm, GELU FFN, hidden 128, inverse "
+            "temperature 1, GELU readout, hidden 32") in text   # a target text gets the general family
     doc = json.loads(json.dumps(result.to_json()))  # JSON-ready
     assert doc["threshold"] == DEFAULT_THRESHOLD and doc["budget_s"] == 6.0 and doc["seq_lens"] == [6]
     assert [row["heads"] for row in doc["rows"]] == [[1, 1], [1]]
