@@ -159,6 +159,8 @@ def _row_lines(row: ConfirmRow) -> list[str]:
     compiled = [c.compiled_nmse for c in row.cells if c.compiled_nmse is not None]
     shown = f"<= {max(compiled):.1e} ({row.compiled})" if compiled else row.compiled
     agree = "?" if row.agree is None else ("yes" if row.agree else "NO")
+    column = shown if len(shown) <= 21 else shown.split(":")[0] + " (below)"
     return [(f"{row.role:<26} {','.join(map(str, row.heads)):<7} {row.embed_dim:>3} {row.status:<10} "
-            f"{row.exponent[:12]:<12} {cells}{shown[:21]:<22} {agree}"),
-            f"{'':<26} why: {row.judgement.reason}"]
+            f"{row.exponent[:12]:<12} {cells}{column:<22} {agree}"),
+            f"{'':<26} why: {row.judgement.reason}",
+            *([f"{'':<26} compiled: {shown}"] if column != shown else [])]

@@ -54,7 +54,7 @@ _EVAL_RESERVE_S = 0.3     # the final evaluation after a job's time is up
 _PROBE_STEPS = (8, 400)   # the short run, and the most the longer one takes (their difference times a step)
 _PROBE_SHARE = 0.05       # of the budget, for the probes' longer runs: longer ones vary less
 _EVALUATIONS = 20         # validation evaluations per training run (the best is kept)
-_PLAN_SHARE = 0.8         # of the time the probes say is left: a long run's steps ran up to 1.25x the probe's
+_PLAN_SHARE = 0.7         # of the time the probes say is left: jobs ran up to 1.46x their probes (the machine slowed)
 _MIN_STEPS = 20
 MIN_SECONDS_PER_LENGTH = 1.0   # below this a length trains a step or two and its NMSE says nothing
 COMPILE_BETAS = (16.0, 64.0, 256.0)   # the compiled witness is reported at the largest
@@ -344,8 +344,8 @@ def _compiled(v: Any, lengths: tuple[int, ...]) -> tuple[str, dict[int, float]]:
     beta = max(COMPILE_BETAS)
     try:
         result = check(v, COMPILE_BETAS, lengths, COMPILE_SAMPLES)
-    except ifs.InfoflowError as err:   # a refusal names the term that cannot compile
-        return f"refused: {' '.join(str(err).split())}", {}
+    except ifs.InfoflowError as err:   # a refusal names the term that cannot compile (its first line)
+        return f"refused: {' '.join(str(err).strip().splitlines()[0].split())}", {}
     return f"beta {beta:g}", {T: float(result.at(beta, T)) for T in lengths}
 
 

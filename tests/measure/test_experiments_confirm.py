@@ -168,13 +168,18 @@ def test_the_compiled_witness_is_reported_beside_the_trained_rows(monkeypatch: p
 
 def test_a_refused_compilation_names_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     def check_compiled(verdict, betas, seq_lens, samples):
-        raise ifs.InvalidSpecError("score f1(x[s] + x[t]) is not a sum of products", subject="compile")
+        raise ifs.InvalidSpecError("score f1(x[s] + x[t]) is not a sum of products\nslot 0..0: the constant 1",
+                                   subject="compile")
 
     monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
     monkeypatch.setattr(confirmation, "compiled_checker", lambda: check_compiled)
-    row = experiments.confirm(MPD, budget=60).rows[0]
+    result = experiments.confirm(MPD, budget=60)
+    row = result.rows[0]
     assert row.compiled.startswith("refused: ") and "f1(x[s] + x[t])" in row.compiled
+    assert "slot" not in row.compiled   # the reason's first line; the allocation after it is left out
     assert all(c.compiled_nmse is None for c in row.cells)
+    text = str(result)                  # too long for its column: the column says so, the reason is below
+    assert "refused (below)" in text and f"compiled: {row.compiled}" in text
 
 
 def test_the_real_compiled_witness_fills_the_column() -> None:
