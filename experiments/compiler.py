@@ -79,14 +79,44 @@ def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64
     first = dataclasses.replace(first, width=wp.roomy_width(first))  # wide enough for everything, to see what is read
     reads: set = set()
     CompiledTransformer(first, target, float(beta), arch.positional, reads, arch.causal).dry_run()
-    plan = wp.make_plan(program, tree, width, arch.input_dim, heads, keep=needed(first, reads),
-                        realization=target.realization, causal=arch.causal, log_keys=log_keys)
+    keep = needed(first, reads)
+    try:
+        plan = wp.make_plan(program, tree, width, arch.input_dim, heads, keep=keep,
+                            realization=target.realization, causal=arch.causal, log_keys=log_keys)
+    except CompileRefusal as refusal:   # too narrow with a slot per fact: reuse the dead facts' room
+        if refusal.reason != "residual_width":
+            raise
+        loose = wp.make_plan(program, tree, width, arch.input_dim, heads, keep=keep, check=False,
+                             realization=target.realization, causal=arch.causal, log_keys=log_keys)
+        plan = wp.make_plan(program, tree, width, arch.input_dim, heads, keep=keep,
+                            realization=target.realization, causal=arch.causal, log_keys=log_keys,
+                            last_use=last_uses(loose, target, arch))
     model = CompiledTransformer(plan, target, float(beta), arch.positional, causal=arch.causal)
     model.dry_run()
     if ffn == "mlp":
         from .compiled_mlp import fit_maps
         fit_maps(model, width=mlp_width, seed=seed)
     return model
+
+
+def last_uses(plan: wp.Plan, target, arch) -> dict[str, int]:
+    """Each fact slot's last reader on ``wp.fact_time``'s clock, from a dry run of ``plan`` at a roomy width:
+    the maps by what they read (``Values``), the attention layers by the rows of ``W_Q``, ``W_K`` and ``W_V``
+    that are not zero."""
+    roomy = dataclasses.replace(plan, width=wp.roomy_width(plan))
+    reads: set = set()
+    model = CompiledTransformer(roomy, target, 1.0, arch.positional, reads, arch.causal)
+    model.dry_run()
+    uses: dict[str, int] = {}
+    for layer, c, path in reads:
+        name = roomy.locations[layer][c][path][0]
+        uses[name] = max(uses.get(name, -1), 2 * layer)
+    for layer, attention in enumerate(model.layers, 1):
+        rows = sum(w.abs().sum(dim=(0, 2)) for w in (attention.scaled, attention.fixed, attention.W_K, attention.W_V))
+        for s in roomy.slots:
+            if wp.is_fact(s.name) and bool(rows[s.start:s.start + s.width].any()):
+                uses[s.name] = max(uses.get(s.name, -1), 2 * layer - 1)
+    return uses
 
 
 class CompiledTransformer(nn.Module):
@@ -385,7 +415,7 @@ def needed(plan: wp.Plan, reads: set) -> dict:
         seen.add(item)
         layer, c, path = item
         slot = plan.locations[layer][c][path][0]
-        if slot == "x":
+        if slot == "x" or path[0] == "key":   # a retrieval head copies its winner's key whatever is read
             continue
         hp = next(h for h in plan.head_plans if f"h{h.name}" == slot)
         if hp.kind == "average":  # it copies values the sources compute, not facts
@@ -436,6 +466,8 @@ class ExactMap(nn.Module):
             out[:, _span(plan, "answer")] = answer.expand(shape).reshape(len(R), plan.answer_width)
         if plan.scratch is not None:  # the shared coordinates: the last layer's features out, the next's in
             out[:, plan.scratch] -= R[:, plan.scratch]
+        for name in plan.frees[self.layer] if plan.frees else ():  # dead here, and a later fact's room
+            out[:, _span(plan, name)] -= R[:, _span(plan, name)]
         return out
 
 
@@ -659,6 +691,8 @@ class Values:
         copied and its own host features: ``sum_f c_f <host_f, candidate_f(winner)>`` plus the terms that
         read the host alone."""
         s = next(sel for h in self.plan.head_plans for sel in h.selections if sel.node == node)
+        if self.reads is not None:
+            self.reads.add((self.layer, self.c, ("key", node)))
         slot, offset, _ = self.where[("key", node)]
         at = self.plan.slot(slot).start + offset
         total = torch.zeros(len(self.R), dtype=torch.float64)

@@ -174,6 +174,8 @@ class Plan:
     answer_width: int
     realization: object = None                    # the target's parameters (bilinear matrices in W_Q)
     scratch: slice | None = None                  # coordinates each layer's queries, keys and outboxes share
+    frees: tuple[tuple[str, ...], ...] = ()       # per map (0: after the embedding): facts it clears, dead
+                                                  # there, whose coordinates a later fact reuses
 
     def slot(self, name: str) -> Slot:
         return next(s for s in self.slots if s.name == name)
@@ -191,6 +193,9 @@ class Plan:
         if self.scratch is not None:
             lines.append(f"  (each layer's queries, keys and outboxes share {self.scratch.start}.."
                          f"{self.scratch.stop - 1}: the map before a layer overwrites them)")
+        lines += [f"  (the map after {'the embedding' if m == 0 else f'layer {m}'} clears {', '.join(names)}: "
+                  "nothing reads them later, and later facts reuse their dimensions)"
+                  for m, names in enumerate(self.frees) if names]
         return "\n".join(lines + [f"  {s}" for s in self.slots])
 
 
@@ -216,13 +221,15 @@ def class_text(c) -> str:
 # ---- the plan --------------------------------------------------------------------------------------
 def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[int, ...],
               keep: dict | None = None, check: bool = True, realization=None, causal: bool = False,
-              log_keys: bool = False) -> Plan:
+              log_keys: bool = False, last_use: dict | None = None) -> Plan:
     """The plan of ``program`` (computing ``tree``) in a stream of ``width`` dimensions; raises
     ``CompileRefusal`` for what cannot be written as weights. ``keep`` (head -> paths) limits the tokens each
     head copies to those read later (``needed``); None copies every fact the source holds. Under a causal
     mask a selection over ``range(1, s+1)`` made at ``s`` needs no mask of its own: the attention's is it.
     ``log_keys``: a selection of the least value of a convex function of the candidate's token ranks by
-    its logarithm above the least value (``log_key``)."""
+    its logarithm above the least value (``log_key``). ``last_use`` (fact slot -> the last time anything
+    reads it, ``fact_time``'s clock) lets a stream too narrow otherwise reuse a dead fact's coordinates
+    (``_allocate_live``)."""
     _refuse_modes(program, tree, causal)
     fixed = sorted({a.where for a in program.actions if isinstance(a.where, ex.FixedIndex)}, key=_fixed)
     classes = (INPUT, *fixed, OUTPUT)
@@ -247,11 +254,14 @@ def make_plan(program: Program, tree, width: int, input_dim: int, heads: tuple[i
                          and not _masked_prefix(n, tree, causal)))
     answer_width = input_dim if is_vector(tree.graph["output"], tree) else 1
     counts = tuple(sorted(n for n in tree.nodes if is_count(n, tree)))
-    slots, scratch = _allocate(plans, flags, skips, input_dim, answer_width, counts), None
+    slots, scratch, frees = _allocate(plans, flags, skips, input_dim, answer_width, counts), None, ()
     if sum(s.width for s in slots) > width:
         slots, scratch = _allocate_reusing(plans, flags, skips, input_dim, answer_width, counts)
+    if scratch is not None and scratch.stop > width and last_use is not None:
+        slots, scratch, frees = _allocate_live(plans, flags, skips, input_dim, answer_width, counts, last_use,
+                                               program.layers)
     plan = Plan(program, tree, width, input_dim, heads, classes, flags, skips, tuple(plans), tuple(locations),
-                slots, answer_width, realization, scratch)
+                slots, answer_width, realization, scratch, frees)
     if check:
         _refuse_widths(plan)
     return plan
@@ -574,6 +584,53 @@ def _allocate_reusing(plans, flags, skips, d, answer_width, counts=()) -> tuple[
         slots += placed
         widest = max(widest, sum(s.width for s in placed))
     return tuple(slots), slice(start, start + widest)
+
+
+def is_fact(name: str) -> bool:
+    """A slot holding what a position knows (its token, what a head copied, the answer), written once."""
+    return name in ("x", "answer") or (name[0] == "h" and name[1:2].isdigit())
+
+
+def fact_time(name: str, layers: int) -> int:
+    """When a fact is written, on a clock where the map after layer ``m`` runs at ``2 m`` (the embedding's at
+    0) and the attention of layer ``L`` at ``2 L - 1``: the token before everything, a head's output at its
+    layer, the answer at the last map."""
+    if name == "x":
+        return -1
+    if name == "answer":
+        return 2 * layers
+    return 2 * int(name[1:].split(".")[0]) - 1
+
+
+def _allocate_live(plans, flags, skips, d, answer_width, counts, last_use: dict, layers: int):
+    """As ``_allocate_reusing``, and a fact whose last reader has run leaves its coordinates to a fact
+    written later: the first map at or after its last use clears them (subtracts them, as it does the
+    scratch region), and a fact written after that map may take them. First fit, in the order facts are
+    written. Returns (slots, scratch, frees)."""
+    wanted = _wanted(plans, flags, skips, d, answer_width, counts)
+    kept = list(_placed([w for w in wanted if not _scratch(w[0]) and not is_fact(w[0])]))
+    base = sum(s.width for s in kept)
+    placed: list[tuple[Slot, int, float]] = []   # (slot, written, map that clears it: inf when none)
+    reused: set[str] = set()
+    for name, width, what in sorted((w for w in wanted if is_fact(w[0])), key=lambda w: fact_time(w[0], layers)):
+        written = fact_time(name, layers)
+        last = last_use.get(name)
+        clears = float("inf") if name == "answer" else -(-max(written, last if last is not None else written) // 2)
+        for start in sorted({base, *(s.start + s.width for s, _, _ in placed)}):
+            clash = [(s, c) for s, _, c in placed if s.start < start + width and start < s.start + s.width]
+            if all(2 * c < written for _, c in clash):
+                reused |= {s.name for s, _ in clash}
+                break
+        placed.append((Slot(name, start, width, what), written, clears))
+    slots = kept + [s for s, _, _ in placed]
+    start = max(s.start + s.width for s in slots)
+    widest = 0
+    for layer in sorted({h.layer for h in plans}):
+        mine = _placed([w for w in wanted if _scratch(w[0]) and w[0][1:].split(".")[0] == str(layer)], start)
+        slots += mine
+        widest = max(widest, sum(s.width for s in mine))
+    frees = tuple(tuple(s.name for s, _, c in placed if s.name in reused and c == m) for m in range(layers + 1))
+    return tuple(slots), slice(start, start + widest), frees
 
 
 def _placed(wanted, start: int = 0) -> tuple[Slot, ...]:

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 import experiments
 import infoflow_smt as ifs
 from experiments import compile_cli, separable
+from experiments import witness_plan as wp
 from experiments.compiler import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
@@ -92,6 +93,27 @@ def test_a_stream_too_narrow_for_every_slot_shares_the_layers_scratch():
     assert model.plan.scratch is not None and model.plan.used() <= 32
     assert sum(s.width for s in model.plan.slots) > 32  # it would not fit without sharing
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+def test_a_stream_too_narrow_even_so_reuses_the_room_of_facts_nothing_reads_later():
+    """intrinsic_dimension:D=2 on (2, 2) at E = 16, d = 4 needs 19 dimensions with a slot per fact; the map
+    after layer 1 is the last reader of the token, so layer 2's outputs and the answer take its room."""
+    verdict = on_a_new_thread(lambda: ifs.decide("intrinsic_dimension:D=2", ifs.Architecture((2, 2), 16, 4)))
+    model = experiments.compile(verdict)
+    plan = model.plan
+    assert plan.used() <= 16 and any(plan.frees) and "clears x" in str(plan)
+    facts = [s for s in plan.slots if wp.is_fact(s.name)]
+    cleared = {name: m for m, names in enumerate(plan.frees) for name in names}
+    for a in facts:   # two facts on one coordinate: the first is cleared by a map before the second is written
+        for b in facts:
+            if a is not b and a.start < b.start + b.width and b.start < a.start + a.width and \
+                    wp.fact_time(a.name, 2) < wp.fact_time(b.name, 2):
+                assert 2 * cleared[a.name] < wp.fact_time(b.name, 2), (a, b)
+    result = experiments.check_compiled(verdict, **FAST)
+    assert result.holds, str(result)
+    states = model.stream(torch.randn(4, 8, 4, dtype=torch.float64))   # after the embedding's map, each layer's
+    x = slice(plan.slot("x").start, plan.slot("x").start + 4)
+    assert states[0][..., x].abs().sum() > 0 and not states[1][..., x].any()   # cleared at every position
 
 
 def test_a_fixed_position_a_score_reads_is_the_hosts_feature():
