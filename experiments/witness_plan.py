@@ -576,13 +576,17 @@ def _allocate_reusing(plans, flags, skips, d, answer_width, counts=()) -> tuple[
     overwrites them): as wide as the widest layer's."""
     wanted = _wanted(plans, flags, skips, d, answer_width, counts)
     kept = _placed([w for w in wanted if not _scratch(w[0])])
-    start = sum(s.width for s in kept)
+    return _with_scratch(kept, wanted, plans)
+
+
+def _with_scratch(kept, wanted, plans) -> tuple[tuple[Slot, ...], slice]:
+    """``kept`` and, after them, each layer's scratch slots from the same start: (slots, scratch region)."""
+    start = max((s.start + s.width for s in kept), default=0)
     slots, widest = list(kept), 0
     for layer in sorted({h.layer for h in plans}):
-        mine = [w for w in wanted if _scratch(w[0]) and w[0][1:].split(".")[0] == str(layer)]
-        placed = _placed(mine, start)
-        slots += placed
-        widest = max(widest, sum(s.width for s in placed))
+        mine = _placed([w for w in wanted if _scratch(w[0]) and w[0][1:].split(".")[0] == str(layer)], start)
+        slots += mine
+        widest = max(widest, sum(s.width for s in mine))
     return tuple(slots), slice(start, start + widest)
 
 
@@ -622,15 +626,9 @@ def _allocate_live(plans, flags, skips, d, answer_width, counts, last_use: dict,
                 reused |= {s.name for s, _ in clash}
                 break
         placed.append((Slot(name, start, width, what), written, clears))
-    slots = kept + [s for s, _, _ in placed]
-    start = max(s.start + s.width for s in slots)
-    widest = 0
-    for layer in sorted({h.layer for h in plans}):
-        mine = _placed([w for w in wanted if _scratch(w[0]) and w[0][1:].split(".")[0] == str(layer)], start)
-        slots += mine
-        widest = max(widest, sum(s.width for s in mine))
+    slots, scratch = _with_scratch(kept + [s for s, _, _ in placed], wanted, plans)
     frees = tuple(tuple(s.name for s, _, c in placed if s.name in reused and c == m) for m in range(layers + 1))
-    return tuple(slots), slice(start, start + widest), frees
+    return slots, scratch, frees
 
 
 def _placed(wanted, start: int = 0) -> tuple[Slot, ...]:
