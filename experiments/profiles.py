@@ -278,7 +278,8 @@ CONFIRM_RECIPE = TrainConfig(batch_size=256, lr=1e-2, weight_decay=1e-2)
 # second layer compares x_s^T A x_t* over s, a product of what the first gathered, which SiLU(W1 u) * (W3 u)
 # forms directly. With the GELU FFN the (2, 2) intrinsic network stalled near 1e-2 at T = 16 and 32 in
 # confirm's 14-minute budget; gated, 6000 steps alone on one thread gave (2, 2) 1.5e-3 / 2.4e-3 and (2, 1)
-# 2.9e-2 / 3.0e-2 at T = 16 / 32 (GELU: (2, 2) 2.1e-2 at T = 32; docs/reproduction.md). Triangle center
+# 2.9e-2 / 3.0e-2 at T = 16 / 32 (GELU: (2, 2) 2.1e-2 at T = 32). In confirm's budget the gated (2, 2) network
+# still stalled at T = 32 in one run of three (docs/reproduction.md). Triangle center
 # with a 128-wide token MLP and lr 3e-3 (it diverges at 1e-2).
 _CONFIRM_BILINEAR = (replace(CONFIRM_MODEL, token_embedding="linear", learn_temperature=True, ffn_gated=True),
                      replace(CONFIRM_RECIPE, batch_size=128))
