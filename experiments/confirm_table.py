@@ -118,7 +118,7 @@ def _model_text(m: dict[str, Any]) -> str:
     embedding = ("linear token embedding" if m["token_embedding"] == "linear" else
                  f"token MLP (ReLU, hidden {m['mlp_hidden']})")
     hidden = m["ffn_hidden"] if m["ffn_hidden"] is not None else m["mlp_hidden"]
-    ffn = (f"{'gated FFN SiLU(W1 u) * (W3 u)' if m.get('ffn_gated') else 'GELU FFN'}, hidden {hidden}"
+    ffn = (f"{'gated FFN SiLU(W1 u) * (W3 u)' if m['ffn_gated'] else 'GELU FFN'}, hidden {hidden}"
            if m["ffn"] else "no FFN")
     return ", ".join([embedding, "residual" if m["residual"] else "no residual",
                       "pre-LayerNorm" if m["layernorm"] else "no LayerNorm", ffn,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 
 from infoflow_smt.errors import CompileRefusal
@@ -614,20 +615,19 @@ def _allocate_live(plans, flags, skips, d, answer_width, counts, last_use: dict,
     wanted = _wanted(plans, flags, skips, d, answer_width, counts)
     kept = list(_placed([w for w in wanted if not _scratch(w[0]) and not is_fact(w[0])]))
     base = sum(s.width for s in kept)
-    placed: list[tuple[Slot, int, float]] = []   # (slot, written, map that clears it: inf when none)
+    placed: list[tuple[Slot, float]] = []   # (slot, the map that clears it: inf for the answer, read at the end)
     reused: set[str] = set()
     for name, width, what in sorted((w for w in wanted if is_fact(w[0])), key=lambda w: fact_time(w[0], layers)):
         written = fact_time(name, layers)
-        last = last_use.get(name)
-        clears = float("inf") if name == "answer" else -(-max(written, last if last is not None else written) // 2)
-        for start in sorted({base, *(s.start + s.width for s, _, _ in placed)}):
-            clash = [(s, c) for s, _, c in placed if s.start < start + width and start < s.start + s.width]
+        clears = math.inf if name == "answer" else math.ceil(max(written, last_use.get(name, written)) / 2)
+        for start in sorted({base, *(s.start + s.width for s, _ in placed)}):
+            clash = [(s, c) for s, c in placed if s.start < start + width and start < s.start + s.width]
             if all(2 * c < written for _, c in clash):
                 reused |= {s.name for s, _ in clash}
                 break
-        placed.append((Slot(name, start, width, what), written, clears))
-    slots, scratch = _with_scratch(kept + [s for s, _, _ in placed], wanted, plans)
-    frees = tuple(tuple(s.name for s, _, c in placed if s.name in reused and c == m) for m in range(layers + 1))
+        placed.append((Slot(name, start, width, what), clears))
+    slots, scratch = _with_scratch(kept + [s for s, _ in placed], wanted, plans)
+    frees = tuple(tuple(s.name for s, c in placed if s.name in reused and c == m) for m in range(layers + 1))
     return slots, scratch, frees
 
 
