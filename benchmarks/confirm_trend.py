@@ -1,11 +1,11 @@
 """Issue 19's confirm-by-trend tables on this machine: each decided case trained at T = 8, 16, 32.
 
 Each case is ``python -m experiments confirm`` with the arguments printed in its file; this script runs one
-case (or all three, one after another: never in parallel on a shared machine) and writes
+case (or all three, one after another: each trains in one process per core, two seeds per cell) and writes
 ``results/confirm_*.txt``, one per target (the exact command, the hardware, the verdict and the table) and ``.json``
 (``Confirmation.to_json()``). The rule is fixed in ``experiments.trend`` before any of these ran.
 
-    python benchmarks/confirm_trend.py intrinsic|min_pairwise_dot|triangle|all [--budget 12m] [--results DIR]
+    python benchmarks/confirm_trend.py intrinsic|min_pairwise_dot|triangle|all [--budget 14m] [--results DIR]
 """
 from __future__ import annotations
 
@@ -34,23 +34,25 @@ CASES = {
     "triangle": ["triangle_center", "--heads", "2,2", "--embed-dim", "24", "--input-dim", "2",
                  "--seq-len", "8,16,32"],
 }
+SEEDS = 2   # per cell, the best kept: the papers' protocol; one seed left a (2, 2) stalled at 1.4e-2 in 1 run of 3
 
 
 def run_case(name: str, budget: str, results: str) -> int:
-    argv = ["confirm", *CASES[name], "--budget", budget, "--threads", "1"]
+    argv = ["confirm", *CASES[name], "--budget", budget, "--threads", "1", "--seeds", str(SEEDS)]
     args = build_parser().parse_args(argv)
     arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
                             positional=args.positional)
     load, start = os.getloadavg()[0], time.perf_counter()   # the load others put on the machine, at the start
     verdict = ifs.decide(args.target, arch)
-    result = experiments.confirm(verdict, budget=budget, seq_len=args.seq_len, threads=1,
+    result = experiments.confirm(verdict, budget=budget, seq_len=args.seq_len, threads=1, seeds=args.seeds,
                                  against=args.against or ())
     wall = time.perf_counter() - start
     stem = os.path.join(results, f"confirm_{args.target.split(':')[0]}")
     header = [f"command: python -m experiments {' '.join(argv)}",
               f"   (run as: python benchmarks/confirm_trend.py {name} --budget {budget})",
-              (f"hardware: {cpu_model()}, {os.cpu_count()} cores (load average {load:.1f} at the start), one torch thread; "
-              f"torch {torch.__version__}, Python {platform.python_version()}"),
+              (f"hardware: {cpu_model()}, {os.cpu_count()} cores (load average {load:.1f} at the start), "
+               f"{result.recipe['workers']} training processes of one torch thread; torch {torch.__version__}, "
+               f"Python {platform.python_version()}"),
               (f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; wall {wall:.0f} s "
               f"(deciding included)"), ""]
     with open(f"{stem}.txt", "w", encoding="utf-8") as out:
@@ -66,7 +68,7 @@ def run_case(name: str, budget: str, results: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("case", choices=[*CASES, "all"])
-    parser.add_argument("--budget", default="12m")
+    parser.add_argument("--budget", default="14m")
     parser.add_argument("--results", default="results")
     args = parser.parse_args()
     names = list(CASES) if args.case == "all" else [args.case]

@@ -7,7 +7,8 @@
   python -m experiments report --profile cpu [--results DIR] [--json] [--plots DIR] [--markdown FILE]
   python -m experiments compile TARGET --heads 2,2 [--beta 4,16,64,256] [--seq-len 8,32,128,512] [--json]
   python -m experiments confirm TARGET --heads 2,2 --embed-dim 16 --input-dim 4 [--seq-len 8,16,32]
-                                    [--against 2 --against 1,1] [--budget 60s] [--threshold 1e-2] [--json]
+                                    [--against 2 --against 1,1] [--budget 60s] [--threshold 1e-2] [--seeds N]
+                                    [--workers N] [--json]
 
 Each command is a function returning an exit code:
   0  done (report: every transition check holds; confirm: every judged row agrees)
@@ -33,7 +34,7 @@ from typing import NoReturn
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 3, 4, 130, 143
 # the largest values the options take: each bounds what one run allocates (a network of width E on sequences
 # of T tokens of dimension d, a thread or worker per unit) before anything is allocated
-MAX_THREADS, MAX_WORKERS, MAX_WIDTH, MAX_INPUT, MAX_LENGTH = 256, 256, 4096, 1024, 4096
+MAX_THREADS, MAX_WORKERS, MAX_WIDTH, MAX_INPUT, MAX_LENGTH, MAX_SEEDS = 256, 256, 4096, 1024, 4096, 64
 
 
 class BadInput(Exception):
@@ -185,7 +186,8 @@ def cmd_confirm(args: argparse.Namespace) -> int:
               f"{verdict}\n\nnothing to confirm: the solver could not decide this architecture (unknown)")
         return EXIT_UNKNOWN
     result = confirm(verdict, budget=args.budget, seq_len=args.seq_len, threshold=args.threshold,
-                     device=args.device, threads=args.threads, against=args.against or ())
+                     device=args.device, threads=args.threads, workers=args.workers, seeds=args.seeds,
+                     against=args.against or ())
     print(json.dumps(result.to_json(), indent=1) if args.json else f"{verdict}\n\n{result}")
     good, total = result.agreement
     if good != total:
@@ -238,6 +240,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    help="efficient = NMSE below this, fixed before training (default 1e-2)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None)
     p.add_argument("--threads", type=_int_at_least(1, "--threads", MAX_THREADS), default=None)
+    p.add_argument("--workers", type=_int_at_least(1, "--workers", MAX_WORKERS), default=None,
+                   help="processes the training jobs run in (default: one per CPU core on cpu, 1 on cuda)")
+    p.add_argument("--seeds", type=_int_at_least(1, "--seeds", MAX_SEEDS), default=1,
+                   help="trainings per architecture and T; a cell's NMSE is their best (default 1)")
     p.add_argument("--json", action="store_true", help="print the table as one JSON document")
     p.set_defaults(func=cmd_confirm)
     return parser

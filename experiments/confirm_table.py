@@ -101,8 +101,9 @@ class Confirmation:
                  *([f"model: {_model_text(self.model)}"] if self.model else []),
                  (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, training "
                   f"sequences {_per_length(r['n_train'])}; {r['steps']} steps for every model at every T "
-                  f"(as many as {r['planned_s']:.0f} s hold by the probed step times), 5% warm-up and cosine to "
-                  f"0; budget {self.budget_s:.0f} s, used {self.wall_s:.0f} s"),
+                  f"(as many as {r['planned_s']:.0f} s hold by the probed step times{_workers(r)}), 5% warm-up "
+                  f"and cosine to 0; budget {self.budget_s:.0f} s, used {self.wall_s:.0f} s"),
+                 *_seeds_line(r),
                  _header(self.seq_lens)]
         for row in self.rows:
             lines.extend(_row_lines(row))
@@ -124,6 +125,21 @@ def _model_text(m: dict[str, Any]) -> str:
                       "pre-LayerNorm" if m["layernorm"] else "no LayerNorm", ffn,
                       ("learned inverse temperature" if m["learn_temperature"] else
                        f"inverse temperature {m['attn_beta']:g}"), f"GELU readout, hidden {m['mlp_hidden']}"])
+
+
+def _workers(recipe: dict[str, Any]) -> str:
+    n = recipe.get("workers", 1)
+    return f" in {n} processes" if n > 1 else ""
+
+
+def _seeds_line(recipe: dict[str, Any]) -> list[str]:
+    """How a cell's NMSE comes from its seeds, when there are several."""
+    seeds = recipe.get("seeds", [0])
+    if len(seeds) < 2:
+        return []
+    return [(f"seeds: {', '.join(map(str, seeds))} for every model at every T; a cell is the best of them (the "
+             f"papers report the minimum over seeds, to set what an architecture can do apart from optimization "
+             f"noise); each seed's under its row")]
 
 
 def _solver_columns(decided_at: int | None) -> str:
@@ -160,7 +176,10 @@ def _row_lines(row: ConfirmRow) -> list[str]:
     shown = f"<= {max(compiled):.1e} ({row.compiled})" if compiled else row.compiled
     agree = "?" if row.agree is None else ("yes" if row.agree else "NO")
     column = shown if len(shown) <= 21 else shown.split(":")[0] + " (below)"
+    seeds = "; ".join(f"T = {c.seq_len} " + " / ".join(f"{x:.1e}" for x in c.seed_nmse)
+                      for c in row.cells if len(c.seed_nmse) > 1)
     return [(f"{row.role:<26} {','.join(map(str, row.heads)):<7} {row.embed_dim:>3} {row.status:<10} "
             f"{row.exponent[:12]:<12} {cells}{column:<22} {agree}"),
+            *([f"{'':<26} seeds: {seeds}"] if seeds else []),
             f"{'':<26} why: {row.judgement.reason}",
             *([f"{'':<26} compiled: {shown}"] if column != shown else [])]

@@ -22,9 +22,12 @@ that one length cannot show a trend. Beside the trained NMSE, the compiled witne
 The recipe is ``profiles.confirm_setup``'s for the target (the cpu profile's measured recipe where there is
 one) scaled to the budget: labels get about a sixth of it, the rest is shared by the lengths and their
 batched jobs (one per depth) in proportion to each job's probed time per step, so that every model runs
-about the same number of steps at every length; each job runs a 5% warm-up and a cosine to zero on wall
-time (``TrainConfig.time_budget_s``), so however fast the steps are the schedule ends with its share; a
-hard deadline per length is a safety net.
+the same number of steps at every length, each with a 5% warm-up and a cosine to zero; the budget's end
+is a hard deadline. The jobs run in ``workers`` processes (default one per CPU core: these small models
+gain nothing from a second thread, and two single-threaded jobs on two cores run as fast as one alone).
+With ``seeds`` > 1 each (architecture, T) trains that many times in its batched job and the cell keeps the
+best validation NMSE, as the papers do (the minimum over seeds sets expressivity apart from optimization
+noise); every seed's figure stays in the table.
 
 >>> import infoflow_smt as ifs                                                       # doctest: +SKIP
 >>> v = ifs.decide("max(f1(x[t]) + f2(x[t]) for t in T)", ifs.Architecture((1, 1), 16, 4))  # doctest: +SKIP
@@ -32,16 +35,20 @@ hard deadline per length is a safety net.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from infoflow_smt.processes import worker_pool
+
 from .budget import parse_budget
 from .confirm_table import NOT_COMPILED, Confirmation, ConfirmRow
 from .data import make_dataset, target_label
 from .profiles import confirm_setup
+from .run import default_workers
 from .train import TrainConfig, configure_threads, device_name, pick_device, train_models
 from .trend import DEFAULT_THRESHOLD, THRESHOLD_REASON, Cell, TrendRule, judge
 
@@ -56,6 +63,8 @@ _PROBE_SHARE = 0.05       # of the budget, for the probes' longer runs: longer o
 _EVALUATIONS = 20         # validation evaluations per training run (the best is kept)
 _PLAN_SHARE = 0.7         # of the time the probes say is left: jobs ran up to 1.46x their probes (the machine slowed)
 _MIN_STEPS = 20
+_PROBE_ROWS = 4096        # training sequences a probe samples from (all a worker is sent to probe)
+MAX_SEEDS, MAX_WORKERS = 64, 256   # a seed is one more model in every batched job
 MIN_SECONDS_PER_LENGTH = 1.0   # below this a length trains a step or two and its NMSE says nothing
 COMPILE_BETAS = (16.0, 64.0, 256.0)   # the compiled witness is reported at the largest
 COMPILE_SAMPLES = 256
@@ -104,15 +113,18 @@ def neighbours(verdict: Any, seq_len: int) -> list[tuple[str, Any]]:
 
 
 def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[int] | None = None,
-            threshold: float = DEFAULT_THRESHOLD, device: str | None = None, seed: int = 0,
-            threads: int | None = None, against: Sequence[Sequence[int]] = ()) -> Confirmation:
+            threshold: float = DEFAULT_THRESHOLD, device: str | None = None, seed: int = 0, seeds: int = 1,
+            workers: int | None = None, threads: int | None = None,
+            against: Sequence[Sequence[int]] = ()) -> Confirmation:
     """Train the decided architecture and its neighbours at every length within ``budget`` (seconds, or
     ``"60s"``/``"2m"``) and judge each row by its trend over T. ``seq_len``: one T or several (default: the
-    verdict's T, else 8, 16, 32); ``against``: more architectures (heads per layer) to train beside them."""
+    verdict's T, else 8, 16, 32); ``against``: more architectures (heads per layer) to train beside them;
+    ``seeds``: trainings per cell (seeds ``seed``, ``seed + 1``, ...), the cell's NMSE is their best;
+    ``workers``: processes the jobs run in (default: one per CPU core, one on a GPU)."""
     _import_optimizer()
     _check_verdict(verdict)
     budget_s = parse_budget(budget)
-    _check_options(seq_len, threshold, against)
+    _check_options(seq_len, threshold, against, seed, seeds, workers)
     lengths = _lengths(seq_len, verdict)
     check_budget(budget_s, len(lengths))
     dev = pick_device(device)
@@ -125,10 +137,9 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
     start = time.perf_counter()   # the budget is for training: deciding the neighbours is not charged to it
     model, recipe = confirm_setup(getattr(verdict.target, "name", None))
     trained, train = _train_lengths(verdict, lengths, [v for _, v in rows], (model, recipe), budget_s, start,
-                                    dev, seed)
+                                    dev, tuple(range(seed, seed + seeds)), workers or default_workers(dev), threads)
     compiled = [_compiled(v, lengths) for _, v in rows]
-    cells = [tuple(Cell(T, e, trained[T][i].nmse_best, trained[T][i].steps, text, compiled[i][1].get(T),
-                        planned_steps=train["steps"])
+    cells = [tuple(_cell(T, e, text, trained[T][i], compiled[i][1].get(T), train["steps"])
                    for T, (e, text) in zip(lengths, exponents[i])) for i in range(len(rows))]
     ref = next((i for i, (_, v) in enumerate(rows) if v.status.value == "feasible"), None)
     out = tuple(_row(role, v, cells[i], compiled[i][0], rule, cells[ref] if ref is not None else None, lengths)
@@ -160,6 +171,15 @@ def _import_optimizer() -> None:
     """Import what the first AdamW imports (torch._dynamo) before the budget's clock starts: it takes
     seconds, ten on a loaded 2-core machine, and a few-second budget would otherwise buy one step."""
     import torch._dynamo  # noqa: F401
+
+
+def _cell(T: int, exponent: float, text: str, runs: list, compiled: float | None, planned: int) -> Cell:
+    """One (architecture, T) from its seeds' runs: the best NMSE of them (the papers report the minimum over
+    seeds, to set expressivity apart from optimization noise) and the fewest steps any of them trained."""
+    nmse = tuple(float(m.nmse_best) for m in runs)
+    best = min((x for x in nmse if not math.isnan(x)), default=math.nan)   # a diverged seed is not the best
+    return Cell(T, exponent, best, min(m.steps for m in runs), text, compiled, planned_steps=planned,
+                seed_nmse=nmse)
 
 
 def _row(role: str, v: Any, cells: tuple[Cell, ...], compiled: str, rule: TrendRule,
@@ -204,62 +224,132 @@ def _model_switches(model: Any) -> dict[str, Any]:
 
 
 def _train_lengths(verdict: Any, lengths: tuple[int, ...], verdicts: list, setup: tuple, budget_s: float,
-                   start: float, dev: Any, seed: int) -> tuple[dict[int, list], dict[str, Any]]:
+                   start: float, dev: Any, seeds: tuple[int, ...], workers: int,
+                   threads: int | None) -> tuple[dict[int, list[list]], dict[str, Any]]:
     """Labels for every length first (a sixth of the budget), then every model at every length trains the
     same number of steps: as many as the rest of the budget holds by the jobs' probed step times
-    (``_probe``). The same width and recipe at each T, and a trend over T that is not the machine's cost per
-    step: with equal time at each length a step at T = 32 costing twice one at T = 8 gave the longest length
-    half the steps. Returns the metrics by T and the recipe as run."""
+    (``_probe``), with the jobs shared among ``workers`` processes (``_shares``). The same width and recipe at
+    each T, and a trend over T that is not the machine's cost per step: with equal time at each length a step
+    at T = 32 costing twice one at T = 8 gave the longest length half the steps. Every seed of a model trains
+    in its model's batched job. Returns the metrics by T, by model, by seed, and the recipe as run."""
     model, recipe = setup
     arch, target = verdict.architecture, verdict.target
     data, jobs = {}, {}
     for T in lengths:
         n_train = _train_size(target, T, arch.input_dim, budget_s / len(lengths))
-        data[T] = make_dataset(target, T, arch.input_dim, n_train, min(2000, max(200, n_train // 5)), seed=seed,
-                               target_seed=int(getattr(target, "seed", 0)))
+        data[T] = make_dataset(target, T, arch.input_dim, n_train, min(2000, max(200, n_train // 5)),
+                               seed=seeds[0], target_seed=int(getattr(target, "seed", 0)))
         models = [replace(model, input_dim=arch.input_dim, seq_len=T, heads=tuple(v.architecture.heads),
                           embed_dim=int(v.architecture.width_at(T)), positional=arch.positional,
                           output_dim=data[T].output_dim) for v in verdicts]
-        jobs[T] = _jobs(models)
+        jobs.update({(T, key): members for key, members in _jobs(models, seeds).items()})
     run = {T: replace(recipe, n_train=len(data[T].X_train), n_val=len(data[T].X_val)) for T in lengths}
-    probe_s = _PROBE_SHARE * budget_s / sum(len(j) for j in jobs.values())
-    probed = {(T, key): _probe(data[T], [m for _, m in members], run[T], dev, seed, probe_s)
-              for T in lengths for key, members in jobs[T].items()}
-    left = budget_s - (time.perf_counter() - start)
-    per_step = sum(step for step, _ in probed.values())
-    fixed = _EVALUATIONS * sum(once for _, once in probed.values())
-    steps = max(_MIN_STEPS, int(_PLAN_SHARE * (left - fixed) / per_step))
-    end = start + budget_s - _EVAL_RESERVE_S
-    metrics = _train_planned(data, jobs, run, probed, steps, len(verdicts), end, dev, seed)
+    n_workers = max(1, min(workers, len(jobs)))
+    probe_s = _PROBE_SHARE * budget_s * n_workers / len(jobs)   # n_workers probes run at a time
+    with _pool(n_workers) as pool:
+        probes = _map(pool, _probe_job, [(_probe_data(data[T]), members, run[T], dev, threads, probe_s)
+                                         for (T, _), members in jobs.items()])
+        probed = dict(zip(jobs, probes))
+        left = budget_s - (time.perf_counter() - start)
+        shares = _shares(probed, n_workers)
+        steps = max(_MIN_STEPS, min(int(_PLAN_SHARE * (left - _EVALUATIONS * sum(probed[j][1] for j in share))
+                                        / sum(probed[j][0] for j in share)) for share in shares))
+        end = start + budget_s - _EVAL_RESERVE_S
+        deadline = time.time() + end - time.perf_counter()
+        done = _map(pool, _train_share, [({T: data[T] for T, _ in share}, {j: jobs[j] for j in share}, run,
+                                          {j: probed[j] for j in share}, steps, deadline, dev, threads)
+                                         for share in shares])
+    metrics = {job: m for share in done for job, m in share.items()}
+    by_model: dict[int, list[list]] = {T: [[] for _ in verdicts] for T in lengths}
+    for job, members in jobs.items():
+        for (i, _, _), m in zip(members, metrics[job]):
+            by_model[job[0]][i].append(m)
     recipe_doc = asdict(replace(recipe, **_schedule(steps)))
     recipe_doc.pop("time_budget_s")
-    recipe_doc.update(planned_s=round(left, 1), n_train={T: len(data[T].X_train) for T in lengths},
+    recipe_doc.update(planned_s=round(left, 1), seeds=list(seeds), workers=n_workers,
+                      n_train={T: len(data[T].X_train) for T in lengths},
                       n_val={T: len(data[T].X_val) for T in lengths},
-                      seconds_per_step={T: {_job_name(members): round(probed[(T, key)][0], 5)
-                                            for key, members in jobs[T].items()} for T in lengths},
-                      seconds_per_step_run={T: {_job_name(members): _seconds_per_step(metrics[T][members[0][0]])
-                                                for members in jobs[T].values()} for T in lengths})
-    return metrics, recipe_doc
+                      seconds_per_step={T: {_job_name(jobs[j]): round(probed[j][0], 5) for j in jobs if j[0] == T}
+                                        for T in lengths},
+                      seconds_per_step_run={T: {_job_name(jobs[j]): _seconds_per_step(metrics[j][0])
+                                                for j in jobs if j[0] == T} for T in lengths})
+    return by_model, recipe_doc
 
 
-def _train_planned(data: dict, jobs: dict, run: dict, probed: dict, steps: int, n_models: int, end: float,
-                   dev: Any, seed: int) -> dict[int, list]:
-    """Every job (``_jobs``) at every length by the plan's ``steps``, one after another; when the machine runs
-    slower than the probes said the jobs still to run get fewer (``_fitted_steps``), and the budget's end
-    (``end``) stops a job still running (its steps are recorded). Returns the metrics by T, in model order."""
-    order = [(T, key) for T in jobs for key in jobs[T]]
-    metrics: dict[int, list] = {T: [None] * n_models for T in jobs}
+def _shares(probed: dict[tuple, tuple[float, float]], workers: int) -> list[list[tuple]]:
+    """The jobs dealt out to ``workers`` processes, the longest (per step) first to the least loaded, each
+    share in the order the jobs were listed (shortest T first: what ran first is what the later jobs'
+    re-planning learns the machine's speed from)."""
+    order = list(probed)
+    loads, shares = [0.0] * workers, [[] for _ in range(workers)]
+    for job in sorted(order, key=lambda j: -probed[j][0]):
+        w = loads.index(min(loads))
+        loads[w] += probed[job][0]
+        shares[w].append(job)
+    return [sorted(share, key=order.index) for share in shares if share]
+
+
+@contextlib.contextmanager
+def _pool(workers: int):
+    """Worker processes that die with this one, or None for one worker (the jobs then run here)."""
+    if workers == 1:
+        yield None
+        return
+    with worker_pool(workers) as pool:
+        yield pool
+
+
+def _map(pool: Any, function: Callable[..., Any], calls: list[tuple]) -> list:
+    """``function(*call)`` for every call, in ``pool``'s processes when there is one; results in call order."""
+    if pool is None:
+        return [function(*call) for call in calls]
+    return [future.result() for future in [pool.submit(function, *call) for call in calls]]
+
+
+def _set_up(dev: Any, threads: int | None) -> None:
+    """A worker's torch, as the parent's: its threads, and the optimizer's imports before anything is timed."""
+    if dev.type == "cpu":
+        configure_threads(threads)
+    _import_optimizer()
+
+
+def _probe_data(data: Any) -> Any:
+    """The dataset a probe needs: a step's time does not depend on how many sequences it samples from, and
+    a worker is sent only these."""
+    return replace(data, X_train=data.X_train[:_PROBE_ROWS], y_train=data.y_train[:_PROBE_ROWS])
+
+
+def _probe_job(data: Any, members: list, recipe: TrainConfig, dev: Any, threads: int | None,
+               seconds: float) -> tuple[float, float]:
+    _set_up(dev, threads)
+    return _probe(data, [cfg for _, cfg, _ in members], [s for _, _, s in members], recipe, dev, seconds)
+
+
+def _train_share(data: dict, jobs: dict, run: dict, probed: dict, steps: int, deadline: float, dev: Any,
+                 threads: int | None) -> dict[tuple, list]:
+    """One worker's jobs (``_train_planned``); ``deadline`` is a ``time.time()``: comparable across processes."""
+    _set_up(dev, threads)
+    return _train_planned(data, jobs, run, probed, steps, time.perf_counter() + deadline - time.time(), dev)
+
+
+def _train_planned(data: dict, jobs: dict, run: dict, probed: dict, steps: int, end: float,
+                   dev: Any) -> dict[tuple, list]:
+    """Every job (``(T, key)``: its members, ``_jobs``) by the plan's ``steps``, one after another in the
+    order given; when the machine runs slower than the probes said the jobs still to run get fewer
+    (``_fitted_steps``), and the budget's end (``end``, a ``time.perf_counter()``) stops a job still running
+    (its steps are recorded). Returns each job's metrics, in its members' order."""
+    order = list(jobs)
+    metrics: dict[tuple, list] = {}
     spent = predicted = 0.0   # measured and probed seconds of the jobs done so far
-    for n, (T, key) in enumerate(order):
+    for n, job in enumerate(order):
         slowdown = max(1.0, spent / predicted) if predicted else 1.0
-        ahead = slowdown * sum(_job_seconds(probed[job], steps) for job in order[n:])
+        ahead = slowdown * sum(_job_seconds(probed[j], steps) for j in order[n:])
         job_steps = _fitted_steps(steps, ahead, end - time.perf_counter())
-        members, began = jobs[T][key], time.perf_counter()
-        for (i, _), m in zip(members, train_models(data[T], [cfg for _, cfg in members], [seed] * len(members),
-                                                   replace(run[T], **_schedule(job_steps)), dev, deadline=end)):
-            metrics[T][i] = m
+        members, began = jobs[job], time.perf_counter()
+        metrics[job] = train_models(data[job[0]], [cfg for _, cfg, _ in members], [s for _, _, s in members],
+                                    replace(run[job[0]], **_schedule(job_steps)), dev, deadline=end)
         spent += time.perf_counter() - began
-        predicted += _job_seconds(probed[(T, key)], job_steps)
+        predicted += _job_seconds(probed[job], job_steps)
     return metrics
 
 
@@ -289,20 +379,21 @@ def _seconds_per_step(m: Any) -> float:
     return round(m.job_wall_s / max(1, m.steps), 5)
 
 
-def _jobs(models: list) -> dict[tuple, list[tuple[int, Any]]]:
-    """The models that train as one batched job (one per depth), with their places in ``models``."""
-    groups: dict[tuple, list[tuple[int, Any]]] = {}
+def _jobs(models: list, seeds: tuple[int, ...]) -> dict[tuple, list[tuple[int, Any, int]]]:
+    """The (model, seed) trainings that run as one batched job (one per depth): (place in ``models``,
+    config, seed) for every seed of every model."""
+    groups: dict[tuple, list[tuple[int, Any, int]]] = {}
     for i, cfg in enumerate(models):
-        groups.setdefault(cfg.batch_key(), []).append((i, cfg))
+        groups.setdefault(cfg.batch_key(), []).extend((i, cfg, s) for s in seeds)
     return groups
 
 
-def _job_name(members: list[tuple[int, Any]]) -> str:
-    """A job by its models' heads: ``2,2 + 2,1``."""
-    return " + ".join(",".join(map(str, cfg.heads)) for _, cfg in members)
+def _job_name(members: list[tuple[int, Any, int]]) -> str:
+    """A job by its models' heads: ``2,2 + 2,1`` (each once, whatever the seeds)."""
+    return " + ".join(dict.fromkeys(",".join(map(str, cfg.heads)) for _, cfg, _ in members))
 
 
-def _probe(data: Any, models: list, recipe: TrainConfig, device: Any, seed: int,
+def _probe(data: Any, models: list, seeds: list[int], recipe: TrainConfig, device: Any,
            seconds: float) -> tuple[float, float]:
     """(seconds per step, seconds per evaluation and set-up) of one batched job: from a short and a longer
     run (their difference is the steps alone; the longer one as long as ``seconds`` allow), after a run
@@ -310,7 +401,7 @@ def _probe(data: Any, models: list, recipe: TrainConfig, device: Any, seed: int,
     def run(steps: int) -> float:
         probe = replace(recipe, steps=steps, warmup_steps=0, eval_every=10**9, time_budget_s=0.0, patience=0)
         started = time.perf_counter()
-        train_models(data, models, [seed] * len(models), probe, device)
+        train_models(data, models, seeds, probe, device)
         return time.perf_counter() - started
 
     short_steps, most = _PROBE_STEPS
@@ -355,10 +446,17 @@ def _T() -> Any:
     return ifs.T
 
 
-def _check_options(seq_len: Any, threshold: Any, against: Any) -> None:
+def _check_options(seq_len: Any, threshold: Any, against: Any, seed: Any = 0, seeds: Any = 1,
+                   workers: Any = None) -> None:
     import infoflow_smt as ifs
 
     problems = []
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        problems.append(f"seed must be an integer >= 0, got {seed!r}")
+    if not _count_ok(seeds, MAX_SEEDS):
+        problems.append(f"seeds must be an integer from 1 to {MAX_SEEDS}, got {seeds!r}")
+    if workers is not None and not _count_ok(workers, MAX_WORKERS):
+        problems.append(f"workers must be an integer from 1 to {MAX_WORKERS}, got {workers!r}")
     if seq_len is not None and not _lengths_ok(seq_len):
         problems.append(f"seq_len must be an integer >= 2 or a non-empty list of them, got {seq_len!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
@@ -369,6 +467,10 @@ def _check_options(seq_len: Any, threshold: Any, against: Any) -> None:
         problems.append(f"against must be a list of heads per layer such as [(2,), (1, 1)], got {against!r}")
     if problems:
         raise ifs.InvalidSpecError("; ".join(problems), subject="confirm options")
+
+
+def _count_ok(value: Any, most: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
 
 
 def _iterable(value: Any) -> list:

@@ -90,11 +90,12 @@ class Cell:
 
     seq_len: int
     exponent: float               # the solver's best cost exponent at this T (ifs.decide(..., seq_len=T))
-    nmse: float                   # best validation NMSE of the trained network
+    nmse: float                   # best validation NMSE of the trained network (the best of its seeds)
     steps: int = 0
     exponent_text: str = ""       # the exponent as the solver writes it ("5/3")
     compiled_nmse: float | None = None   # the compiled witness's NMSE (experiments.check_compiled), if any
     planned_steps: int = 0        # the steps the plan gave it (0: not known)
+    seed_nmse: tuple[float, ...] = ()   # each seed's best validation NMSE (``nmse`` is the least)
 
     @property
     def short(self) -> bool:

@@ -8,6 +8,8 @@ figures written out here (``_train_lengths``), so each row's agreement is known 
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from types import SimpleNamespace
 
@@ -120,9 +122,9 @@ FIGURES = {(1, 1): (1e-3, 1.2e-3, 1.5e-3),     # flat, below the threshold: agre
 
 
 def fake_training(figures: dict) -> object:
-    def train(verdict, lengths, verdicts, setup, budget_s, start, dev, seed):  # confirmation._train_lengths
-        metrics = {T: [SimpleNamespace(nmse_best=figures[tuple(v.architecture.heads)][i], steps=100 * T)
-                       for v in verdicts] for i, T in enumerate(lengths)}
+    def train(verdict, lengths, verdicts, setup, budget_s, start, dev, seeds, workers, threads):
+        metrics = {T: [[SimpleNamespace(nmse_best=figures[tuple(v.architecture.heads)][i], steps=100 * T)]
+                       for v in verdicts] for i, T in enumerate(lengths)}   # confirmation._train_lengths
         return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "steps": 100, "planned_s": 1.0,
                          "n_train": {T: 1000 for T in lengths}}
     return train
@@ -221,12 +223,12 @@ def test_a_machine_slower_than_its_probes_cuts_every_remaining_job_a_little_not_
         return [SimpleNamespace(steps=min(done, recipe.steps))] * len(cfgs)
 
     monkeypatch.setattr(confirmation, "train_models", slow_training)
-    jobs = {T: {("job", k): [(k, SimpleNamespace())] for k in range(2)} for T in (8, 16, 32)}
-    probed = {(T, key): (1e-3, 0.0) for T in jobs for key in jobs[T]}
-    run = {T: confirmation.TrainConfig() for T in jobs}
+    jobs = {(T, k): [(k, SimpleNamespace(), 0)] for T in (8, 16, 32) for k in range(2)}
+    probed = {job: (1e-3, 0.0) for job in jobs}
+    run = {T: confirmation.TrainConfig() for T in (8, 16, 32)}
     end = time.perf_counter() + 1.45
-    metrics = confirmation._train_planned({T: None for T in jobs}, jobs, run, probed, 200, 2, end, None, 0)
-    steps = [m.steps for T in jobs for m in metrics[T]]
+    metrics = confirmation._train_planned({T: None for T in run}, jobs, run, probed, 200, end, None)
+    steps = [m.steps for job in jobs for m in metrics[job]]
     assert steps[0] == 200 and min(steps) >= 100, steps
     assert time.perf_counter() <= end + 0.05
 
@@ -272,3 +274,82 @@ def test_an_undecided_neighbour_is_named_and_not_judged(monkeypatch: pytest.Monk
     assert result.undecided == (named,) and result.to_json()["undecided"] == [named]
     assert f"undecided by the solver (unknown, not judged): {named}" in str(result)
     assert result.wall_s >= 0 and result.rows[1].agree is None
+
+
+# ---- seeds and worker processes -------------------------------------------------------------------------
+
+def test_a_cell_is_the_best_of_its_seeds_and_every_seed_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    # seed 3 of the decided row stalls at T = 32 (1.4e-2), seed 4 does not; seed 4 of (1,) diverged at T = 8
+    per_seed = {(1, 1): ((1e-3, 1.2e-3, 1.4e-2), (9e-4, 1.1e-3, 2e-3)),
+                (1,): ((1e-2, 3e-2, 9e-2), (math.nan, 2.9e-2, 8e-2))}
+
+    def train(verdict, lengths, verdicts, setup, budget_s, start, dev, seeds, workers, threads):
+        assert seeds == (3, 4) and workers == 1
+        metrics = {T: [[SimpleNamespace(nmse_best=per_seed[tuple(v.architecture.heads)][s][i], steps=100 + s)
+                        for s in range(2)] for v in verdicts] for i, T in enumerate(lengths)}
+        return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "steps": 100, "planned_s": 1.0,
+                         "n_train": {T: 1000 for T in lengths}, "seeds": list(seeds), "workers": workers}
+
+    monkeypatch.setattr(confirmation, "_train_lengths", train)
+    monkeypatch.setattr(confirmation, "compiled_checker", lambda: None)
+    result = experiments.confirm(MPD, budget=60, seed=3, seeds=2, workers=1)
+    decided, one_layer = result.rows
+    assert [c.nmse for c in decided.cells] == [9e-4, 1.1e-3, 2e-3] and decided.agree is True
+    assert decided.cells[-1].seed_nmse == (1.4e-2, 2e-3) and all(c.steps == 100 for c in decided.cells)
+    assert one_layer.cells[0].nmse == 1e-2     # the seed that diverged (NaN) is not the best
+    text = str(result)
+    assert "seeds: 3, 4 for every model at every T; a cell is the best of them" in text
+    assert "seeds: T = 8 1.0e-03 / 9.0e-04; T = 16 1.2e-03 / 1.1e-03; T = 32 1.4e-02 / 2.0e-03" in text
+    doc = json.loads(json.dumps(result.to_json()))
+    assert doc["rows"][0]["cells"][2]["seed_nmse"] == [1.4e-2, 2e-3] and doc["recipe"]["seeds"] == [3, 4]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"seeds": 0}, "seeds must be an integer from 1 to 64, got 0"),
+    ({"seeds": True}, "seeds must be an integer from 1 to 64, got True"),
+    ({"seeds": 2.0}, "seeds must be an integer from 1 to 64, got 2.0"),
+    ({"workers": 0}, "workers must be an integer from 1 to 256, got 0"),
+    ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+])
+def test_bad_seeds_and_workers_are_refused_naming_the_value(options: dict, message: str) -> None:
+    with pytest.raises(ifs.InvalidSpecError, match=re.escape(message)):
+        experiments.confirm(MPD, budget=60, **options)
+
+
+def test_the_command_line_refuses_zero_seeds_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.__main__ import main
+
+    code = main(["confirm", "min_pairwise_dot", "--heads", "1", "--seeds", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--seeds" in err and "0" in err
+
+
+def test_jobs_are_dealt_to_workers_longest_first_and_each_share_runs_shortest_T_first() -> None:
+    probed = {(8, "a"): (1.0, 0.0), (8, "b"): (0.2, 0.0), (16, "a"): (2.0, 0.0), (16, "b"): (0.3, 0.0),
+              (32, "a"): (4.0, 0.0), (32, "b"): (0.5, 0.0)}
+    shares = confirmation._shares(probed, 2)
+    assert shares == [[(32, "a")], [(8, "a"), (8, "b"), (16, "a"), (16, "b"), (32, "b")]]   # 4.0 and 4.0 a step
+    assert confirmation._shares(probed, 1) == [list(probed)]
+    assert sorted(map(len, confirmation._shares(probed, 8))) == [1] * 6                 # no empty share
+
+
+def test_a_job_trains_the_same_in_a_worker_process_as_here() -> None:
+    from dataclasses import replace
+
+    import torch
+
+    from experiments.data import make_dataset
+    from experiments.profiles import confirm_setup
+
+    data = make_dataset("min_pairwise_dot", 4, 2, 256, 64)
+    cfg = replace(confirm_setup("min_pairwise_dot")[0], input_dim=2, seq_len=4, heads=(1,), embed_dim=8,
+                  output_dim=1)
+    job = (4, cfg.batch_key())
+    share = ({4: data}, {job: [(0, cfg, 0), (0, cfg, 1)]}, {4: confirmation.TrainConfig(batch_size=32)},
+             {job: (1e-3, 0.0)}, 30, time.time() + 120, torch.device("cpu"), 1)
+    here = confirmation._train_share(*share)[job]
+    with confirmation._pool(2) as pool:
+        there = confirmation._map(pool, confirmation._train_share, [share])[0][job]
+    assert [m.steps for m in here] == [30, 30]
+    assert [m.nmse_best for m in there] == [m.nmse_best for m in here]   # the same models, bit for bit
+    assert here[0].nmse_best != here[1].nmse_best                           # two seeds, two models

@@ -371,10 +371,11 @@ def _as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start_workers(tmp_path: Path) -> tuple[subprocess.Popen[str], set[int]]:
-    """``run --workers 2`` on the cpu profile (long enough to be killed mid-way) in its own session."""
-    proc = _cli(["run", "--profile", "cpu", "--results", str(tmp_path), "--workers", "2", "--quiet"],
-                start_new_session=True, preexec_fn=_as_in_a_terminal)
+def _start_workers(tmp_path: Path, argv: list[str] | None = None) -> tuple[subprocess.Popen[str], set[int]]:
+    """``run --workers 2`` on the cpu profile (long enough to be killed mid-way), or ``argv``, in its own
+    session, once its two workers and the resource tracker are up."""
+    argv = argv or ["run", "--profile", "cpu", "--results", str(tmp_path), "--workers", "2", "--quiet"]
+    proc = _cli(argv, start_new_session=True, preexec_fn=_as_in_a_terminal)
     deadline = time.time() + 90
     kids: set[int] = set()
     while time.time() < deadline and len(kids) < 3:    # 2 workers + the resource tracker
@@ -413,4 +414,15 @@ def test_signal_is_one_line_and_leaves_no_orphans(sig: int, code: int, word: str
         proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     _assert_one_line(proc.returncode, err, code, word)
+    _assert_all_gone(kids)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_ctrl_c_ends_confirm_and_its_training_processes(tmp_path: Path) -> None:
+    proc, kids = _start_workers(tmp_path, ["confirm", "min_pairwise_dot", "--heads", "1,1", "--embed-dim", "8",
+                                           "--input-dim", "2", "--seq-len", "4,8", "--budget", "2m",
+                                           "--workers", "2", "--seeds", "2"])
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    _assert_one_line(proc.returncode, err, 130, "interrupted")
     _assert_all_gone(kids)
