@@ -24,7 +24,8 @@ one) scaled to the budget: labels get about a sixth of it, the rest is shared by
 batched jobs (one per depth) in proportion to each job's probed time per step, so that every model runs
 the same number of steps at every length, each with a 5% warm-up and a cosine to zero; the budget's end
 is a hard deadline. The jobs run in ``workers`` processes (default one per CPU core: these small models
-gain nothing from a second thread, and two single-threaded jobs on two cores run as fast as one alone).
+gain nothing from a second thread, and two single-threaded jobs on two cores run as fast as one alone; under
+a minute's budget one, as starting a process costs seconds).
 With ``seeds`` > 1 each (architecture, T) trains that many times in its batched job and the cell keeps the
 best validation NMSE, as the papers do (the minimum over seeds sets expressivity apart from optimization
 noise); every seed's figure stays in the table.
@@ -65,6 +66,7 @@ _PLAN_SHARE = 0.7         # of the time the probes say is left: jobs ran up to 1
 _MIN_STEPS = 20
 _PROBE_ROWS = 4096        # training sequences a probe samples from (all a worker is sent to probe)
 MAX_SEEDS, MAX_WORKERS = 64, 256   # a seed is one more model in every batched job
+POOL_MIN_BUDGET_S = 60.0  # the least budget that trains in one process per core by default (_default_workers)
 MIN_SECONDS_PER_LENGTH = 1.0   # below this a length trains a step or two and its NMSE says nothing
 COMPILE_BETAS = (16.0, 64.0, 256.0)   # the compiled witness is reported at the largest
 COMPILE_SAMPLES = 256
@@ -120,7 +122,8 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
     ``"60s"``/``"2m"``) and judge each row by its trend over T. ``seq_len``: one T or several (default: the
     verdict's T, else 8, 16, 32); ``against``: more architectures (heads per layer) to train beside them;
     ``seeds``: trainings per cell (seeds ``seed``, ``seed + 1``, ...), the cell's NMSE is their best;
-    ``workers``: processes the jobs run in (default: one per CPU core, one on a GPU)."""
+    ``workers``: processes the jobs run in (default: one per CPU core for a budget of a minute or more, else
+    one; one on a GPU)."""
     _import_optimizer()
     _check_verdict(verdict)
     budget_s = parse_budget(budget)
@@ -137,7 +140,8 @@ def confirm(verdict: Any, budget: float | str = 60, *, seq_len: int | Sequence[i
     start = time.perf_counter()   # the budget is for training: deciding the neighbours is not charged to it
     model, recipe = confirm_setup(getattr(verdict.target, "name", None))
     trained, train = _train_lengths(verdict, lengths, [v for _, v in rows], (model, recipe), budget_s, start,
-                                    dev, tuple(range(seed, seed + seeds)), workers or default_workers(dev), threads)
+                                    dev, tuple(range(seed, seed + seeds)), workers or _default_workers(dev, budget_s),
+                                    threads)
     compiled = [_compiled(v, lengths) for _, v in rows]
     cells = [tuple(_cell(T, e, text, trained[T][i], compiled[i][1].get(T), train["steps"])
                    for T, (e, text) in zip(lengths, exponents[i])) for i in range(len(rows))]
@@ -171,6 +175,13 @@ def _import_optimizer() -> None:
     """Import what the first AdamW imports (torch._dynamo) before the budget's clock starts: it takes
     seconds, ten on a loaded 2-core machine, and a few-second budget would otherwise buy one step."""
     import torch._dynamo  # noqa: F401
+
+
+def _default_workers(dev: Any, budget_s: float) -> int:
+    """One process per CPU core (``run.default_workers``) when the budget can spare their start: a spawned
+    process imports torch for seconds (up to ten on a loaded 2-core machine), which a short budget would pay
+    in steps; below ``POOL_MIN_BUDGET_S`` the jobs run here, one after another."""
+    return default_workers(dev) if budget_s >= POOL_MIN_BUDGET_S else 1
 
 
 def _cell(T: int, exponent: float, text: str, runs: list, compiled: float | None, planned: int) -> Cell:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from types import SimpleNamespace
@@ -353,3 +354,22 @@ def test_a_job_trains_the_same_in_a_worker_process_as_here() -> None:
     assert [m.steps for m in here] == [30, 30]
     assert [m.nmse_best for m in there] == [m.nmse_best for m in here]   # the same models, bit for bit
     assert here[0].nmse_best != here[1].nmse_best                           # two seeds, two models
+
+
+def test_confirm_in_two_processes_with_two_seeds() -> None:
+    v = ifs.decide("min_pairwise_dot", ifs.Architecture((1, 1), 8, 2))
+    start = time.perf_counter()
+    result = experiments.confirm(v, budget="20s", seq_len=(4, 8), seeds=2, workers=2)
+    wall = time.perf_counter() - start
+    assert wall < 20 + 8, f"budget 20 s, took {wall:.1f} s"
+    assert result.recipe["workers"] == 2 and result.recipe["seeds"] == [0, 1]
+    for row in result.rows:
+        for cell in row.cells:
+            assert len(cell.seed_nmse) == 2 and cell.nmse == min(cell.seed_nmse) and cell.steps >= 1
+    assert "in 2 processes" in str(result) and "seeds: 0, 1 for every model at every T" in str(result)
+
+
+def test_a_short_budget_trains_in_this_process_and_a_long_one_in_one_per_core() -> None:
+    cpu = SimpleNamespace(type="cpu")
+    assert confirmation._default_workers(cpu, confirmation.POOL_MIN_BUDGET_S - 1) == 1
+    assert confirmation._default_workers(cpu, confirmation.POOL_MIN_BUDGET_S) == len(os.sched_getaffinity(0))
