@@ -21,6 +21,7 @@ import ctypes.util
 import multiprocessing.context
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -50,16 +51,38 @@ def die_with_parent(parent: int) -> None:
 
 
 class _DeafProcess(multiprocessing.context.SpawnProcess):
-    """A spawned process that starts with SIGINT blocked: it is deaf to Ctrl-C before any of its code runs."""
+    """A spawned process that starts with SIGINT blocked: it is deaf to Ctrl-C before any of its code runs.
+    It does not run the parent's main script (``_main_left_out``)."""
 
     def start(self) -> None:
         # blocked in this thread only, for the moment of the spawn: a Ctrl-C meant for the parent goes to
         # another of its threads or waits until the mask is restored; it is never lost
         before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            super().start()
+            with _main_left_out():
+                super().start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextlib.contextmanager
+def _main_left_out():
+    """The parent's ``__main__`` hidden from the spawn's preparation while a worker starts, so the worker does
+    not run the caller's script again: spawn does that to find what the script defines, and a script that
+    calls a sweep or ``confirm`` without an ``if __name__ == "__main__":`` guard then starts the work again in
+    every worker, which fails. A worker here runs only functions of this package, imported by name."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {key: main.__dict__[key] for key in ("__file__", "__spec__") if key in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None   # spawn reads it as an attribute: None says "not run as a module"
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 class _DeafSpawnContext(multiprocessing.context.SpawnContext):
@@ -73,7 +96,8 @@ _POOLS: dict[int, ProcessPoolExecutor] = {}   # kept between calls: a spawned wo
 def worker_pool(workers: int):
     """A pool of ``workers`` spawned processes that die with this one (a context manager). The pool is kept
     for the next call in this process (idle workers cost memory, not time); a pool left by an exception, an
-    interrupt included, is killed and forgotten."""
+    interrupt included, is killed and forgotten. Its jobs are functions importable by name: a worker does
+    not run the main script (``_main_left_out``), so what only that script defines is not there."""
     pool = _POOLS.get(workers)
     if pool is None or getattr(pool, "_broken", False):
         pool = _POOLS[workers] = ProcessPoolExecutor(workers, mp_context=_DeafSpawnContext(),

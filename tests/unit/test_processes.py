@@ -21,6 +21,21 @@ def test_a_pool_runs_jobs_in_other_processes_that_ignore_ctrl_c():
         assert again is pool   # kept: a spawned worker takes a second to start
 
 
+def test_a_script_without_a_main_guard_runs_its_pool_once(tmp_path):
+    # spawn runs the parent's main script in each worker to find what it defines; unguarded, the script
+    # would start its pool again in every worker, which multiprocessing refuses (the pool breaks)
+    script = tmp_path / "unguarded.py"
+    script.write_text("import os\nfrom infoflow_smt.processes import worker_pool\nprint('started', flush=True)\n"
+                      "with worker_pool(2) as pool:\n"
+                      "    pids = {pool.submit(os.getpid).result(timeout=60) for _ in range(4)}\n"
+                      "    print('workers', os.getpid() not in pids)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["started", "workers", "True"]   # the script ran once: not in the workers
+    import __main__
+    assert getattr(__main__, "__spec__", "missing") != "missing"   # this process's main is left as it was
+
+
 def test_a_pool_left_by_an_error_is_killed_and_forgotten():
     with pytest.raises(RuntimeError, match="left"), processes.worker_pool(1) as pool:
         worker = pool.submit(os.getpid).result(timeout=60)
@@ -106,11 +121,14 @@ def test_a_worker_hit_by_ctrl_c_while_it_starts_says_nothing(tmp_path):
 
 def test_a_process_of_the_pool_starts_with_ctrl_c_blocked(tmp_path):
     """The mask a worker starts with (read before any initializer): SIGINT blocked."""
+    # the probe is a module of its own: a worker imports what it runs by name, not from the main script
+    (tmp_path / "mask_probe.py").write_text("import signal\n"
+                                            "def blocked(queue):\n"
+                                            "    queue.put(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))\n")
     script = tmp_path / "mask.py"
     script.write_text("import signal, sys\n"
                       "from infoflow_smt import processes\n"
-                      "def blocked(queue):\n"
-                      "    queue.put(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))\n"
+                      "from mask_probe import blocked\n"
                       "if __name__ == '__main__':\n"
                       "    context = processes._DeafSpawnContext()\n"
                       "    queue = context.SimpleQueue()\n"
