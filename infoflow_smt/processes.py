@@ -9,9 +9,10 @@ interrupt included, kills its workers instead of waiting for their jobs.
 
 A worker is deaf to Ctrl-C from its first instruction, not only from its initializer on: the parent starts it
 with SIGINT blocked (a blocked signal stays blocked across fork and exec), so a Ctrl-C during the second or
-more a spawned worker spends importing (the parent's main module, torch under ``experiments``) stays pending
-instead of printing a KeyboardInterrupt traceback; the initializer then ignores SIGINT, which discards a
-pending one, and unblocks it. multiprocessing's resource tracker starts the same way.
+more a spawned worker spends importing (torch under ``experiments``) stays pending instead of printing a
+KeyboardInterrupt traceback; the initializer then ignores SIGINT, which discards a pending one, and unblocks
+it. multiprocessing's resource tracker starts the same way. A worker does not import the parent's main
+script (``_main_left_out``): its jobs are this package's functions, imported by name.
 """
 from __future__ import annotations
 
