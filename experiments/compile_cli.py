@@ -1,8 +1,8 @@
 """``infoflow compile`` (and ``python -m experiments compile``): compile a decided witness and check it.
 
   infoflow compile TARGET --heads 2,2 [--embed-dim E] [--input-dim d] [--positional] [--causal] [--beta 4,16,64,256]
-                          [--seq-len 8,32,128,512] [--samples N] [--ffn exact|mlp] [--save model.pt]
-                          [--plot errors.png] [--json]
+                          [--seq-len 8,32,128,512] [--samples N] [--ffn exact|mlp] [--distribution NAME]
+                          [--save model.pt] [--plot errors.png] [--json]
 
 Prints the verdict, the residual stream's slot allocation and the NMSE table. Exit codes: 0 the criterion
 holds (docs/compile.md), 1 it does not or the witness cannot compile (the reason names the term; an
@@ -16,7 +16,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .data import Distribution
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+DISTRIBUTIONS = [d.value for d in Distribution]
 
 # The --json document (tests validate it with jsonschema).
 SCHEMA = {
@@ -30,14 +33,15 @@ SCHEMA = {
                                    "message": {"type": "string"}}},
         "check": {"type": "object",
                   "required": ["betas", "seq_lens", "nmse", "slopes", "smallest_beta", "parameters", "holds",
-                               "allocation"],
+                               "allocation", "distribution"],
                   "properties": {"betas": {"type": "array", "items": {"type": "number"}},
                                  "seq_lens": {"type": "array", "items": {"type": "integer"}},
                                  "nmse": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
                                  "slopes": {"type": "array", "items": {"type": ["number", "null"]}},
                                  "smallest_beta": {"type": "array", "items": {"type": ["number", "null"]}},
                                  "parameters": {"type": "integer"}, "holds": {"type": "boolean"},
-                                 "allocation": {"type": "string"}}},
+                                 "allocation": {"type": "string"},
+                                 "distribution": {"enum": DISTRIBUTIONS}}},
     },
 }
 
@@ -81,6 +85,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=None,
                    help="inputs per T (default: 64, 256 for a target that reads a selected token)")
     p.add_argument("--ffn", choices=("exact", "mlp"), default="exact")
+    p.add_argument("--distribution", choices=DISTRIBUTIONS, default=None,
+                   help="the inputs' distribution (default: the one the target's task is posed on: "
+                        "clamped_gaussian for triangle_center, nearest_margin for nearest_neighbor, else gaussian)")
     p.add_argument("--save", default=None, help="write the model at the largest beta (torch.save)")
     p.add_argument("--plot", default=None, help="write NMSE against beta, one line per T")
     p.add_argument("--json", action="store_true")
@@ -105,7 +112,8 @@ def run(argv: Sequence[str], prog: str = PROG) -> int:
                             positional=args.positional, causal=args.causal)
     verdict = ifs.decide(args.target, arch)
     try:
-        result = check_compiled(verdict, args.beta, args.seq_len, args.samples, ffn=args.ffn)
+        result = check_compiled(verdict, args.beta, args.seq_len, args.samples, ffn=args.ffn,
+                                distribution=args.distribution)
     except CompileRefusal as refusal:
         doc = {"verdict": verdict.status.value, "compiled": False,
                "refusal": {"reason": refusal.reason, "term": refusal.term, "message": str(refusal)}}

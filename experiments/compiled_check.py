@@ -22,7 +22,7 @@ import torch
 from infoflow_smt.lang.expr import reads_selected_token
 
 from .compiler import compile
-from .data import default_distribution, resolve_target, sample_inputs
+from .data import Distribution, default_distribution, resolve_target, sample_inputs
 
 NMSE_GOAL, NMSE_FLOOR, SLOPE_GOAL, BETA_GROWTH = 1e-3, 1e-7, -0.9, 8.0
 # inputs per T: a target that reads a selected token errs by about its own size on the inputs whose top two
@@ -49,6 +49,7 @@ class CompiledCheck:
     allocation: str
     seconds: float
     variances: tuple[float, ...] = ()            # per T, Var(target): what NMSE divides by
+    distribution: str = Distribution.GAUSSIAN.value  # what the inputs were drawn from (data.Distribution)
 
     def at(self, beta: float, seq_len: int) -> float:
         """The NMSE at one (beta, T) of the table."""
@@ -86,7 +87,8 @@ class CompiledCheck:
     def __str__(self) -> str:
         verdict = "criterion holds" if self.holds else "criterion FAILS:\n  " + "\n  ".join(self.failures)
         return (f"{self.target} on {self.architecture}, ffn={self.ffn}: NMSE of the compiled model "
-                f"({self.samples} inputs per T, {self.parameters} parameters, {self.seconds:.1f} s)\n"
+                f"({self.samples} {self.distribution} inputs per T, {self.parameters} parameters, "
+                f"{self.seconds:.1f} s)\n"
                 f"{self.table()}\n{verdict}")
 
     def to_json(self) -> dict:
@@ -94,7 +96,7 @@ class CompiledCheck:
                 "betas": list(self.betas), "seq_lens": list(self.seq_lens), "samples": self.samples,
                 "nmse": [list(r) for r in self.nmse], "slopes": list(self.slopes),
                 "smallest_beta": list(self.smallest_beta), "parameters": self.parameters,
-                "variances": list(self.variances),
+                "variances": list(self.variances), "distribution": self.distribution,
                 "holds": self.holds, "failures": list(self.failures), "allocation": self.allocation,
                 "seconds": round(self.seconds, 3)}
 
@@ -106,10 +108,12 @@ def default_samples(target) -> int:
 
 
 def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), samples: int | None = None,
-                   ffn: str = "exact", seed: int = 0, mlp_width: int = 64, model_for=None) -> CompiledCheck:
+                   ffn: str = "exact", seed: int = 0, mlp_width: int = 64, model_for=None,
+                   distribution: Distribution | None = None) -> CompiledCheck:
     """Compile ``verdict`` at every beta and compare with ``Target.evaluate`` on ``samples`` inputs of each
-    length (the paper's distribution for the target; default ``default_samples``). ``model_for(beta)``, when
-    given, replaces the compiler (a test builds a broken model with it)."""
+    length (default ``default_samples``), drawn from ``distribution`` (default: the one the target's task is
+    posed on, ``data.default_distribution``). ``model_for(beta)``, when given, replaces the compiler (a test
+    builds a broken model with it)."""
     started = time.perf_counter()
     betas, seq_lens = tuple(float(b) for b in betas), tuple(int(T) for T in seq_lens)
     target = resolve_target(verdict.target)
@@ -118,7 +122,8 @@ def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), 
         # compiled at the largest beta: an MLP map is fitted to the sharpest streams
         compiled = compile(verdict, beta=betas[-1], ffn=ffn, mlp_width=mlp_width, seed=seed)
         model_for = compiled.set_beta
-    data = {T: _inputs(target, verdict, T, samples, seed) for T in seq_lens}
+    distribution = default_distribution(target) if distribution is None else Distribution(distribution)
+    data = {T: _inputs(target, verdict, T, samples, seed, distribution) for T in seq_lens}
     nmse, model = [], None
     for beta in betas:
         model = model_for(beta)
@@ -129,12 +134,12 @@ def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), 
     return CompiledCheck(str(getattr(verdict.target, "name", None) or verdict.target), str(verdict.architecture),
                          ffn, betas, seq_lens, samples, tuple(nmse), slopes, smallest, model.parameter_count(),
                          str(model.plan), time.perf_counter() - started,
-                         tuple(float(np.var(data[T][1])) for T in seq_lens))
+                         tuple(float(np.var(data[T][1])) for T in seq_lens), distribution.value)
 
 
-def _inputs(target, verdict, T: int, samples: int, seed: int):
+def _inputs(target, verdict, T: int, samples: int, seed: int, distribution: Distribution):
     rng = np.random.default_rng([seed, T])
-    X = sample_inputs(default_distribution(target), samples, T, verdict.architecture.input_dim, rng)
+    X = sample_inputs(distribution, samples, T, verdict.architecture.input_dim, rng)
     with np.errstate(all="ignore"):
         return X, np.asarray(target.evaluate(X), dtype=float)
 

@@ -231,12 +231,21 @@ class Attention(nn.Module):
                 causal: bool = False):
         """The heads' sum at every row of ``R`` (or at the rows ``queries`` alone, keys from all of ``R``);
         ``causal``: row ``p`` sees rows up to ``p`` only."""
+        if attention is None:  # the fused kernel: the same softmax(Q K^T) V, without the T x T weights in memory
+            # a head coordinate that W_Q or W_K leaves zero adds nothing to any score, one that W_V or W_O
+            # leaves zero nothing to any output: the kernel runs on the others alone (a compiled head uses a
+            # few of its E / h), the same sums in another order; one set for Q, K and V, whose widths the
+            # fused kernel needs equal (unequal ones take its unfused path, several times slower)
+            used = _used(self.W_Q, self.W_K) | _used(self.W_V, self.W_O.transpose(1, 2))
+            used = torch.nonzero(used).flatten() if used.any() else torch.arange(1)
+            Q = torch.einsum("bne,hef->bhnf", R if queries is None else queries, self.W_Q[:, :, used])
+            K = torch.einsum("bne,hef->bhnf", R, self.W_K[:, :, used])
+            V = torch.einsum("bne,hef->bhnf", R, self.W_V[:, :, used])
+            mixed = nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0, is_causal=causal)
+            return torch.einsum("bhnf,hfe->bne", mixed, self.W_O[:, used])
         Q = torch.einsum("bne,hef->bhnf", R if queries is None else queries, self.W_Q)
         K = torch.einsum("bne,hef->bhnf", R, self.W_K)
         V = torch.einsum("bne,hef->bhnf", R, self.W_V)
-        if attention is None:  # the fused kernel: the same softmax(Q K^T) V, without the T x T weights in memory
-            mixed = nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0, is_causal=causal)
-            return torch.einsum("bhnf,hfe->bne", mixed, self.W_O)
         scores = Q @ K.transpose(-1, -2)
         if causal:
             later = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
@@ -767,6 +776,11 @@ class Values:
         f = self.real.function(e.name, u.shape[-1])
         center, weight = torch.as_tensor(f.center), torch.as_tensor(f.weight)
         return ((u - center) ** 2).sum(-1) / f.arity + 0.5 * torch.tanh(u @ weight + f.bias)
+
+
+def _used(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """Per head coordinate (the last axis of two (h, E, d_head) weights): both are nonzero somewhere on it."""
+    return (A != 0).any(dim=(0, 1)) & (B != 0).any(dim=(0, 1))
 
 
 def _zeros(*shape: int) -> torch.Tensor:

@@ -24,14 +24,19 @@ class Distribution(enum.Enum):
 
     GAUSSIAN = "gaussian"                    # x ~ N(0, I_d): paper 2 Sec. 6.1, paper 1 Exp. 1 and 4
     CLAMPED_GAUSSIAN = "clamped_gaussian"    # x ~ N(0, 2 I_d), norm clamped to [0.2, 4]: paper 1 Exp. 2
+    NEAREST_MARGIN = "nearest_margin"        # N(0, I_d), one example near the query x[T], the rest kept away
 
 
-# Catalogue names whose paper used a non-default distribution (shared/reference/papers.md 3.5,
-# Exp. 2, outside this repository).
-_DISTRIBUTION_BY_NAME: dict[str, Distribution] = {"triangle_center": Distribution.CLAMPED_GAUSSIAN}
+# Catalogue names whose task is posed on a non-default distribution: triangle center's paper
+# (shared/reference/papers.md 3.5, Exp. 2); nearest neighbour with a margin (``sample_inputs``).
+_DISTRIBUTION_BY_NAME: dict[str, Distribution] = {"triangle_center": Distribution.CLAMPED_GAUSSIAN,
+                                                  "nearest_neighbor": Distribution.NEAREST_MARGIN}
 
 CLAMP_VARIANCE = 2.0        # N(0, 2 I) before clamping (paper 1 Exp. 2)
 CLAMP_NORM = (0.2, 4.0)     # every token's Euclidean norm is pushed into this interval (paper 1 Exp. 2)
+# nearest neighbour with a margin: the query is one example plus N(0, NOISE^2 I), every other example lies at
+# least RADIUS from it, so the nearest and the next squared distance differ by at least RADIUS^2 - a few NOISE^2
+MARGIN_NOISE, MARGIN_RADIUS = 0.05, 0.5
 
 
 def resolve_target(target: Any, seed: int = 0) -> Any:
@@ -76,7 +81,33 @@ def sample_inputs(dist: Distribution, n: int, seq_len: int, input_dim: int,
         lo, hi = CLAMP_NORM
         # rescale along the ray rather than clip coordinates: keeps the direction, the norm lands in [lo, hi]
         return x * (np.clip(norm, lo, hi) / np.maximum(norm, 1e-12))
+    if dist is Distribution.NEAREST_MARGIN:
+        return _with_margin(rng.standard_normal((n, seq_len, input_dim)), rng)
     raise ValueError(f"unknown distribution {dist!r}")
+
+
+def _with_margin(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Gaussian tokens made a nearest-neighbour question with a margin (the catalogue's ``nearest_neighbor``:
+    the examples are ``x[1..T-2]``, each followed by its label, the query is ``x[T]``). The query is one
+    example, drawn uniformly, plus ``N(0, MARGIN_NOISE^2 I)``; every other example is redrawn from N(0, I)
+    until it lies at least ``MARGIN_RADIUS`` from the query. On plain Gaussian tokens the nearest of T
+    examples in d = 2 lies at a squared distance about 1/T and so does the next, so the margin between them
+    shrinks like 1/T (docs/compile.md); the nearest-neighbour literature poses the task with a margin that
+    does not shrink (Li et al. 2024, arXiv 2411.10830, keep every other example at least delta from the
+    query). Sequences shorter than 3 have no example and are left as drawn."""
+    n, seq_len, _ = x.shape
+    if seq_len < 3:
+        return x
+    rows = np.arange(n)
+    nearest = rng.integers(0, seq_len - 2, size=n)
+    x[:, -1] = x[rows, nearest] + MARGIN_NOISE * rng.standard_normal(x[:, -1].shape)
+    examples = x[:, : seq_len - 2]                    # a view: redrawn in place
+    others = np.arange(seq_len - 2)[None, :] != nearest[:, None]
+    while True:
+        close = others & (np.linalg.norm(examples - x[:, -1:], axis=-1) < MARGIN_RADIUS)
+        if not close.any():
+            return x
+        examples[close] = rng.standard_normal((int(close.sum()), x.shape[-1]))
 
 
 @dataclass(frozen=True, eq=False)

@@ -359,3 +359,21 @@ def test_an_average_carries_only_the_aggregates_the_inputs_can_compute_then():
     verdict = _verdict("max(f1(x[s]) + sum(bilinear(A1, x[t], x[s]) for t in T) for s in T)"
                        " + sum(dot(x[s-1], x[s]) for s in range(2, T+1))", (2, 2), positional=True)
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
+
+
+def test_nearest_neighbor_holds_on_the_task_with_a_margin_and_not_on_plain_gaussian_tokens(capsys):
+    # without a margin the nearest two squared distances differ by about 1/T: the beta that separates them
+    # grows with T (docs/compile.md); with one, beta 256 is exact at every T
+    verdict = _verdict("nearest_neighbor", (1, 1), True)
+    grid = {"betas": (32, 256, 2048), "seq_lens": (8, 128), "samples": 64}
+    margin = experiments.check_compiled(verdict, **grid)
+    plain = experiments.check_compiled(verdict, **grid, distribution="gaussian")
+    assert margin.distribution == "nearest_margin" and plain.distribution == "gaussian"
+    assert margin.at(256, 128) < 1e-12 and plain.at(2048, 128) > 1e3 * margin.at(2048, 128) + 1e-4
+    code, out, err = _cli(capsys, "nearest_neighbor", "--heads", "1,1", "--positional", "--beta", "256",
+                          "--seq-len", "8", "--samples", "16", "--distribution", "gaussian", "--json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, compile_cli.SCHEMA)
+    assert doc["check"]["distribution"] == "gaussian"
+    code, _, err = _cli(capsys, "nearest_neighbor", "--heads", "1,1", "--distribution", "uniform")
+    assert code == 2 and "uniform" in err

@@ -63,6 +63,29 @@ def test_triangle_center_inputs_are_clamped() -> None:
     assert (norms > 3.99).any() and (norms < 0.21).any()  # both ends bite with variance 2
 
 
+@pytest.mark.parametrize("seq_len", [3, 8, 64])
+def test_nearest_neighbor_inputs_have_a_margin(seq_len: int) -> None:
+    ds = xdata.make_dataset("nearest_neighbor", seq_len, 2, 300, 50, seed=0)
+    assert ds.distribution is xdata.Distribution.NEAREST_MARGIN
+    X = np.concatenate([ds.X_train, ds.X_val])
+    distances = np.linalg.norm(X[:, : seq_len - 2] - X[:, -1:], axis=-1)   # the examples x[1..T-2] to x[T]
+    order = np.sort(distances, axis=1)
+    assert order[:, 0].max() < 5 * xdata.MARGIN_NOISE                       # one example near the query ...
+    if seq_len > 3:
+        assert order[:, 1].min() >= xdata.MARGIN_RADIUS                       # ... every other one kept away
+    nearest = distances.argmin(axis=1)
+    labels = X[np.arange(len(X)), nearest + 1]                               # the token after it
+    assert np.allclose(np.concatenate([ds.y_train, ds.y_val]), labels)
+
+
+def test_the_margin_inputs_are_deterministic_and_the_rest_stays_gaussian() -> None:
+    a, b = (xdata.sample_inputs(xdata.Distribution.NEAREST_MARGIN, 400, 16, 2, np.random.default_rng(3))
+            for _ in range(2))
+    assert np.array_equal(a, b)
+    rest = a[:, : 16 - 2].reshape(-1, 2)   # examples, most drawn once; the redrawn ones are a few per cent
+    assert abs(rest.mean()) < 0.05 and abs(rest.std() - 1) < 0.1
+
+
 # --- model ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("heads", [(1,), (2, 3), (3, 1, 2)])
