@@ -28,7 +28,8 @@ class Distribution(enum.Enum):
 
 
 # Catalogue names whose task is posed on a non-default distribution: triangle center's paper
-# (shared/reference/papers.md 3.5, Exp. 2); nearest neighbour with a margin (``sample_inputs``).
+# (shared/reference/papers.md 3.5, Exp. 2, outside this repository); nearest neighbour with a
+# margin (``sample_inputs``).
 _DISTRIBUTION_BY_NAME: dict[str, Distribution] = {"triangle_center": Distribution.CLAMPED_GAUSSIAN,
                                                   "nearest_neighbor": Distribution.NEAREST_MARGIN}
 
