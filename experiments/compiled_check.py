@@ -109,7 +109,7 @@ def default_samples(target) -> int:
 
 def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), samples: int | None = None,
                    ffn: str = "exact", seed: int = 0, mlp_width: int = 64, model_for=None,
-                   distribution: Distribution | None = None) -> CompiledCheck:
+                   distribution: Distribution | str | None = None) -> CompiledCheck:
     """Compile ``verdict`` at every beta and compare with ``Target.evaluate`` on ``samples`` inputs of each
     length (default ``default_samples``), drawn from ``distribution`` (default: the one the target's task is
     posed on, ``data.default_distribution``). ``model_for(beta)``, when given, replaces the compiler (a test

@@ -231,28 +231,26 @@ class Attention(nn.Module):
                 causal: bool = False):
         """The heads' sum at every row of ``R`` (or at the rows ``queries`` alone, keys from all of ``R``);
         ``causal``: row ``p`` sees rows up to ``p`` only."""
+        # a head coordinate that W_Q or W_K leaves zero adds nothing to any score, one that W_V or W_O leaves
+        # zero nothing to any output: the heads run on the others alone (a compiled head uses a few of its
+        # E / h), the same sums in another order; one set for Q, K and V, whose widths the fused kernel needs
+        # equal (unequal ones take its unfused path, about 5x slower)
+        used = _used(self.W_Q, self.W_K) | _used(self.W_V, self.W_O.transpose(1, 2))
+        used = torch.nonzero(used).flatten() if used.any() else torch.arange(1)
+        Q = torch.einsum("bne,hef->bhnf", R if queries is None else queries, self.W_Q[:, :, used])
+        K = torch.einsum("bne,hef->bhnf", R, self.W_K[:, :, used])
+        V = torch.einsum("bne,hef->bhnf", R, self.W_V[:, :, used])
+        W_O = self.W_O[:, used]
         if attention is None:  # the fused kernel: the same softmax(Q K^T) V, without the T x T weights in memory
-            # a head coordinate that W_Q or W_K leaves zero adds nothing to any score, one that W_V or W_O
-            # leaves zero nothing to any output: the kernel runs on the others alone (a compiled head uses a
-            # few of its E / h), the same sums in another order; one set for Q, K and V, whose widths the
-            # fused kernel needs equal (unequal ones take its unfused path, several times slower)
-            used = _used(self.W_Q, self.W_K) | _used(self.W_V, self.W_O.transpose(1, 2))
-            used = torch.nonzero(used).flatten() if used.any() else torch.arange(1)
-            Q = torch.einsum("bne,hef->bhnf", R if queries is None else queries, self.W_Q[:, :, used])
-            K = torch.einsum("bne,hef->bhnf", R, self.W_K[:, :, used])
-            V = torch.einsum("bne,hef->bhnf", R, self.W_V[:, :, used])
             mixed = nn.functional.scaled_dot_product_attention(Q, K, V, scale=1.0, is_causal=causal)
-            return torch.einsum("bhnf,hfe->bne", mixed, self.W_O[:, used])
-        Q = torch.einsum("bne,hef->bhnf", R if queries is None else queries, self.W_Q)
-        K = torch.einsum("bne,hef->bhnf", R, self.W_K)
-        V = torch.einsum("bne,hef->bhnf", R, self.W_V)
+            return torch.einsum("bhnf,hfe->bne", mixed, W_O)
         scores = Q @ K.transpose(-1, -2)
         if causal:
             later = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
             scores = scores.masked_fill(later, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         attention.append(weights)
-        return torch.einsum("bhnf,hfe->bne", weights @ V, self.W_O)
+        return torch.einsum("bhnf,hfe->bne", weights @ V, W_O)
 
 
 def _write_head(plan: wp.Plan, hp: wp.HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> None:
