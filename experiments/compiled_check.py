@@ -122,7 +122,12 @@ def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), 
         # compiled at the largest beta: an MLP map is fitted to the sharpest streams
         compiled = compile(verdict, beta=betas[-1], ffn=ffn, mlp_width=mlp_width, seed=seed)
         model_for = compiled.set_beta
-    distribution = default_distribution(target) if distribution is None else Distribution(distribution)
+    if distribution is None:
+        distribution = default_distribution(target)
+    elif distribution not in set(Distribution) | {d.value for d in Distribution}:
+        raise ValueError(f"distribution must be one of {', '.join(d.value for d in Distribution)}, "
+                         f"got {distribution!r}")
+    distribution = Distribution(distribution)
     data = {T: _inputs(target, verdict, T, samples, seed, distribution) for T in seq_lens}
     nmse, model = [], None
     for beta in betas:

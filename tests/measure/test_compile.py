@@ -377,3 +377,5 @@ def test_nearest_neighbor_holds_on_the_task_with_a_margin_and_not_on_plain_gauss
     assert doc["check"]["distribution"] == "gaussian"
     code, _, err = _cli(capsys, "nearest_neighbor", "--heads", "1,1", "--distribution", "uniform")
     assert code == 2 and "uniform" in err
+    with pytest.raises(ValueError, match="distribution must be one of gaussian.*got 'uniform'"):
+        experiments.check_compiled(verdict, **grid, distribution="uniform")
