@@ -1,6 +1,6 @@
 """Compiled witnesses against the issue-19 criteria: every catalogue target at every architecture on its
 ``ifs.decide_all`` frontier, compiled with exact maps and checked over beta and T on the distribution its task
-is posed on (``experiments.data.default_distribution``), and the time of one compile-and-check at T up to 512
+is posed on (``experiments.training.data.default_distribution``), and the time of one compile-and-check at T up to 512
 (target: under 10 s); beside them, not counted, nearest_neighbor on plain Gaussian tokens, which have no margin.
 
     python benchmarks/compile_bench.py [--samples N] [--out results/compile_2core.txt]
@@ -20,8 +20,8 @@ import torch
 
 import experiments
 import infoflow_smt as ifs
-from experiments.compiled_check import SAMPLES, SELECTED_TOKEN_SAMPLES
-from experiments.data import Distribution
+from experiments.compilation.check import SAMPLES, SELECTED_TOKEN_SAMPLES
+from experiments.training.data import Distribution
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import catalogue
 from infoflow_smt.machine import cpu_model
@@ -34,7 +34,7 @@ TIME_GOAL_S = 10.0
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=None,
-                        help="inputs per T (default: experiments.compiled_check.default_samples)")
+                        help="inputs per T (default: experiments.compilation.check.default_samples)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)

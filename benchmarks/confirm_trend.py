@@ -3,7 +3,7 @@
 Each case is ``python -m experiments confirm`` with the arguments printed in its file; this script runs one
 case (or all three, one after another: each trains in one process per core, two seeds per cell) and writes
 ``results/confirm_*.txt``, one per target (the exact command, the hardware, the verdict and the table) and ``.json``
-(``Confirmation.to_json()``). The rule is fixed in ``experiments.trend`` before any of these ran.
+(``Confirmation.to_json()``). The rule is fixed in ``experiments.confirmation.trend`` before any of these ran.
 
     python benchmarks/confirm_trend.py intrinsic|min_pairwise_dot|triangle|all [--budget 14m] [--results DIR]
 """

@@ -27,9 +27,9 @@ from pathlib import Path
 import torch
 
 import infoflow_smt as ifs
-from experiments.data import make_dataset
-from experiments.profiles import confirm_setup
-from experiments.train import configure_threads, train_models
+from experiments.training.data import make_dataset
+from experiments.tables.profiles import confirm_setup
+from experiments.training.trainer import configure_threads, train_models
 
 
 @dataclass(frozen=True)

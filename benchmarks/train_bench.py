@@ -1,6 +1,6 @@
 """Training throughput: optimizer steps per second before and after the step was made faster.
 
-"Before" is the reference step (experiments/step.py: every parameter masked in every forward and backward,
+"Before" is the reference step (experiments/training/step.py: every parameter masked in every forward and backward,
 AdamW's per-parameter loop), the step this module had until the fast one replaced it; "after" is the fast
 step (unmasked forward, fused AdamW, padding masks applied once per step) and, on CUDA, the same step
 recorded once as a CUDA graph and replayed. Each mode trains the same models on the same data for the same
@@ -26,9 +26,9 @@ from collections.abc import Callable
 
 import torch
 
-from experiments.data import make_dataset
-from experiments.model import ModelConfig
-from experiments.train import TrainConfig, configure_threads, device_name, pick_device, train_models
+from experiments.training.data import make_dataset
+from experiments.training.network import ModelConfig
+from experiments.training.trainer import TrainConfig, configure_threads, device_name, pick_device, train_models
 
 
 def paper1_configs(seq_len: int, embed_dim: int = 32) -> list[ModelConfig]:
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
     parser.add_argument("--steps", type=int, default=None, help="optimizer steps per timing (cpu 60, cuda 300)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default 1, see experiments/train.py)")
+                        help="torch CPU threads (default 1, see experiments/training/trainer.py)")
     args = parser.parse_args(argv)
     try:
         device = pick_device(args.device)

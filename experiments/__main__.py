@@ -100,7 +100,7 @@ def _seq_lens(text: str) -> tuple[int, ...]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Train every unfinished run of the profile into <results>/<profile>.sqlite."""
-    from .run import run_profile
+    from experiments.tables.run import run_profile
 
     summary = run_profile(args.profile, args.results, device=args.device, threads=args.threads,
                           progress=not args.quiet, workers=args.workers, label_workers=args.label_workers)
@@ -111,8 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Decide and train; print the agreement table(s)."""
-    from .profiles import get_profile
-    from .validate import table_views, validate, validate_table
+    from experiments.tables.profiles import get_profile
+    from experiments.tables.validation import table_views, validate, validate_table
 
     prof = get_profile(args.profile)
     if args.target:
@@ -132,10 +132,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Print the profile's table (or one JSON document), the transition checks; write plots."""
-    from . import report
-    from .profiles import get_profile
-    from .run import current_keys
-    from .store import ResultStore, store_path
+    from experiments.tables import summary
+    from experiments.tables.profiles import get_profile
+    from experiments.tables.run import current_keys
+    from experiments.tables.store import ResultStore, store_path
 
     prof = get_profile(args.profile)
     path = store_path(args.results, prof.name)
@@ -150,20 +150,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     if len(records) < len(stored):   # a changed recipe: its old runs would otherwise mix into the rows
         print(f"note: {len(stored) - len(records)} stored runs of an earlier configuration of profile "
               f"{prof.name!r} are left out", file=sys.stderr)
-    rows = report.summarize(records)
+    rows = summary.summarize(records)
     plot_dir = args.plots or os.path.join(args.results, f"{prof.name}_plots")
-    plots = report.plot(rows, plot_dir, records) if not args.no_plots else []
+    plots = summary.plot(rows, plot_dir, records) if not args.no_plots else []
     if args.markdown:
-        report.write_markdown(rows, records, prof, args.markdown, plots)
-    checks = report.run_checks(rows, prof.name)
+        summary.write_markdown(rows, records, prof, args.markdown, plots)
+    checks = summary.run_checks(rows, prof.name)
     failed = any(not ok for ok, _ in checks)
     if args.json:
-        print(report.to_json(rows, prof, checks))
+        print(summary.to_json(rows, prof, checks))
         return EXIT_FAILED if failed else EXIT_OK
     if prof.name == "smoke":
-        print(report.SMOKE_NOTE)
-    print(report.format_table(rows))
-    print(f"\nhardware: {report.hardware_line(records)}")
+        print(summary.SMOKE_NOTE)
+    print(summary.format_table(rows))
+    print(f"\nhardware: {summary.hardware_line(records)}")
     for ok, text in checks:
         print(f"{'holds' if ok else 'FAILS'}: {text}")
     for p in plots:
@@ -175,7 +175,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     """Decide TARGET on one architecture, train it and its neighbours within --budget, print the table."""
     import infoflow_smt as ifs
 
-    from .confirmation import confirm
+    from experiments.confirmation.confirming import confirm
 
     arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
                             positional=args.positional)
@@ -262,7 +262,7 @@ def _arch_options(p: argparse.ArgumentParser, seq_len: int | None = 8, lengths: 
 
 def _check_inputs(args: argparse.Namespace) -> None:
     """Reject bad input before any work starts (so a later KeyError is a bug, not a user error)."""
-    from .profiles import get_profile
+    from experiments.tables.profiles import get_profile
 
     if hasattr(args, "profile"):
         try:
@@ -279,12 +279,12 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if getattr(args, "target", None):
         _check_target(args.target)
     if getattr(args, "threshold", None) is None and args.command == "confirm":
-        from .confirmation import DEFAULT_THRESHOLD
+        from experiments.confirmation.confirming import DEFAULT_THRESHOLD
 
         args.threshold = DEFAULT_THRESHOLD
     if args.command == "confirm":
-        from .budget import parse_budget
-        from .confirmation import DEFAULT_SEQ_LENS, check_budget
+        from experiments.confirmation.budget import parse_budget
+        from experiments.confirmation.confirming import DEFAULT_SEQ_LENS, check_budget
 
         args.budget = parse_budget(args.budget)
         check_budget(args.budget, len(args.seq_len or DEFAULT_SEQ_LENS))
@@ -294,7 +294,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def _check_target(target: str) -> None:
-    from .data import resolve_target
+    from experiments.training.data import resolve_target
 
     try:
         resolve_target(target)
@@ -324,14 +324,14 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """The command's exit code; ``prog``: the command as the user typed it (``infoflow experiment``)."""
     import infoflow_smt
 
-    from .store import StoreError
+    from experiments.tables.store import StoreError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv   # anywhere: the traceback of an internal error
     argv = [a for a in argv if a != "--debug"]
-    if argv[:1] == ["compile"]:  # its own parser: compile_cli (the infoflow CLI delegates there too)
-        from . import compile_cli
-        return compile_cli.main(argv[1:], prog=f"{prog} compile")
+    if argv[:1] == ["compile"]:  # its own parser: compilation.command (the infoflow CLI delegates there too)
+        from experiments.compilation import command
+        return command.main(argv[1:], prog=f"{prog} compile")
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     command = None
     try:

@@ -39,7 +39,7 @@ from infoflow_smt.symbols import T
 
 PROG = "infoflow"
 DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__",  # commands with their own parser
-             "compile": "experiments.compile_cli"}
+             "compile": "experiments.compilation.command"}
 
 
 class BadInput(Exception):

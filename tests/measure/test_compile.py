@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 
 import experiments
 import infoflow_smt as ifs
-from experiments import compile_cli, separable
-from experiments import witness_plan as wp
-from experiments.compiler import CompiledTransformer
+from experiments.compilation import command, separable
+from experiments.compilation import plan as wp
+from experiments.compilation.weights import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.model.program import Program
@@ -260,7 +260,7 @@ def test_the_model_is_a_torch_module_with_attention_weights():
 def _cli(capsys, *args):
     """``infoflow compile ARGS`` in this process (torch is imported once): exit code, stdout, stderr.
     The README's tour runs the same command as a process (tests/docs/test_readme.py)."""
-    code = compile_cli.main(list(args))
+    code = command.main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -269,17 +269,17 @@ def test_cli_exit_codes_and_json_schema(capsys):
     code, out, err = _cli(capsys, "max_retrieval", "--heads", "1", "--beta", "16,256", "--seq-len", "8,16",
                           "--samples", "8", "--json")
     assert code == 0, err
-    jsonschema.validate(json.loads(out), compile_cli.SCHEMA)
+    jsonschema.validate(json.loads(out), command.SCHEMA)
     code, out, _ = _cli(capsys, "kth_largest", "--heads", "1", "--seq-len", "8", "--json")
     assert code == 1
-    jsonschema.validate(json.loads(out), compile_cli.SCHEMA)
+    jsonschema.validate(json.loads(out), command.SCHEMA)
     code, _, err = _cli(capsys, "max_retrieval", "--heads", "1", "--beta", "banana")
     assert code == 2 and err.count("\n") == 1 and "banana" in err
 
 
 def test_a_target_with_an_answer_at_every_position_is_refused():
-    from experiments.compiler import compile as compile_witness
-    from experiments.data import resolve_target
+    from experiments.compilation.weights import compile as compile_witness
+    from experiments.training.data import resolve_target
     text = "max(F0(x[o], x[t]) for t in T)"
     verdict = ifs.decide(text, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2))
     with pytest.raises(CompileRefusal, match="answer at every position"):
@@ -344,7 +344,7 @@ def test_a_subset_minimum_needs_no_beta_that_grows_with_t():
 def test_a_selected_token_is_checked_on_enough_inputs_to_see_its_near_ties():
     # reading x[argmax(...)] errs by about the target's size on the inputs whose top two scores lie within
     # about 1/beta: the NMSE is their share, which 32 inputs cannot resolve below 1/32
-    from experiments.compiled_check import SAMPLES, SELECTED_TOKEN_SAMPLES, default_samples
+    from experiments.compilation.check import SAMPLES, SELECTED_TOKEN_SAMPLES, default_samples
     assert default_samples(ifs.catalogue.get("induction_head")) == SELECTED_TOKEN_SAMPLES > SAMPLES
     assert default_samples(ifs.catalogue.get("min_pairwise_dot")) == SAMPLES
     result = experiments.check_compiled(_verdict("induction_head", (1, 1), True), betas=(32, 256, 2048, 16384),
@@ -373,7 +373,7 @@ def test_nearest_neighbor_holds_on_the_task_with_a_margin_and_not_on_plain_gauss
     code, out, err = _cli(capsys, "nearest_neighbor", "--heads", "1,1", "--positional", "--beta", "256",
                           "--seq-len", "8", "--samples", "16", "--distribution", "gaussian", "--json")
     doc = json.loads(out)
-    jsonschema.validate(doc, compile_cli.SCHEMA)
+    jsonschema.validate(doc, command.SCHEMA)
     assert doc["check"]["distribution"] == "gaussian"
     code, _, err = _cli(capsys, "nearest_neighbor", "--heads", "1,1", "--distribution", "uniform")
     assert code == 2 and "uniform" in err

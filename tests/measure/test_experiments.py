@@ -15,13 +15,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from experiments import data as xdata
+from experiments.training import data as xdata
 from experiments.__main__ import main as cli_main
-from experiments.model import BatchedTransformer, ModelConfig
-from experiments.profiles import get_profile
-from experiments.run import plan, run_profile
-from experiments.store import ResultStore, store_path
-from experiments.train import TrainConfig, train_models
+from experiments.training.network import BatchedTransformer, ModelConfig
+from experiments.tables.profiles import get_profile
+from experiments.tables.run import plan, run_profile
+from experiments.tables.store import ResultStore, store_path
+from experiments.training.trainer import TrainConfig, train_models
 
 SMOKE = get_profile("smoke")
 SMOKE_RUNS = sum(len(job.runs) for job in plan(SMOKE))
@@ -199,18 +199,18 @@ def test_smoke_profile_runs_end_to_end(smoke_results: tuple[str, object]) -> Non
 @pytest.mark.parametrize("name", ["cpu", "workers", "causal", "paper"])   # depth: the cpu profile's d3 table
 def test_profiles_run_at_smoke_size(name: str, tmp_path) -> None:
     """Every table of the long profiles builds, trains, is stored and reported (tiny sizes, smallest T)."""
-    from experiments import report
+    from experiments.tables import summary
 
     prof = get_profile(name)
     tiny = replace(prof, tables=tuple(
         replace(t, seq_lens=(min(t.seq_lens),), seeds=t.seeds[:1],
                 train=replace(t.train, steps=3, eval_every=3, warmup_steps=1, n_train=24, n_val=12))
         for t in prof.tables))
-    summary = run_profile(tiny, tmp_path, device="cpu", progress=False, workers=1)
-    assert summary.trained == sum(len(t.archs) for t in prof.tables)
-    rows = report.summarize(ResultStore(store_path(tmp_path, name)).runs(name))
+    ran = run_profile(tiny, tmp_path, device="cpu", progress=False, workers=1)
+    assert ran.trained == sum(len(t.archs) for t in prof.tables)
+    rows = summary.summarize(ResultStore(store_path(tmp_path, name)).runs(name))
     assert {r.table for r in rows} == {t.name for t in prof.tables}
-    assert report.run_checks(rows, prof)[0][0]          # plumbing: every NMSE finite
+    assert summary.run_checks(rows, prof)[0][0]          # plumbing: every NMSE finite
 
 
 def test_rerun_skips_finished_runs(smoke_results: tuple[str, object]) -> None:
@@ -256,8 +256,8 @@ def test_report_says_smoke_checks_plumbing(smoke_results: tuple[str, object], ca
 
 
 def test_a_failing_check_makes_report_exit_1(smoke_results: tuple[str, object], monkeypatch, capsys) -> None:
-    from experiments import profiles
-    from experiments.profiles import Criterion
+    from experiments.tables import profiles
+    from experiments.tables.profiles import Criterion
 
     results, _ = smoke_results
     impossible = Criterion("transition", "lms_D2", (4,), better=(2,), worse=((1,),), ratio=1e9)
@@ -269,7 +269,7 @@ def test_a_failing_check_makes_report_exit_1(smoke_results: tuple[str, object], 
 def test_report_leaves_out_runs_of_an_earlier_recipe(smoke_results: tuple[str, object], monkeypatch,
                                                      capsys) -> None:
     """A profile whose recipe changed reports only the runs trained with the current one."""
-    from experiments import profiles
+    from experiments.tables import profiles
 
     results, _ = smoke_results
     lms, intrinsic = SMOKE.tables
@@ -289,7 +289,7 @@ def test_report_leaves_out_runs_of_an_earlier_recipe(smoke_results: tuple[str, o
 def test_a_switch_added_later_keeps_the_keys_of_runs_stored_before_it() -> None:
     """A run with token_embedding at its original value ("mlp") hashes as it did before the switch existed;
     another value is part of the key."""
-    from experiments.run import run_config
+    from experiments.tables.run import run_config
 
     lms = SMOKE.tables[0]
     before = run_config(lms, (1,), 8, 4, 0)
@@ -300,8 +300,8 @@ def test_a_switch_added_later_keeps_the_keys_of_runs_stored_before_it() -> None:
 
 
 def test_a_criterion_without_results_fails(smoke_results: tuple[str, object], monkeypatch, capsys) -> None:
-    from experiments import profiles
-    from experiments.profiles import Criterion
+    from experiments.tables import profiles
+    from experiments.tables.profiles import Criterion
 
     results, _ = smoke_results
     unrun = Criterion("transition", "lms_D2", (99,), better=(2,), worse=((1,),))
@@ -326,7 +326,7 @@ def test_validate_smoke_produces_agreement_table(smoke_results: tuple[str, objec
     missing = _solver_missing()
     if missing:
         pytest.skip(missing)
-    from experiments.validate import validate_table
+    from experiments.tables.validation import validate_table
 
     results, _ = smoke_results
     table = SMOKE.tables[0]
@@ -344,7 +344,7 @@ def test_validate_accepts_architectures(tmp_path) -> None:
     if missing:
         pytest.skip(missing)
     import infoflow_smt as ifs
-    from experiments.validate import validate
+    from experiments.tables.validation import validate
 
     archs = [ifs.Architecture(heads=(h,), embed_dim=8 * h, input_dim=2) for h in (1, 2)]
     result = validate("linear_max_sum:D=2", archs, seq_len=4, profile="smoke", device="cpu",
@@ -368,7 +368,7 @@ def test_core_package_does_not_import_torch() -> None:
 # --- probes -------------------------------------------------------------------------------------------
 
 def test_soft_program_is_the_target_when_sharp_and_a_mean_when_flat() -> None:
-    from experiments.probes import soft_program_nmse
+    from experiments.tables.probes import soft_program_nmse
 
     ds = xdata.make_dataset("intrinsic_dimension:D=2", 6, 3, 400, 1, seed=0)
     target = xdata.resolve_target("intrinsic_dimension:D=2")

@@ -21,8 +21,8 @@ import torch._dynamo  # noqa: F401  (the first AdamW imports it: seconds under l
 
 import experiments
 import infoflow_smt as ifs
-from experiments import confirmation
-from experiments.confirmation import (
+from experiments.confirmation import confirming
+from experiments.confirmation.confirming import (
     COMPILE_BETAS,
     COMPILE_SAMPLES,
     DEFAULT_THRESHOLD,
@@ -125,15 +125,15 @@ FIGURES = {(1, 1): (1e-3, 1.2e-3, 1.5e-3),     # flat, below the threshold: agre
 def fake_training(figures: dict) -> object:
     def train(verdict, lengths, verdicts, setup, budget_s, start, dev, seeds, workers, threads):
         metrics = {T: [[SimpleNamespace(nmse_best=figures[tuple(v.architecture.heads)][i], steps=100 * T)]
-                       for v in verdicts] for i, T in enumerate(lengths)}   # confirmation._train_lengths
+                       for v in verdicts] for i, T in enumerate(lengths)}   # confirming._train_lengths
         return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "steps": 100, "planned_s": 1.0,
                          "n_train": {T: 1000 for T in lengths}}
     return train
 
 
 def test_rows_are_judged_by_their_trend(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
-    monkeypatch.setattr(confirmation, "compiled_checker", lambda: None)     # as before experiments.compile
+    monkeypatch.setattr(confirming, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(confirming, "compiled_checker", lambda: None)     # as before experiments.compile
     result = experiments.confirm(MPD, budget=60, against=[(1,), (2,)])
     assert result.seq_lens == (8, 16, 32) and result.reference == "decided, 1,1"
     assert [(r.heads, r.agree) for r in result.rows] == [((1, 1), True), ((1,), True), ((2,), False)]
@@ -159,8 +159,8 @@ def test_the_compiled_witness_is_reported_beside_the_trained_rows(monkeypatch: p
         calls.append((tuple(verdict.architecture.heads), tuple(betas), tuple(seq_lens), samples))
         return SimpleNamespace(at=lambda b, T: 1e-4 / b * T)
 
-    monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
-    monkeypatch.setattr(confirmation, "compiled_checker", lambda: check_compiled)
+    monkeypatch.setattr(confirming, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(confirming, "compiled_checker", lambda: check_compiled)
     result = experiments.confirm(MPD, budget=60, against=[(2,)])
     assert calls == [((1, 1), COMPILE_BETAS, (8, 16, 32), COMPILE_SAMPLES)]    # infeasible rows: nothing to compile
     beta = max(COMPILE_BETAS)
@@ -174,8 +174,8 @@ def test_a_refused_compilation_names_its_reason(monkeypatch: pytest.MonkeyPatch)
         raise ifs.InvalidSpecError("score f1(x[s] + x[t]) is not a sum of products\nslot 0..0: the constant 1",
                                    subject="compile")
 
-    monkeypatch.setattr(confirmation, "_train_lengths", fake_training(FIGURES))
-    monkeypatch.setattr(confirmation, "compiled_checker", lambda: check_compiled)
+    monkeypatch.setattr(confirming, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(confirming, "compiled_checker", lambda: check_compiled)
     result = experiments.confirm(MPD, budget=60)
     row = result.rows[0]
     assert row.compiled.startswith("refused: ") and "f1(x[s] + x[t])" in row.compiled
@@ -187,18 +187,18 @@ def test_a_refused_compilation_names_its_reason(monkeypatch: pytest.MonkeyPatch)
 
 def test_the_real_compiled_witness_fills_the_column() -> None:
     """With the real ``experiments.check_compiled``: the decided row's compiled NMSE at every length."""
-    how, by_length = confirmation._compiled(MPD, (8, 16))
+    how, by_length = confirming._compiled(MPD, (8, 16))
     assert how == f"beta {max(COMPILE_BETAS):g}" and set(by_length) == {8, 16}
     assert all(0 <= nmse < 1e-2 for nmse in by_length.values()), by_length
 
 
 def test_the_compiled_checker_is_looked_up_in_experiments() -> None:
     present = hasattr(experiments, "check_compiled")
-    assert (confirmation.compiled_checker() is not None) is present
+    assert (confirming.compiled_checker() is not None) is present
 
 
 def test_a_verdict_at_one_T_is_confirmed_at_that_T(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(confirmation, "_train_lengths", fake_training({(1, 1): (1e-3,), (1,): (2e-2,)}))
+    monkeypatch.setattr(confirming, "_train_lengths", fake_training({(1, 1): (1e-3,), (1,): (2e-2,)}))
     v = ifs.decide("min_pairwise_dot", ifs.Architecture((1, 1), 16, 4), seq_len=16)
     result = experiments.confirm(v, budget=60)
     assert result.seq_lens == (16,)
@@ -223,19 +223,19 @@ def test_a_machine_slower_than_its_probes_cuts_every_remaining_job_a_little_not_
             done += 10
         return [SimpleNamespace(steps=min(done, recipe.steps))] * len(cfgs)
 
-    monkeypatch.setattr(confirmation, "train_models", slow_training)
+    monkeypatch.setattr(confirming, "train_models", slow_training)
     jobs = {(T, k): [(k, SimpleNamespace(), 0)] for T in (8, 16, 32) for k in range(2)}
     probed = {job: (1e-3, 0.0) for job in jobs}
-    run = {T: confirmation.TrainConfig() for T in (8, 16, 32)}
+    run = {T: confirming.TrainConfig() for T in (8, 16, 32)}
     end = time.perf_counter() + 1.45
-    metrics = confirmation._train_planned({T: None for T in run}, jobs, run, probed, 200, end, None)
+    metrics = confirming._train_planned({T: None for T in run}, jobs, run, probed, 200, end, None)
     steps = [m.steps for job in jobs for m in metrics[job]]
     assert steps[0] == 200 and min(steps) >= 100, steps
     assert time.perf_counter() <= end + 0.05
 
 
 def test_a_budget_too_small_to_train_is_refused_naming_the_value_and_the_minimum() -> None:
-    from experiments.confirmation import minimum_budget
+    from experiments.confirmation.confirming import minimum_budget
 
     with pytest.raises(ifs.InvalidSpecError, match=r"budget 1e-09 s is too small to train: .* at least 3\.6 s"):
         experiments.confirm(MPD, budget=1e-9)
@@ -257,18 +257,18 @@ def test_an_unknown_verdict_is_said_and_exits_3_without_training(monkeypatch: py
     hard = ifs.decide("triangle_center", ifs.Architecture((8, 8, 8), 64, 4), timeout=0.001)
     assert hard.status.value == "unknown"
     monkeypatch.setattr(ifs, "decide", lambda *args, **kwargs: hard)
-    monkeypatch.setattr(confirmation, "_train_lengths", lambda *args: pytest.fail("an unknown verdict trained"))
+    monkeypatch.setattr(confirming, "_train_lengths", lambda *args: pytest.fail("an unknown verdict trained"))
     code = main(["confirm", "triangle_center", "--heads", "8,8,8", "--embed-dim", "64", "--budget", "5s"])
     out = capsys.readouterr().out
     assert code == 3 and "nothing to confirm" in out and "agreement" not in out
 
 
 def test_an_undecided_neighbour_is_named_and_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(confirmation, "_train_lengths", fake_training({**FIGURES, (8, 8, 8): (1, 1, 1)}))
-    monkeypatch.setattr(confirmation, "compiled_checker", lambda: None)
+    monkeypatch.setattr(confirming, "_train_lengths", fake_training({**FIGURES, (8, 8, 8): (1, 1, 1)}))
+    monkeypatch.setattr(confirming, "compiled_checker", lambda: None)
     unknown = ifs.decide("triangle_center", ifs.Architecture((8, 8, 8), 64, 4), timeout=0.001)
-    real = confirmation._decide
-    monkeypatch.setattr(confirmation, "_decide", lambda target, arch, seq_len: unknown
+    real = confirming._decide
+    monkeypatch.setattr(confirming, "_decide", lambda target, arch, seq_len: unknown
                         if tuple(arch.heads) == (1,) else real(target, arch, seq_len))
     result = experiments.confirm(MPD, budget=60)
     named = "one layer fewer (8,8,8)"      # the unknown verdict stands for the one-layer neighbour
@@ -291,8 +291,8 @@ def test_a_cell_is_the_best_of_its_seeds_and_every_seed_is_shown(monkeypatch: py
         return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "steps": 100, "planned_s": 1.0,
                          "n_train": {T: 1000 for T in lengths}, "seeds": list(seeds), "workers": workers}
 
-    monkeypatch.setattr(confirmation, "_train_lengths", train)
-    monkeypatch.setattr(confirmation, "compiled_checker", lambda: None)
+    monkeypatch.setattr(confirming, "_train_lengths", train)
+    monkeypatch.setattr(confirming, "compiled_checker", lambda: None)
     result = experiments.confirm(MPD, budget=60, seed=3, seeds=2, workers=1)
     decided, one_layer = result.rows
     assert [c.nmse for c in decided.cells] == [9e-4, 1.1e-3, 2e-3] and decided.agree is True
@@ -328,10 +328,10 @@ def test_the_command_line_refuses_zero_seeds_in_one_line(capsys: pytest.CaptureF
 def test_jobs_are_dealt_to_workers_longest_first_and_each_share_runs_shortest_T_first() -> None:
     probed = {(8, "a"): (1.0, 0.0), (8, "b"): (0.2, 0.0), (16, "a"): (2.0, 0.0), (16, "b"): (0.3, 0.0),
               (32, "a"): (4.0, 0.0), (32, "b"): (0.5, 0.0)}
-    shares = confirmation._shares(probed, 2)
+    shares = confirming._shares(probed, 2)
     assert shares == [[(32, "a")], [(8, "a"), (8, "b"), (16, "a"), (16, "b"), (32, "b")]]   # 4.0 and 4.0 a step
-    assert confirmation._shares(probed, 1) == [list(probed)]
-    assert sorted(map(len, confirmation._shares(probed, 8))) == [1] * 6                 # no empty share
+    assert confirming._shares(probed, 1) == [list(probed)]
+    assert sorted(map(len, confirming._shares(probed, 8))) == [1] * 6                 # no empty share
 
 
 def test_a_job_trains_the_same_in_a_worker_process_as_here() -> None:
@@ -339,18 +339,18 @@ def test_a_job_trains_the_same_in_a_worker_process_as_here() -> None:
 
     import torch
 
-    from experiments.data import make_dataset
-    from experiments.profiles import confirm_setup
+    from experiments.training.data import make_dataset
+    from experiments.tables.profiles import confirm_setup
 
     data = make_dataset("min_pairwise_dot", 4, 2, 256, 64)
     cfg = replace(confirm_setup("min_pairwise_dot")[0], input_dim=2, seq_len=4, heads=(1,), embed_dim=8,
                   output_dim=1)
     job = (4, cfg.batch_key())
-    share = ({4: data}, {job: [(0, cfg, 0), (0, cfg, 1)]}, {4: confirmation.TrainConfig(batch_size=32)},
+    share = ({4: data}, {job: [(0, cfg, 0), (0, cfg, 1)]}, {4: confirming.TrainConfig(batch_size=32)},
              {job: (1e-3, 0.0)}, 30, time.time() + 120, torch.device("cpu"), 1)
-    here = confirmation._train_share(*share)[job]
-    with confirmation._pool(2) as pool:
-        there = confirmation._map(pool, confirmation._train_share, [share])[0][job]
+    here = confirming._train_share(*share)[job]
+    with confirming._pool(2) as pool:
+        there = confirming._map(pool, confirming._train_share, [share])[0][job]
     assert [m.steps for m in here] == [30, 30]
     assert [m.nmse_best for m in there] == [m.nmse_best for m in here]   # the same models, bit for bit
     assert here[0].nmse_best != here[1].nmse_best                           # two seeds, two models
@@ -371,5 +371,5 @@ def test_confirm_in_two_processes_with_two_seeds() -> None:
 
 def test_a_short_budget_trains_in_this_process_and_a_long_one_in_one_per_core() -> None:
     cpu = SimpleNamespace(type="cpu")
-    assert confirmation._default_workers(cpu, confirmation.POOL_MIN_BUDGET_S - 1) == 1
-    assert confirmation._default_workers(cpu, confirmation.POOL_MIN_BUDGET_S) == len(os.sched_getaffinity(0))
+    assert confirming._default_workers(cpu, confirming.POOL_MIN_BUDGET_S - 1) == 1
+    assert confirming._default_workers(cpu, confirming.POOL_MIN_BUDGET_S) == len(os.sched_getaffinity(0))

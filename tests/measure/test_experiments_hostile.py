@@ -25,8 +25,8 @@ pytest.importorskip("torch")
 from support.paths import ROOT
 
 from experiments.__main__ import main as cli_main
-from experiments.run import run_profile
-from experiments.store import ResultStore, StoreError, store_path
+from experiments.tables.run import run_profile
+from experiments.tables.store import ResultStore, StoreError, store_path
 
 CASE_SECONDS = 30          # in-process cases: each must answer within this
 MEMORY_BYTES = 6 << 30     # subprocess cases: address-space limit (torch maps ~2-3 GB of libraries)
@@ -271,7 +271,7 @@ def test_empty_file_is_a_new_store(tmp_path: Path) -> None:
                                     True, None, [60], "1e400"])
 def test_bad_budget_is_named(budget: object) -> None:
     import infoflow_smt as ifs
-    from experiments.budget import parse_budget
+    from experiments.confirmation.budget import parse_budget
 
     with pytest.raises(ifs.InvalidSpecError, match="budget"):
         parse_budget(budget)
@@ -280,7 +280,7 @@ def test_bad_budget_is_named(budget: object) -> None:
 @pytest.mark.parametrize(("text", "seconds"), [(60, 60.0), ("60", 60.0), ("60s", 60.0), ("2m", 120.0),
                                                (" 1.5 min ", 90.0), ("1h", 3600.0), (0.5, 0.5)])
 def test_budget_units(text: object, seconds: float) -> None:
-    from experiments.budget import parse_budget
+    from experiments.confirmation.budget import parse_budget
 
     assert math.isclose(parse_budget(text), seconds)
 

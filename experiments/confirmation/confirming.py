@@ -45,13 +45,13 @@ from typing import Any
 
 from infoflow_smt.processes import worker_pool
 
-from .budget import parse_budget
-from .confirm_table import NOT_COMPILED, Confirmation, ConfirmRow
-from .data import make_dataset, target_label
-from .profiles import confirm_setup
-from .run import default_workers
-from .train import TrainConfig, configure_threads, device_name, pick_device, train_models
-from .trend import DEFAULT_THRESHOLD, THRESHOLD_REASON, Cell, TrendRule, judge
+from experiments.confirmation.budget import parse_budget
+from experiments.confirmation.table import NOT_COMPILED, Confirmation, ConfirmRow
+from experiments.training.data import make_dataset, target_label
+from experiments.tables.profiles import confirm_setup
+from experiments.tables.run import default_workers
+from experiments.training.trainer import TrainConfig, configure_threads, device_name, pick_device, train_models
+from experiments.confirmation.trend import DEFAULT_THRESHOLD, THRESHOLD_REASON, Cell, TrendRule, judge
 
 __all__ = ["DEFAULT_SEQ_LENS", "DEFAULT_THRESHOLD", "ConfirmRow", "Confirmation", "confirm", "neighbours"]
 

@@ -1,5 +1,5 @@
 """The plan of a compiled witness: what every position holds after each layer, where each fact lives in the
-residual stream, and what each head's query, key and value read. No torch here (``compiler`` writes weights).
+residual stream, and what each head's query, key and value read. No torch here (``weights`` writes them).
 
 A *fact* is a token a position holds, named by the path of operations that brought it: ``()`` is the
 position's own token, ``("g0.t",)`` the token of the position it retrieved for node ``g0.t``,
@@ -25,7 +25,7 @@ from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost, walk
 from infoflow_smt.model.program import Mode, Offset, Program
 from infoflow_smt.verify.arithmetic import is_vector
 
-from .separable import MAX_RANK, TOKEN_SPREAD, tanh_basis
+from experiments.compilation.separable import MAX_RANK, TOKEN_SPREAD, tanh_basis
 
 INPUT, OUTPUT = "input", "output"
 

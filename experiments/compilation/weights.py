@@ -5,7 +5,7 @@ flags where the program reads positions), per layer standard multi-head softmax 
 W_O``; ``h_l`` heads of width ``E / h_l``) with a residual connection, and a position-wise map after the
 embedding and after each layer. The answer is read from the output token, an extra token that starts empty.
 
-* a max-position retrieval is one head with ``q_s . k_t = beta * score(s, t)`` (``witness_plan`` splits the
+* a max-position retrieval is one head with ``q_s . k_t = beta * score(s, t)`` (``plan`` splits the
   score into host x candidate products), plus ``-MASK`` on positions that are no candidate (the output
   token, positions outside a subset); its value copies the candidate's facts, so as ``beta`` grows the
   softmax tends to the argmax (for a min the host's features are negated);
@@ -35,8 +35,8 @@ from infoflow_smt.lang.trees import GroupRef, comparison_tree, outermost
 from infoflow_smt.model.program import Offset
 from infoflow_smt.verify.arithmetic import is_vector
 
-from . import separable
-from . import witness_plan as wp
+from experiments.compilation import plan as wp
+from experiments.compilation import separable
 
 MASK = 1e9                 # the score of a position that is no candidate: far below beta * score at beta 16384
 POSITION_SHARPNESS = 60.0  # a positional head's score on its sources: the others weigh exp(-60) each
@@ -50,7 +50,7 @@ def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64
     """The witness of ``verdict`` as a ``CompiledTransformer`` at inverse temperature ``beta``.
 
     ``log_keys`` (default: with exact maps) ranks a selection of the least value of a convex function of the
-    candidate's token by the logarithm of that function above its least value (``witness_plan.log_key``);
+    candidate's token by the logarithm of that function above its least value (``plan.log_key``);
     False keeps every score itself as its key.
 
     Raises ``CompileRefusal`` (reason and term) for what cannot compile, and for an infeasible verdict (naming
@@ -94,7 +94,7 @@ def compile(verdict, beta: float = 64.0, ffn: str = "exact", mlp_width: int = 64
     model = CompiledTransformer(plan, target, float(beta), arch.positional, causal=arch.causal)
     model.dry_run()
     if ffn == "mlp":
-        from .compiled_mlp import fit_maps
+        from experiments.compilation.mlp_maps import fit_maps
         fit_maps(model, width=mlp_width, seed=seed)
     return model
 

@@ -12,7 +12,7 @@ Used for the two questions that a single NMSE cannot answer (docs/reproduction.m
   at the input positions and at the output token?
 
 A head "matches" a candidate selection at a query when its largest attention weight sits on the
-candidate's argmax. ``python -m experiments.probes intrinsic|d3 [--steps N] [--seq-len T]`` trains one
+candidate's argmax. ``python -m experiments.tables.probes intrinsic|d3 [--steps N] [--seq-len T]`` trains one
 network with the cpu profile's recipe for that table and prints the match table; ``soft`` prints the NMSE
 grid over (beta1, beta2).
 """
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .data import make_dataset, resolve_target
-from .model import BatchedTransformer
-from .profiles import CPU, Table
-from .train import configure_threads, train_batch
+from experiments.training.data import make_dataset, resolve_target
+from experiments.training.network import BatchedTransformer
+from experiments.tables.profiles import CPU, Table
+from experiments.training.trainer import configure_threads, train_batch
 
 
 def attention(model: BatchedTransformer, X: np.ndarray) -> dict[str, np.ndarray]:
@@ -122,7 +122,7 @@ def _print(title: str, rows: list) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.probes", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m experiments.tables.probes", description=__doc__.split("\n\n")[0])
     parser.add_argument("case", choices=("intrinsic", "soft", "d3"))
     parser.add_argument("--steps", type=int, default=None, help="default: the cpu profile's")
     parser.add_argument("--seq-len", type=int, default=None, help="default: the cpu profile's first T")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .trend import FACTOR_REASON, Cell, Judgement, TrendRule
+from experiments.confirmation.trend import FACTOR_REASON, Cell, Judgement, TrendRule
 
 NOT_COMPILED = "not compiled"
 

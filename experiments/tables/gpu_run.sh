@@ -3,7 +3,7 @@
 # one H200. Needs only this repository and a Python with torch (+ numpy, sympy: torch's own dependencies);
 # nothing is installed. matplotlib and tqdm are used when present (plots, progress), skipped otherwise.
 #
-#   experiments/gpu_run.sh OUTDIR
+#   experiments/tables/gpu_run.sh OUTDIR
 #
 # Writes under OUTDIR: env.txt, nvidia-smi.txt, train_bench.txt, paper.sqlite (every run, resumable),
 # paper_report.json, paper_report.md, paper_report.txt, paper_plots/*.png, run.log.
@@ -12,17 +12,17 @@
 # this script resumes it), two reports <= 30 s each: at most 7.5 minutes in all.
 set -euo pipefail
 
-OUT="${1:?usage: experiments/gpu_run.sh OUTDIR}"
+OUT="${1:?usage: experiments/tables/gpu_run.sh OUTDIR}"
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"   # the repo in place: no pip install
 export PYTHONUNBUFFERED=1
 START=$(date +%s)
 
 python - <<'EOF' | tee "$OUT/env.txt"
 import platform, os, torch, numpy, sympy
-assert torch.cuda.is_available(), "experiments/gpu_run.sh needs a CUDA device"
+assert torch.cuda.is_available(), "experiments/tables/gpu_run.sh needs a CUDA device"
 print("python", platform.python_version(), "torch", torch.__version__, "numpy", numpy.__version__,
       "sympy", sympy.__version__)
 print("device", torch.cuda.get_device_name(0), "cpus", os.cpu_count())

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import torch
 
-from .model import BatchedTransformer
+from experiments.training.network import BatchedTransformer
 
 STEP_KINDS = ("reference", "fast", "graph")
 

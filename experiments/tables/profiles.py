@@ -10,7 +10,7 @@
 * ``workers``: positions as workers: the D = 4 sum of maxima on 2 layers of 1 head with and without positional
              encoding, beside 1 layer of 4 and of 3 heads, T = 16 and 32, two seeds.
 * ``paper``: paper 1 Exp. 1 and 2 and paper 2 Table 2 at the papers' T, d, heads and widths, with step
-             counts sized to finish within 8 minutes on one H200 (experiments/gpu_run.sh runs it).
+             counts sized to finish within 8 minutes on one H200 (experiments/tables/gpu_run.sh runs it).
 
 Every recipe (learning rate, steps, batch, warm-up, data size, early stopping) was chosen by measurements
 recorded in docs/reproduction.md, section "Measurements behind the profiles"; each setting here says why
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .model import ModelConfig
-from .train import TrainConfig
+from experiments.training.network import ModelConfig
+from experiments.training.trainer import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Table:
     mlp_hidden: int = 32                        # N (paper 2 Fig. 1a): token MLP and readout
     ffn_hidden: int | None = None               # FFN between layers; None: mlp_hidden
     attn_beta: float = 1.0                      # inverse temperature (start value when learned)
-    learn_temperature: bool = False             # learn log beta per head (model.py)
+    learn_temperature: bool = False             # learn log beta per head (network.py)
     token_embedding: str = "mlp"                # paper 2's token MLP, or "linear" (a standard transformer's)
     positional: bool = False                    # both papers' synthetic tasks: no positional encoding
     residual: bool = False                      # paper 2: off; paper 1: on
@@ -67,7 +67,7 @@ class Table:
 
 @dataclass(frozen=True)
 class Criterion:
-    """A check a profile's results must pass (report.py evaluates it; a failure makes ``report`` exit 1).
+    """A check a profile's results must pass (summary.py evaluates it; a failure makes ``report`` exit 1).
 
     ``transition``: at every T in ``seq_lens``, ``better`` has NMSE at most ``max_nmse`` (if given) and at
     least ``ratio`` times below each of ``worse``. ``range``: every configuration of the table at each T
@@ -88,7 +88,7 @@ class Criterion:
 class Profile:
     name: str
     description: str
-    nmse_threshold: float      # "efficient": NMSE below this; fixed before any training (see validate.py)
+    nmse_threshold: float      # "efficient": NMSE below this; fixed before any training (see validation.py)
     tables: tuple[Table, ...]
     default_train: TrainConfig = field(default_factory=TrainConfig)   # for validate() on ad-hoc architectures
     criteria: tuple[Criterion, ...] = ()        # what the results must show (the issue's acceptance figures)
@@ -266,7 +266,7 @@ def get_profile(name: str | Profile) -> Profile:
         raise KeyError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
 
 
-# confirm(): the model family and recipe for one decided case and its neighbours (confirmation.py scales the
+# confirm(): the model family and recipe for one decided case and its neighbours (confirming.py scales the
 # step count, warm-up and data size to the budget). Paper 1's switches (residual on, no PE unless the
 # architecture has it, no LayerNorm); the lr is the one the sweeps chose for the cpu tables.
 CONFIRM_MODEL = ModelConfig(mlp_hidden=32, ffn_hidden=128, residual=True)

@@ -1,6 +1,6 @@
 """A compiled witness's attention maps on one input, beside the witness program (docs/compile.md).
 
-    python -m experiments.compiled_figure [min_pairwise_dot] [--heads 1,1] [--seq-len 12] [--beta 64]
+    python -m experiments.compilation.figure [min_pairwise_dot] [--heads 1,1] [--seq-len 12] [--beta 64]
                                           [--out docs/images/compiled_min_pairwise_dot.png]
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 import infoflow_smt as ifs
 
-from .compiler import compile as compile_witness
+from experiments.compilation.weights import compile as compile_witness
 
 
 def attention_figure(verdict, X: np.ndarray, path: str, beta: float = 64.0) -> None:

@@ -1,5 +1,5 @@
 """``tanh(a + b)`` as a finite sum of products ``sum_k h_k(a) g_k(b)``: what lets a head score a function of
-two tokens, one read at the host and one at the candidate. No torch here (``compiler`` evaluates it).
+two tokens, one read at the host and one at the candidate. No torch here (``weights`` evaluates it).
 
 A realization's function of several tokens (``F0(x[s], x[t])``, ``f1(x[s] + x[t])``; ``lang.realization``'s
 ``SmoothFunction``) is a quadratic, which splits into products exactly, plus ``0.5 tanh(w . u + bias)``,

@@ -238,7 +238,7 @@ class BatchedTransformer(nn.Module):
     def enforce_masks(self) -> None:
         """Zero every padded entry in place (one fused multiply over the padded parameters).
 
-        The fast training step (train.py) runs the forward without masks (``masked_forward = False``) and
+        The fast training step (step.py) runs the forward without masks (``masked_forward = False``) and
         calls this after each optimizer step instead. The forward then sees exactly the values the masked
         forward sees (padded entries are zero either way), so every true entry gets the same gradient and
         the same AdamW update: the two ways train identically (tested), but this one launches one kernel

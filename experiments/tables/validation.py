@@ -13,7 +13,7 @@ Thresholds and why (``NMSE_THRESHOLD_REASONS``; the profiles carry the values):
   has not learned the retrieval at all.
 * smoke, 0.5: a dozen steps learn nothing; the smoke table checks the plumbing, not the agreement.
 
->>> from experiments.profiles import get_profile
+>>> from experiments.tables.profiles import get_profile
 >>> get_profile("cpu").nmse_threshold
 0.01
 """
@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .data import resolve_target, target_label
-from .profiles import Profile, Table, get_profile
-from .run import Job, run_job
-from .store import ResultStore, store_path
-from .train import pick_device
+from experiments.training.data import resolve_target, target_label
+from experiments.tables.profiles import Profile, Table, get_profile
+from experiments.tables.run import Job, run_job
+from experiments.tables.store import ResultStore, store_path
+from experiments.training.trainer import pick_device
 
 NMSE_THRESHOLD_REASONS = {
     "paper": "3e-3 separates paper 1 Exp. 1's efficient (<= 2.0e-3) from inefficient (>= 4.5e-3) rows",

@@ -2,7 +2,7 @@
 
 ``train_models`` takes one dataset (one target, T and d) and any number of (ModelConfig, seed) pairs, groups
 them by ``ModelConfig.batch_key`` and trains every group as one ``BatchedTransformer`` (heads, widths and
-hidden sizes padded and masked, see model.py). Each model keeps its own init and its own minibatch stream
+hidden sizes padded and masked, see network.py). Each model keeps its own init and its own minibatch stream
 (both drawn from its seed), its own loss term and its own AdamW state (AdamW is elementwise, so a stacked
 parameter is M independent optimizers), so a model's trajectory does not depend on its batch mates.
 
@@ -26,9 +26,9 @@ import torch
 
 from infoflow_smt.machine import cpu_model
 
-from .data import Dataset
-from .model import BatchedTransformer, ModelConfig
-from .step import make_step
+from experiments.training.data import Dataset
+from experiments.training.network import BatchedTransformer, ModelConfig
+from experiments.training.step import make_step
 
 DEFAULT_CPU_THREADS = 1   # measured, see the module docstring
 _INDEX_CHUNK = 256        # steps of minibatch indices drawn (and copied to the device) at once

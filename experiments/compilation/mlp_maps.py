@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .data import default_distribution, sample_inputs
+from experiments.training.data import default_distribution, sample_inputs
 
 FIT_LENGTH, FIT_SAMPLES, FIT_STEPS, FIT_LR = 16, 128, 800, 1e-2
 

@@ -1,6 +1,6 @@
 """Plots of a profile's results: NMSE against T, NMSE against heads, and learning curves.
 
-Measured values are solid lines with circles; the papers' figures for the same configuration (paper_figures)
+Measured values are solid lines with circles; the papers' figures for the same configuration (papers.py)
 are dashed lines with squares on the same axes, so the two sit side by side. matplotlib's Agg backend: no
 display needed. Each function writes one PNG and returns its path.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .store import RunRecord
+from experiments.tables.store import RunRecord
 
 
 def _pyplot() -> Any:

@@ -1,7 +1,7 @@
 """Run a profile: plan its jobs, skip finished runs, train the rest in batched jobs, record every run.
 
 A job is one (table, T): one dataset, and every (architecture, seed) of the table trained together in one
-batched job (see train.py). After a job each of its runs is committed to the store at once, so an
+batched job (see trainer.py). After a job each of its runs is committed to the store at once, so an
 interrupted profile resumes at the first unfinished job and loses no finished run.
 
 >>> plan(get_profile("smoke"))[0].seq_len
@@ -20,10 +20,10 @@ import torch
 
 from infoflow_smt.processes import worker_pool
 
-from .data import default_distribution, make_dataset
-from .profiles import Profile, Table, get_profile
-from .store import ResultStore, RunRecord, config_key, store_path
-from .train import configure_threads, cpu_model, device_name, pick_device, train_models
+from experiments.training.data import default_distribution, make_dataset
+from experiments.tables.profiles import Profile, Table, get_profile
+from experiments.tables.store import ResultStore, RunRecord, config_key, store_path
+from experiments.training.trainer import configure_threads, cpu_model, device_name, pick_device, train_models
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _train_pending(job: Job, profile_name: str, device: str, threads: int | None
 
 
 def default_workers(device: torch.device) -> int:
-    """CPU: one single-threaded worker process per usable core (see train.py on threads); CUDA: one."""
+    """CPU: one single-threaded worker process per usable core (see trainer.py on threads); CUDA: one."""
     return len(os.sched_getaffinity(0)) if device.type == "cpu" else 1
 
 

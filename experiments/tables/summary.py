@@ -1,9 +1,9 @@
 """Report a profile's results: a table (text, Markdown, JSON), the profile's checks, and plots.
 
-Every measured row sits beside the paper's figure for the same configuration (paper_figures.py), with the
+Every measured row sits beside the paper's figure for the same configuration (papers.py), with the
 paper's T named when it differs. The checks are the profile's ``criteria`` (profiles.py) plus one plumbing
 check (every configuration trained to a finite NMSE); ``python -m experiments report`` exits 1 when one
-fails. Plots (plots.py): NMSE against T and against heads with the papers' figures beside, learning curves.
+fails. Plots (figures.py): NMSE against T and against heads with the papers' figures beside, learning curves.
 
 JSON schema (``report --json``, one document)::
 
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import paper_figures
-from .profiles import Criterion, Profile, get_profile
-from .store import RunRecord
+from experiments.tables import papers
+from experiments.tables.profiles import Criterion, Profile, get_profile
+from experiments.tables.store import RunRecord
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def summarize(records: list[RunRecord]) -> list[ReportRow]:
     rows = []
     for (table, target, heads, E, T), runs in groups.items():
         nmse = [r.metrics["nmse_best"] for r in runs]
-        fig = paper_figures.lookup(target, heads, E, T)
+        fig = papers.lookup(target, heads, E, T)
         rows.append(ReportRow(table, target, heads, E, T, tuple(sorted(r.seed for r in runs)), min(nmse),
                               statistics.median(nmse), "+".join(sorted({r.device for r in runs})),
                               sum(r.wall_s for r in runs), fig.value if fig else None,
@@ -203,6 +203,6 @@ def write_markdown(rows: list[ReportRow], records: list[RunRecord], profile: str
 
 def plot(rows: list[ReportRow], outdir: str, records: list[RunRecord] | None = None) -> list[str]:
     """NMSE against T, NMSE against heads (papers' figures dashed beside) and learning curves."""
-    from . import plots
+    from experiments.tables import figures
 
-    return plots.plot_all(rows, records or [], outdir)
+    return figures.plot_all(rows, records or [], outdir)

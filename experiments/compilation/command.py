@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .data import Distribution
+from experiments.training.data import Distribution
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DISTRIBUTIONS = [d.value for d in Distribution]
@@ -100,8 +100,8 @@ def run(argv: Sequence[str], prog: str = PROG) -> int:
     import infoflow_smt as ifs
     from infoflow_smt.errors import CompileRefusal
 
-    from .compiled_check import check_compiled
-    from .compiler import compile as compile_witness
+    from experiments.compilation.check import check_compiled
+    from experiments.compilation.weights import compile as compile_witness
 
     args = build_parser(prog).parse_args(list(argv))
     if (args.samples is not None and args.samples < 2) or args.embed_dim < 1 or args.input_dim < 1:
