@@ -1,13 +1,20 @@
 """Claims put to the prover: each holds, is false (and the answer says why), or is unknown (docs/claims.md).
 
 ``check`` asks ``decide`` (one architecture) or ``decide_all`` (every architecture) and compares the answer with
-what the claim says: the verdict, then the exponent, then the frontier. An unknown answer (a timeout) is its own
-outcome, never a pass: ``infoflow check`` exits 3 on it and the pytest plugin reports it as a skip.
+what the claim says: the verdict, then the exponent, then the frontier. Only a complete answer is compared: an
+unknown verdict, or a frontier with an undecided cell within the claim's bounds (its points are then only
+bounds, and "no point yet" is not "infeasible"), is its own outcome, never a pass: ``infoflow check`` exits 3 on
+it and the pytest plugin reports it as a skip.
+
+What a report shows comes partly from the claims file (names, targets as written): on a terminal it is one line
+of printable text per field (``words.printable``), and in JUnit XML every character XML 1.0 cannot hold is
+written out as ``\\xNN``, so the document stays well formed.
 """
 from __future__ import annotations
 
 import enum
 import html
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +28,7 @@ from infoflow_smt.explore.frontier import decide_all
 from infoflow_smt.report.verdict import Status
 from infoflow_smt.smt.solver import decide
 from infoflow_smt.symbols import T
+from infoflow_smt.words import printable
 
 
 class Outcome(enum.Enum):
@@ -46,10 +54,10 @@ class ClaimResult:
     seconds: float = 0.0
 
     def __str__(self) -> str:
-        lines = [f"{self.outcome.value}: {self.claim.name}",
+        lines = [f"{self.outcome.value}: {printable(self.claim.name)}",
                  f"  claimed: {self.claim}",
                  f"  prover:  {self.found}"]
-        lines += [f"  - {m}" for m in self.mismatches]
+        lines += [f"  - {printable(m)}" for m in self.mismatches]
         if self.outcome is not Outcome.HOLDS and self.detail:
             lines += [f"  {line}" for line in self.detail.splitlines()]
         return "\n".join(lines)
@@ -89,6 +97,13 @@ def _check_every(claim: Claim, timeout: float | None):
                               positional=claim.positional, timeout=timeout)
     except SolverUnknownError as err:
         return Outcome.UNKNOWN, f"unknown ({err.reason})", (), ""
+    open_cells = sorted({cell for cell, status in frontier.grid.items() if status == "unknown"}
+                        | set(frontier.undecided))
+    open_cells = [(L, h) for L, h in open_cells if _within_shape(claim, L, h)]
+    if open_cells:   # the points found are only bounds: a smaller cell may be efficient, or none yet found
+        why = "; ".join(frontier.undecided_why) or "the deadline passed"
+        found = f"unknown (the frontier is incomplete: {format_shapes(open_cells)} undecided: {why})"
+        return Outcome.UNKNOWN, found, (), str(frontier)
     points = [v for v in frontier.points if _within(claim, v.architecture)]
     shapes = tuple(sorted((v.architecture.layers, v.architecture.heads[0]) for v in points))
     status = "feasible" if points else "infeasible"
@@ -106,8 +121,12 @@ def _check_every(claim: Claim, timeout: float | None):
 
 
 def _within(claim: Claim, arch) -> bool:
-    return ((claim.max_layers is None or arch.layers <= claim.max_layers)
-            and (claim.max_heads is None or arch.heads[0] <= claim.max_heads))
+    return _within_shape(claim, arch.layers, arch.heads[0])
+
+
+def _within_shape(claim: Claim, layers: int, heads: int) -> bool:
+    return ((claim.max_layers is None or layers <= claim.max_layers)
+            and (claim.max_heads is None or heads <= claim.max_heads))
 
 
 def _outcome(mismatches) -> Outcome:
@@ -147,26 +166,29 @@ class ClaimsReport:
         return 1 if 1 in codes else 3 if 3 in codes else 0
 
     def summary(self) -> str:
-        return (f"{self.path}: {len(self.results)} claims: {self.count(Outcome.HOLDS)} hold, "
+        return (f"{printable(self.path)}: {len(self.results)} claims: {self.count(Outcome.HOLDS)} hold, "
                 f"{self.count(Outcome.FALSE)} false, {self.count(Outcome.UNKNOWN)} unknown")
 
     def __str__(self) -> str:
-        lines = [str(r) if r.outcome is not Outcome.HOLDS else f"holds: {r.claim.name}" for r in self.results]
+        lines = [str(r) if r.outcome is not Outcome.HOLDS else f"holds: {printable(r.claim.name)}"
+                 for r in self.results]
         return "\n".join([*lines, self.summary()])
 
     def junit_xml(self) -> str:
         """The results as a JUnit XML document (one testcase per claim; unknown is a skip)."""
-        suite = ElementTree.Element("testsuite", name=self.path, tests=str(len(self.results)),
+        suite = ElementTree.Element("testsuite", name=xml_text(self.path), tests=str(len(self.results)),
                                     failures=str(self.count(Outcome.FALSE)),
                                     skipped=str(self.count(Outcome.UNKNOWN)), errors="0",
                                     time=f"{sum(r.seconds for r in self.results):.3f}")
         for r in self.results:
-            case = ElementTree.SubElement(suite, "testcase", classname=Path(self.path).stem, name=r.claim.name,
-                                          time=f"{r.seconds:.3f}")
+            case = ElementTree.SubElement(suite, "testcase", classname=xml_text(Path(self.path).stem),
+                                          name=xml_text(r.claim.name), time=f"{r.seconds:.3f}")
             if r.outcome is Outcome.FALSE:
-                ElementTree.SubElement(case, "failure", message="; ".join(r.mismatches)).text = str(r)
+                ElementTree.SubElement(case, "failure", message=xml_text("; ".join(r.mismatches))).text = \
+                    xml_text(str(r))
             elif r.outcome is Outcome.UNKNOWN:
-                ElementTree.SubElement(case, "skipped", message=f"unknown: {r.found}").text = str(r)
+                ElementTree.SubElement(case, "skipped", message=xml_text(f"unknown: {r.found}")).text = \
+                    xml_text(str(r))
         return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
 
     def _repr_html_(self) -> str:
@@ -180,6 +202,25 @@ class ClaimsReport:
                 f"<th>prover</th><th>mismatch</th></tr>{rows}</table>")
 
 
+# what XML 1.0 cannot hold at all, not even escaped: most control characters, surrogates, U+FFFE and U+FFFF
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold written out as ``\\xNN`` (ElementTree escapes the rest).
+
+    >>> print(xml_text("claim\\x1b[31m\\x00"))
+    claim\\x1b[31m\\x00
+    """
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}",
+                        text)
+
+
+def check_all(path: str | Path, claims, timeout: float | None = None) -> ClaimsReport:
+    """The report on ``claims`` (read from ``path``), checked in order."""
+    return ClaimsReport(str(path), tuple(check(claim, timeout) for claim in claims))
+
+
 def check_file(path: str | Path, timeout: float | None = None) -> ClaimsReport:
     """Every claim of a claims file, checked in order (a bad file raises ``InvalidSpecError`` first)."""
-    return ClaimsReport(str(path), tuple(check(claim, timeout) for claim in load(path)))
+    return check_all(path, load(path), timeout)

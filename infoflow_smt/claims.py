@@ -16,10 +16,13 @@ from pathlib import Path
 import sympy
 
 from infoflow_smt.errors import InfoflowError, InvalidSpecError, Problem
+from infoflow_smt.files import input_file
 from infoflow_smt.lang.catalogue import parse_spec
 from infoflow_smt.lang.target import Target
+from infoflow_smt.limits import MAX_CLAIMS_BYTES, MAX_TIMEOUT
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.symbols import T
+from infoflow_smt.words import printable
 
 EVERY = "every"                        # architecture = "every": the claim is over every (L, h)
 SHAPES = ("bounded", "grows")          # exponent words: free of T and finite / depends on T
@@ -71,7 +74,8 @@ class Claim:
         return f"every (L, h){' with ' + ', '.join(bounds) if bounds else ''}, {rest}"
 
     def __str__(self) -> str:
-        parts = [f"{self.spec} is {self.expect} on {self.where()}"]
+        """The claim in one line of printable text (the target as written, its comments and all)."""
+        parts = [f"{printable(self.spec)} is {self.expect} on {self.where()}"]
         if self.exponent is not None:
             parts.append(f"exponent {self.exponent}")
         if self.frontier is not None:
@@ -87,15 +91,18 @@ def load(path: str | Path) -> tuple[Claim, ...]:
     """The claims of a TOML file; a bad file raises ``InvalidSpecError`` naming every bad key and value.
 
     The file holds ``[[claim]]`` tables and an optional ``[defaults]`` table (``embed_dim``, ``input_dim``,
-    ``positional``, ``timeout``) that every claim takes unless it sets its own.
+    ``positional``, ``timeout``) that every claim takes unless it sets its own. It must be a plain file of at
+    most ``limits.MAX_CLAIMS_BYTES`` (a FIFO or ``/dev/zero`` is refused unread).
     """
-    path = Path(path)
+    path = input_file(path, "claims file", MAX_CLAIMS_BYTES)
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise InvalidSpecError(f"cannot read {path}: {err.strerror or err}", "claims file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise InvalidSpecError(f"{path} is not TOML: {err}", "claims file") from None
+    except RecursionError:   # tomllib reads nested arrays and tables recursively
+        raise InvalidSpecError(f"{path}: arrays or tables nested too deep to be claims", "claims file") from None
     return parse(document, str(path))
 
 
@@ -214,8 +221,9 @@ def _fields(table: dict, target: Target | None, every: bool, found: list[str]) -
             found.append(f"{key} = {value!r}: a whole number >= 1, only with architecture = \"every\"")
     timeout = table.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or not 0 < timeout < float("inf")):
-        found.append(f"timeout = {timeout!r}: give a positive number of seconds")
+                                or not 0 < timeout <= MAX_TIMEOUT):
+        found.append(f"timeout = {timeout!r}: give a positive number of seconds up to {MAX_TIMEOUT:.0f} "
+                     "(infoflow_smt.limits.MAX_TIMEOUT)")
     return dict(embed_dim=embed_dim, input_dim=input_dim, positional=positional, exponent=exponent,
                 frontier=frontier, timeout=timeout, **bounds)
 
@@ -260,7 +268,8 @@ class _NotAnExpression(InfoflowError):
 
 def expression(text: str) -> sympy.Expr:
     """An exponent or a width written in ``T``: numbers, ``T``, ``oo``, ``+ - * / **`` (a whitelist, never
-    executed); raises ``InvalidSpecError``.
+    executed), whose value is real: ``oo - oo`` or ``0 * oo`` (undefined) is refused as ``1/0`` is; raises
+    ``InvalidSpecError``.
 
     >>> expression("T/8 - 1")
     T/8 - 1
@@ -268,10 +277,13 @@ def expression(text: str) -> sympy.Expr:
     try:
         if len(text) > 200:
             raise _NotAnExpression
-        return _value(ast.parse(text.strip(), mode="eval").body)
+        value = _value(ast.parse(text.strip(), mode="eval").body)
     except (SyntaxError, _NotAnExpression, ZeroDivisionError):
         raise InvalidSpecError(f"{text!r} is not an expression in T (numbers, T, oo, + - * / **)",
                                "expression") from None
+    if value.has(sympy.nan, sympy.zoo) or value.is_extended_real is False:
+        raise InvalidSpecError(f"{text!r} has no real value (oo - oo, 0*oo and oo/oo are undefined)", "expression")
+    return value
 
 
 _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -300,6 +312,6 @@ def _value(node) -> sympy.Expr:
 def _expression(text: str, key: str, found: list[str]):
     try:
         return expression(text)
-    except InvalidSpecError:
-        found.append(f"{key} = {text!r}: give an expression in T (numbers, T, oo, + - * / **)")
+    except InvalidSpecError as err:
+        found.append(f"{key} = {text!r}: {err.problems[0]}")
         return None

@@ -22,43 +22,49 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 import sympy
 
+from infoflow_smt.command import SECONDS, WHOLE, BadInput, Bound, Exit, Parser, answer, console
 from infoflow_smt.deadline import interrupts_remembered
-from infoflow_smt.errors import InfoflowError, InvalidSpecError, WitnessCheckError
-from infoflow_smt.limits import MAX_DIGITS
+from infoflow_smt.files import output_file, write_atomic
+from infoflow_smt.limits import MAX_DIGITS, MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS, MAX_WORKERS
 from infoflow_smt.symbols import T
+from infoflow_smt.words import printable
 
 PROG = "infoflow"
 DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__",  # commands with their own parser
              "compile": "experiments.compilation.command"}
 
 
-class BadInput(Exception):
-    """A user error: one line on stderr, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse prints usage and exits 2 itself; we want one line
-        raise BadInput(f"{message} (see `{self.prog} --help`)")
+_Parser = Parser   # the command-line policy (infoflow_smt.command): errors are one line, never argparse's exit
+INTERNAL_ERROR = Exit.INTERNAL   # exit code of a bug (1 means infeasible, 3 unknown: a script must not read either)
 
 
 # ---- reading option values --------------------------------------------------------------------------
+# every number is read once, by a Bound (infoflow_smt.command), within the limit the code can honour
+LAYERS = Bound(int, 1, MAX_LAYERS, "infoflow_smt.limits.MAX_LAYERS")
+HEADS = Bound(int, 1, MAX_HEADS, "infoflow_smt.limits.MAX_HEADS")
+INPUT_DIM = Bound(int, 1, MAX_INPUT_DIM, "infoflow_smt.limits.MAX_INPUT_DIM")
+SEQ_LEN = Bound(int, 2, WHOLE.high, WHOLE.limit)
+WORKERS = Bound(int, 1, MAX_WORKERS, "infoflow_smt.limits.MAX_WORKERS")
+
+
 def heads_per_layer(text: str) -> tuple[int, ...]:
     """``"2,2"`` -> ``(2, 2)``: one count per layer."""
-    pieces = [p.strip() for p in text.split(",")]
-    if not pieces or not all(p.isdigit() and int(p) >= 1 for p in pieces):
+    pieces = text.split(",")
+    if len(pieces) > MAX_LAYERS:
+        raise argparse.ArgumentTypeError(f"{len(pieces)} layers is over the limit of {MAX_LAYERS} "
+                                         "(infoflow_smt.limits.MAX_LAYERS)")
+    try:
+        return tuple(HEADS.value(p) for p in pieces)
+    except ValueError as err:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: give whole numbers >= 1, one per layer, separated by commas (e.g. --heads 2,2)")
-    return tuple(int(p) for p in pieces)
+            f"{err}: give whole numbers >= 1, one per layer, separated by commas (e.g. --heads 2,2)") from None
 
 
 def integer_range(text: str) -> list[int]:
@@ -118,18 +124,6 @@ def width(text: str) -> int | sympy.Expr:
     return int(result) if result.is_Integer else result
 
 
-def _positive(kind: str):
-    def read(text: str):
-        try:
-            number = (int(text) if len(text.strip()) <= MAX_DIGITS else None) if kind == "int" else float(text)
-        except ValueError:
-            number = None
-        if number is None or not number > 0 or number == float("inf"):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a positive {'whole ' * (kind == 'int')}number")
-        return number
-    return read
-
-
 # ---- the parser -------------------------------------------------------------------------------------------
 def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> None:
     if heads:
@@ -137,7 +131,7 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
                        help="heads in each layer, e.g. 2,2 for two layers of two heads")
     p.add_argument("--embed-dim", type=width, default=32, metavar="E",
                    help="the width: a whole number or an expression in T such as 2*T (default 32)")
-    p.add_argument("--input-dim", type=_positive("int"), default=None, metavar="d",
+    p.add_argument("--input-dim", type=INPUT_DIM, default=None, metavar="d",
                    help="dimension of each input token (default: 1 for targets that read tokens as numbers, "
                         "else 2)")
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
@@ -158,9 +152,9 @@ def _readout_option(p: argparse.ArgumentParser) -> None:
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
-    p.add_argument("--seq-len", type=_positive("int"), default=None, metavar="T",
+    p.add_argument("--seq-len", type=SEQ_LEN, default=None, metavar="T",
                    help="decide at this one sequence length instead of for all large T")
-    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=SECONDS, default=None, metavar="SECONDS",
                    help="one deadline for the whole answer (default 60); what is unfinished is unknown")
     p.add_argument("--json", action="store_true", help=json_help)
 
@@ -196,18 +190,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("minimize", help="the Pareto-minimal architectures (layers, heads, exponent)")
     p.add_argument("target", metavar="TARGET")
-    p.add_argument("--max-layers", type=_positive("int"), default=4, metavar="L")
-    p.add_argument("--max-heads", type=_positive("int"), default=8, metavar="H")
+    p.add_argument("--max-layers", type=LAYERS, default=4, metavar="L")
+    p.add_argument("--max-heads", type=HEADS, default=8, metavar="H")
     _architecture_options(p, heads=False)
     _question_options(p)
     _format_option(p, "the table")
 
     p = sub.add_parser("frontier", help="every (L, h) at once: the minimal efficient architectures, or none")
     p.add_argument("target", metavar="TARGET")
-    p.add_argument("--head-dim", type=_positive("int"), default=None, metavar="n",
+    p.add_argument("--head-dim", type=WHOLE, default=None, metavar="n",
                    help="a width that grows with the heads, E = n*h (instead of --embed-dim)")
     _architecture_options(p, heads=False)
-    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS")
+    p.add_argument("--timeout", type=SECONDS, default=None, metavar="SECONDS")
     p.add_argument("--json", action="store_true", help="print one JSON document (docs/cli.md)")
     _format_option(p, "the minimal architectures as a table instead of the sentences")
 
@@ -223,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", metavar="FILE", help="the results cache (default ~/.cache/infoflow_smt/sweeps.jsonl)")
     p.add_argument("--no-cache", action="store_true", help="decide every cell again and keep nothing")
     p.add_argument("--no-infer", action="store_true", help="decide every cell instead of inferring by monotonicity")
-    p.add_argument("--workers", type=_positive("int"), default=None, metavar="N", help="processes (default: cores)")
+    p.add_argument("--workers", type=WORKERS, default=None, metavar="N", help="processes (default: cores)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--address", default=None, metavar="ADDR", help="the Ray cluster (default: a local one)")
     _format_option(p, "the phase tables")
@@ -238,14 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, metavar="FILE")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.add_argument("--any-cost", action="store_true", help="ask for any program, efficient or not")
-    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=SECONDS, default=None, metavar="SECONDS",
                    help="a deadline for the encoding (default 60); past it nothing is written, exit 3")
 
     p = sub.add_parser("check", help="check a TOML file of claims (docs/claims.md): exit 0 all hold, 1 some "
                        "claim is false, 3 some unknown and none false")
     p.add_argument("file", metavar="FILE", help="the claims file (TOML)")
     p.add_argument("--junit-xml", metavar="OUT", help="also write the results as JUnit XML to OUT")
-    p.add_argument("--timeout", type=_positive("float"), default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=SECONDS, default=None, metavar="SECONDS",
                    help="the deadline of each claim that sets none (default 60); what is unfinished is unknown")
 
     sub.add_parser("prove", help="reproduce the papers' theorems (python -m proofs; see `infoflow prove --help`)",
@@ -286,14 +280,13 @@ def _architecture(args, target, heads=None):
                         rank_aware=args.rank_aware, readout=getattr(args, "readout", "output"))
 
 
-def _writable(path: str, option: str) -> Path:
-    """Checked before any solving, so a typo costs nothing."""
+def _writable(path: str, option: str, inputs=()) -> Path:
+    """A picture's path, checked before any solving (a typo costs nothing): a plain file or a new name in a
+    writable folder, not a link nor one of the command's ``inputs`` (infoflow_smt.files.output_file)."""
     out = Path(path)
     if out.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise BadInput(f"{option} {path}: give a .png, .svg or .pdf file name")
-    if out.is_dir() or not out.parent.is_dir():
-        raise BadInput(f"{option} {path}: not a file in an existing folder")
-    return out
+        raise BadInput(f"{option} {printable(path)}: give a .png, .svg or .pdf file name")
+    return output_file(out, option, inputs=inputs)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str = "", prose: bool = False):
@@ -441,7 +434,8 @@ def cmd_sweep(args) -> int:
         raise BadInput("give --cache FILE or --no-cache, not both")
     _one_output(args)
     targets = [_target(spec) for spec in args.targets]
-    plots = [_writable(_numbered(args.plot, i), "--plot") for i in range(len(targets))] if args.plot else []
+    plots = [_writable(_numbered(args.plot, i), "--plot", inputs=[args.cache]) for i in range(len(targets))
+             ] if args.plot else []
     cache = False if args.no_cache else args.cache
     grid = [(L, h) for L in args.layers for h in args.heads]
     cells, seconds, cache_path = [], 0.0, None
@@ -571,8 +565,9 @@ def cmd_catalogue(args) -> int:
 def cmd_export(args) -> int:
     from infoflow_smt.smt.solver import export_smtlib
     target = _target(args.target)
+    output_file(args.output, "--output")
     if Path(args.output).exists() and not args.overwrite:
-        raise BadInput(f"--output {args.output} exists; add --overwrite to replace it")
+        raise BadInput(f"--output {printable(args.output)} exists; add --overwrite to replace it")
     path = export_smtlib(target, _architecture(args, target), args.output, efficient=not args.any_cost,
                          overwrite=args.overwrite, timeout=args.timeout)
     print(f"wrote {path}: satisfiable iff {'a' if args.any_cost else 'an efficient'} program exists")
@@ -580,13 +575,14 @@ def cmd_export(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from infoflow_smt.claim_check import check_file
-    if args.junit_xml and (Path(args.junit_xml).is_dir() or not Path(args.junit_xml).parent.is_dir()):
-        raise BadInput(f"--junit-xml {args.junit_xml}: not a file in an existing folder")
-    report = check_file(args.file, timeout=args.timeout)
+    from infoflow_smt.claim_check import check_all
+    from infoflow_smt.claims import load
+    claims = load(args.file)   # the file read and checked first, then where the report goes: before any proving
+    junit = output_file(args.junit_xml, "--junit-xml", inputs=[args.file]) if args.junit_xml else None
+    report = check_all(args.file, claims, timeout=args.timeout)
     print(report)
-    if args.junit_xml:
-        Path(args.junit_xml).write_text(report.junit_xml(), encoding="utf-8")
+    if junit is not None:
+        write_atomic(junit, report.junit_xml(), "--junit-xml")
     return report.exit_code
 
 
@@ -596,14 +592,6 @@ COMMANDS = {"decide": cmd_decide, "explain": cmd_explain, "minimize": cmd_minimi
 
 
 # ---- entry points -----------------------------------------------------------------------------------------
-def _one_line(message: str) -> str:
-    """No newlines or control characters from a hostile input reach the terminal; long texts are cut."""
-    text = " ".join(str(message).split())
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
-                   for c in text)
-    return text if len(text) <= 400 else text[:400] + "..."
-
-
 def _hint(err: Exception) -> str:
     """The fix, where the message alone does not say it."""
     subject = getattr(err, "subject", None)
@@ -644,70 +632,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:
         from infoflow_smt.demo import demo
         return demo()
+    kept = "; finished sweep cells stay in the cache, nothing else was written" if argv[0] == "sweep" else ""
     with interrupts_remembered():   # not where SIGINT is ignored, nor off the main thread
-        return _answer(argv, debug)
-
-
-def _answer(argv: list[str], debug: bool) -> int:
-    """``run``, with every error turned into its one line and exit code."""
-    try:
-        return run(argv)
-    except (BadInput, InvalidSpecError) as err:
-        _say(f"{PROG}: error: {_one_line(str(err))}{_hint(err)}")
-        return 2
-    except WitnessCheckError as err:   # a witness that fails its replay: a bug, never an answer
-        return _internal(err, debug)
-    except InfoflowError as err:   # a solver that could not answer where an answer was required
-        _say(f"{PROG}: {_one_line(str(err))}")
-        return 3
-    except KeyboardInterrupt:
-        kept = "; finished sweep cells stay in the cache, nothing else was written" if argv[0] == "sweep" else ""
-        _say(f"{PROG}: interrupted{kept}")
-        return 130
-    except BrokenPipeError:
-        raise   # the console script ends it quietly (entry)
-    except OSError as err:   # the system refused something (a full disk, a read-only folder): not a bug
-        _say(f"{PROG}: error: {_one_line(f'{err.strerror or err}' + (f': {err.filename}' if err.filename else ''))}")
-        return 2
-    except Exception as err:  # noqa: BLE001 - anything else is a bug: one line, its own code
-        return _internal(err, debug)
-
-
-INTERNAL_ERROR = 4   # exit code of a bug (1 means infeasible, 3 unknown: a script must not read either)
-
-
-def _internal(err: BaseException, debug: bool) -> int:
-    if debug:
-        import traceback
-        traceback.print_exception(err, file=sys.stderr)
-    _say(f"{PROG}: internal error (a bug in infoflow_smt, please report it; --debug shows the traceback): "
-         f"{type(err).__name__}: {_one_line(str(err))}")
-    return INTERNAL_ERROR
-
-
-def _say(line: str) -> None:
-    """One line on stderr, if there is a stderr to write to."""
-    with contextlib.suppress(OSError, AttributeError, ValueError):
-        print(line, file=sys.stderr, flush=True)
+        return answer(lambda: run(argv), PROG, debug=debug, hint=_hint, interrupted=kept)
 
 
 def entry() -> None:
-    """The console script. A reader that stops early (`infoflow catalogue | head`) ends it quietly; a closed
-    or full standard output (`>&-`, `> /dev/full`) is one line on stderr and exit code 2."""
-    if sys.stdout is None:   # started with stdout closed: nothing can be printed
-        _say(f"{PROG}: error: standard output is closed")
-        sys.exit(2)
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:  # stdout's reader left: it has what it wanted
-        code = 0
-    except (OSError, ValueError) as err:   # ENOSPC from /dev/full, a stdout closed under us
-        _say(f"{PROG}: error: cannot write to standard output ({getattr(err, 'strerror', None) or err})")
-        code = 2
-    # the interpreter flushes stdout again at exit: make that flush go nowhere
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if code == 130:   # interrupted: what finished is on disk (each cache line is synced); freeing the
-        os._exit(code)  # solver's memory at exit would take seconds, and Ctrl-C must win within one
-    sys.exit(code)
+    """The console script (infoflow_smt.command.console): a reader that stops early (`infoflow decide ... |
+    head`) leaves the exit code as it would have been; a closed or full standard output (`>&-`, `> /dev/full`)
+    is one line on stderr and exit code 2; SIGTERM is exit code 143."""
+    console(main, PROG)

@@ -14,7 +14,7 @@ import threading
 import time
 
 from infoflow_smt.errors import InfoflowError, InvalidSpecError, Problem
-from infoflow_smt.limits import DEFAULT_TIMEOUT
+from infoflow_smt.limits import DEFAULT_TIMEOUT, MAX_TIMEOUT
 
 
 class OutOfTime(InfoflowError):
@@ -26,13 +26,19 @@ class OutOfTime(InfoflowError):
 
 
 def seconds(timeout, subject: str = "timeout") -> float:
-    """A validated timeout in seconds: a positive finite number; None is the default deadline."""
+    """A validated timeout in seconds: a positive number up to ``MAX_TIMEOUT``; None is the default deadline.
+
+    >>> seconds(1e306)
+    Traceback (most recent call last):
+    ...
+    infoflow_smt.errors.InvalidSpecError: invalid decision: timeout must be a positive number of seconds up to 1000000 (infoflow_smt.limits.MAX_TIMEOUT), got 1e+306
+    """
     if timeout is None:
         return DEFAULT_TIMEOUT
     ok = isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0
-    if not ok:
-        raise InvalidSpecError([Problem(f"{subject} must be a positive, finite number of seconds, got {timeout!r}")],
-                               "decision")
+    if not ok or timeout > MAX_TIMEOUT:
+        raise InvalidSpecError([Problem(f"{subject} must be a positive number of seconds up to {MAX_TIMEOUT:.0f} "
+                                        f"(infoflow_smt.limits.MAX_TIMEOUT), got {timeout!r}")], "decision")
     return float(timeout)
 
 
@@ -111,4 +117,4 @@ class Deadline:
 
     def milliseconds(self) -> int:
         """What is left, for a solver's timeout option (at least 1: z3 reads 0 as no limit)."""
-        return max(1, int(self.left() * 1000))
+        return min(max(1, int(self.left() * 1000)), 2**32 - 1)

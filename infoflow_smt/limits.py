@@ -22,8 +22,10 @@ MAX_INPUT_DIM = 1024      # d: a replay holds samples x T x d numbers, a bilinea
 MAX_LAYERS = 32           # layers of an architecture (the encoding grows linearly with them)
 MAX_HEADS = 256           # heads in one layer
 DEFAULT_TIMEOUT = 60.0    # seconds: the deadline of one answer when the caller gives none
+MAX_TIMEOUT = 1_000_000.0  # seconds (11.6 days): z3 takes its timeout in milliseconds as a 32-bit number
 MAX_SAMPLES = 100_000     # random inputs of one replay: samples x T x d numbers, and the target's values on them
 MAX_WORKERS = 1024        # processes of one sweep
+MAX_CLAIMS_BYTES = 1 << 20  # bytes of a claims file, read whole (thousands of claims, each a minute to check)
 MAX_DIGITS = 18           # digits of a whole number read from text (a catalogue parameter, a subset's number):
                           # it fits a 64-bit integer
 

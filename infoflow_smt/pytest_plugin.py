@@ -4,7 +4,8 @@ pytest collects every file whose name matches the ``infoflow_claims`` ini patter
 and every ``.toml`` file named on the command line; each claim is one test item. A claim that holds passes; a
 false one fails with what was claimed, what the prover says and the verdict in words (witness or reasons); an
 unknown one (the prover ran out of time) is skipped with a reason that starts with ``unknown:``, never passed
-(``-ra`` lists it; ``infoflow check`` exits 3 on it). A bad file is a collection error naming every bad key.
+(``-ra`` lists it; ``infoflow check`` exits 3 on it). A bad file is a collection error naming every bad key; a
+bad ``infoflow_claims_timeout`` is one usage error when pytest starts, before any test runs.
 """
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ import pytest
 
 from infoflow_smt.claim_check import ClaimResult, Outcome, check
 from infoflow_smt.claims import Claim, load
+from infoflow_smt.command import SECONDS
 from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.words import printable
 
 PATTERNS = "infoflow_claims"
 TIMEOUT = "infoflow_claims_timeout"
+_SECONDS = pytest.StashKey[float]()   # the ini timeout, read once
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,6 +30,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="glob patterns of infoflow_smt claims files to collect (default claims_*.toml)")
     parser.addini(TIMEOUT, default="60",
                   help="seconds the prover has for each claim that sets no timeout of its own (default 60)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    text = str(config.getini(TIMEOUT))
+    try:
+        config.stash[_SECONDS] = SECONDS.value(text)
+    except ValueError as err:
+        raise pytest.UsageError(f"{TIMEOUT} = {printable(text, 40)} in the ini file: {err}") from None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
@@ -50,7 +62,7 @@ class ClaimsFile(pytest.File):
         except InvalidSpecError as err:
             raise BadClaimsFile("\n".join(str(p) for p in err.problems)) from None
         for claim in claims:
-            yield ClaimItem.from_parent(self, name=claim.name, claim=claim)
+            yield ClaimItem.from_parent(self, name=printable(claim.name, None), claim=claim)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, BadClaimsFile):
@@ -65,9 +77,9 @@ class ClaimItem(pytest.Item):
         self.result: ClaimResult | None = None
 
     def runtest(self) -> None:
-        self.result = check(self.claim, float(self.config.getini(TIMEOUT)))
+        self.result = check(self.claim, self.config.stash[_SECONDS])
         if self.result.outcome is Outcome.UNKNOWN:
-            pytest.skip(f"unknown: {self.result.found} (claimed: {self.claim})")
+            pytest.skip(f"unknown: {printable(self.result.found)} (claimed: {self.claim})")
         if self.result.outcome is Outcome.FALSE:
             raise ClaimFalse(str(self.result))
 

@@ -1,6 +1,8 @@
-"""``python -m proofs``: see ``proofs.cli``."""
+"""``python -m proofs``: see ``proofs.cli``; run as every command of the project is (``infoflow_smt.command``)."""
 from __future__ import annotations
 
-from .cli import main
+from infoflow_smt.command import console
 
-raise SystemExit(main())
+from .cli import PROG, main
+
+console(main, PROG)

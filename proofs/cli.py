@@ -6,7 +6,9 @@ seconds) followed by its evidence; ``--json`` prints one JSON document instead (
 codes: 0 when every requested proof holds, 1 when one does not, 3 when none is disproved but one is unknown
 (a question ran out of time: the text marks those questions UNKNOWN and the summary names the proof, the JSON
 lists them under ``undecided``), 2 on bad input (an unknown proof name, a malformed option, a report path whose folder does
-not exist), reported in one line on stderr, without a traceback.
+not exist, a FIFO or a link), reported in one line on stderr, without a traceback; 4 on a bug (one line, the
+traceback under ``--debug``); 130 on Ctrl-C. A reader that stops early (``| head``) leaves the exit code as it
+was (``infoflow_smt.command``).
 
 ``main`` is a plain function returning the exit code, so ``infoflow prove`` can call it.
 
@@ -16,39 +18,30 @@ not exist), reported in one line on stderr, without a traceback.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 import proofs
-from infoflow_smt import InvalidSpecError
+from infoflow_smt.command import SECONDS, BadInput, Exit, Parser, answer
+from infoflow_smt.files import output_file, write_atomic
+from infoflow_smt.words import printable
 
 from . import harness, render
-
-
-class BadInput(Exception):
-    """A user error: reported in one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse prints usage and exits; we want one line and code 2
-        raise BadInput(message)
-
 
 PROG = "python -m proofs"
 
 
 def _parser(prog: str = PROG) -> argparse.ArgumentParser:
-    parser = _Parser(prog=prog,
-                     description="Decide the known results of the InfoFlow papers (and of the literature) inside the "
-                                 "model with infoflow_smt. "
-                                 "Exit 0 when every requested proof holds, 1 when one does not, 2 on bad input.")
+    parser = Parser(prog=prog,
+                    description="Decide the known results of the InfoFlow papers (and of the literature) inside the "
+                                "model with infoflow_smt. "
+                                "Exit 0 when every requested proof holds, 1 when one does not, 2 on bad input, 3 "
+                                "when none is disproved but one is unknown.")
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"proofs to run: {', '.join(proofs.ALL)}")
     parser.add_argument("--all", action="store_true", help="run every proof (the default without NAME)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument("--report", metavar="FILE", help="also write a Markdown report to FILE")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--timeout", type=SECONDS, default=None, metavar="SECONDS",
                         help="one deadline for the whole run (default: each question its own, 60 s); what is "
                              "unfinished then is unknown (exit 3), never disproved")
     parser.add_argument("--explain", action="store_true",
@@ -58,7 +51,7 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def _requested(args: argparse.Namespace) -> list[str]:
     if args.all and args.names:
-        raise BadInput(f"give --all or proof names, not both (got --all and {', '.join(args.names)})")
+        raise BadInput(f"give --all or proof names, not both (got --all and {printable(', '.join(args.names))})")
     try:
         proofs.check_names(args.names)
     except proofs.UnknownProofError as err:
@@ -67,13 +60,9 @@ def _requested(args: argparse.Namespace) -> list[str]:
 
 
 def _report_path(args: argparse.Namespace) -> Path | None:
-    """Checked before any proof runs, so a typo does not cost a full run."""
-    if args.report is None:
-        return None
-    path = Path(args.report)
-    if path.is_dir() or not path.parent.is_dir():
-        raise BadInput(f"--report {args.report}: not a file in an existing folder")
-    return path
+    """Checked before any proof runs, so a typo does not cost a full run (infoflow_smt.files.output_file: not a
+    folder, a FIFO, a link, nor in a missing folder)."""
+    return None if args.report is None else output_file(args.report, "--report")
 
 
 def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
@@ -81,30 +70,24 @@ def run(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     args = _parser(prog).parse_args(argv)
     names = _requested(args)
     report = _report_path(args)
-    try:
-        with harness.within(args.timeout):
-            results = [proofs.ALL[name]() for name in names]
-    except InvalidSpecError as err:  # a timeout that is not a positive finite number
-        raise BadInput(f"--timeout {args.timeout}: {err}") from None
+    with harness.within(args.timeout):
+        results = [proofs.ALL[name]() for name in names]
     if args.json:
         print(render.json_document(results))
     else:
         print("\n".join(render.text(results, explain=args.explain)))
     if report is not None:
-        try:
-            report.write_text(render.markdown(results))
-        except OSError as err:
-            raise BadInput(f"--report {args.report}: {err.strerror or err}") from None
+        write_atomic(report, render.markdown(results), "--report")
     if all(result.holds for result in results):
-        return 0
-    return 3 if all(result.holds or result.unknown for result in results) else 1
+        return Exit.OK
+    return Exit.UNKNOWN if all(result.holds or result.unknown for result in results) else Exit.NO
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
-    """The command: its exit code (bad input: one line on stderr, code 2). ``prog``: the command as the user
-    typed it (``infoflow prove``), so an error names what they ran."""
-    try:
-        return run(argv, prog)
-    except BadInput as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
-        return 2
+    """The command: its exit code, every error one line on stderr (infoflow_smt.command.answer). ``prog``: the
+    command as the user typed it (``infoflow prove``), so an error names what they ran."""
+    import sys
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    return answer(lambda: run(argv, prog), prog, debug=debug)

@@ -2,6 +2,8 @@
 is neither (exit 3), a bad file is one line (exit 2)."""
 from __future__ import annotations
 
+import dataclasses
+import os
 from xml.etree import ElementTree
 
 import pytest
@@ -125,3 +127,90 @@ def test_the_papers_claims_hold(capsys):
     code, out, _ = run(capsys, "check", str(ROOT / "docs" / "claims.toml"))
     assert code == 0, out
     assert out.splitlines()[-1].endswith("0 false, 0 unknown")
+
+
+# ---- only complete answers are compared ------------------------------------------------------------------------
+@pytest.fixture
+def cut_frontier(monkeypatch):
+    """decide_all answering as when the deadline passes mid-walk: intrinsic_dimension:D=2's frontier with the
+    cell (1, 3) undecided, so the points found, (2, 2) and (3, 1), are only bounds."""
+    full = ifs.decide_all("intrinsic_dimension:D=2")
+    cut = dataclasses.replace(full, undecided=((1, 3),), grid=full.grid | {(1, 3): "unknown"},
+                              undecided_why=("the deadline passed",))
+    monkeypatch.setattr(claim_check, "decide_all", lambda *args, **kwargs: cut)
+    return cut
+
+
+def every(**table):
+    return claims.parse({"claim": [{"name": "d2", "target": "intrinsic_dimension:D=2", "architecture": "every"}
+                                   | table]})[0]
+
+
+def test_an_incomplete_frontier_is_unknown_never_a_pass(cut_frontier):
+    """A frontier the deadline left incomplete is compared with nothing (a false claim passed 3 times in 20)."""
+    for claim in (every(expect="feasible", frontier=[[2, 2], [3, 1]]), every(expect="feasible"),
+                  every(expect="infeasible"), every(expect="feasible", frontier=[[1, 3]])):
+        result = claim_check.check(claim)
+        assert result.outcome is Outcome.UNKNOWN and result.found.startswith(
+            "unknown (the frontier is incomplete: (1, 3) undecided: the deadline passed)"), result
+    # an undecided cell outside the claim's bounds leaves the answer within them complete
+    assert claim_check.check(every(expect="infeasible", max_heads=2, max_layers=1)).outcome is Outcome.HOLDS
+
+
+def test_an_incomplete_frontier_exits_3_from_the_command(cut_frontier, tmp_path, capsys):
+    path = write(tmp_path, '[[claim]]\nname = "d2"\ntarget = "intrinsic_dimension:D=2"\narchitecture = "every"\n'
+                           'expect = "feasible"\nfrontier = [[2, 2], [3, 1]]\n')
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 3 and "unknown: d2" in out and out.splitlines()[-1].endswith("0 hold, 0 false, 1 unknown")
+
+
+# ---- what the file says reaches the terminal and the XML escaped ---------------------------------------------
+# a claim's name can hold anything a TOML string can: escape sequences, NUL, a newline, a bidirectional override
+HOSTILE = """[[claim]]
+name = "two layers\\u001b[2J\\u0007\\u0000\\nrm -rf ~ \\u202e"
+target = "min_pairwise_dot"
+heads = [1, 1]
+expect = "infeasible"
+"""
+
+
+def test_hostile_names_reach_neither_the_terminal_nor_the_xml_raw(tmp_path, capsys):
+    path = write(tmp_path, HOSTILE)
+    code, out, _ = run(capsys, "check", str(path), "--junit-xml", str(tmp_path / "out.xml"))
+    assert code == 1 and not any(ord(c) < 32 and c != "\n" for c in out) and "\u202e" not in out
+    assert "false: two layers\\x1b[2J\\x07\\x00 rm -rf ~ \\u202e" in out
+    suite = ElementTree.parse(tmp_path / "out.xml").getroot()   # well formed: it parses
+    assert suite.find("testcase").get("name").startswith("two layers\\x1b[2J\\x07\\x00\nrm")
+
+
+# ---- paths: checked before any claim is put to the prover ----------------------------------------------------
+def _paths(tmp_path):
+    claims_file = write(tmp_path, TRUE)
+    os.mkfifo(tmp_path / "fifo.xml")
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep me")
+    os.symlink(elsewhere, tmp_path / "link.xml")
+    return claims_file, {"a folder": (tmp_path, "is a folder"),
+                         "a missing folder": (tmp_path / "no" / "x.xml", "does not exist"),
+                         "a FIFO": (tmp_path / "fifo.xml", "not a plain file"),
+                         "a symbolic link": (tmp_path / "link.xml", "is a symbolic link"),
+                         "the claims file itself": (claims_file, "is the input file")}
+
+
+def test_junit_xml_paths_are_refused_before_any_claim_is_checked(tmp_path, capsys, monkeypatch):
+    """A FIFO hung the command, a link or the claims file itself was overwritten, all after every claim ran."""
+    claims_file, refused = _paths(tmp_path)
+    asked = []
+    monkeypatch.setattr(claim_check, "check", lambda *args, **kwargs: asked.append(args))
+    for path, says in refused.values():
+        code, out, err = run(capsys, "check", str(claims_file), "--junit-xml", str(path))
+        assert code == 2 and out == "" and says in err and len(err.splitlines()) == 1, (path, err)
+    assert not asked and (tmp_path / "elsewhere.txt").read_text() == "keep me"
+    assert claims_file.read_text() == TRUE
+
+
+def test_the_claims_file_must_be_a_plain_file(tmp_path, capsys):
+    os.mkfifo(tmp_path / "claims.toml")
+    for path in (tmp_path / "claims.toml", "/dev/zero", tmp_path):
+        code, _, err = run(capsys, "check", str(path))
+        assert code == 2 and len(err.splitlines()) == 1 and ("plain file" in err or "folder" in err), err

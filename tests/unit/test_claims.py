@@ -7,6 +7,7 @@ from support.paths import ROOT
 
 import infoflow_smt as ifs
 from infoflow_smt import claims
+from infoflow_smt.limits import MAX_CLAIMS_BYTES
 
 T = ifs.T
 
@@ -68,6 +69,9 @@ def test_the_defaults_table_applies_unless_a_claim_sets_its_own():
     ({"heads": [1], "embed_dim": "T - T"}, "embed_dim"),
     ({"heads": [1], "embed_dim": 0}, "embed_dim = 0"),
     ({"heads": [1], "timeout": -1}, "timeout = -1"),
+    ({"heads": [1], "timeout": 1e308}, "timeout = 1e+308: give a positive number of seconds up to 1000000"),
+    ({"heads": [1], "exponent": "oo - oo"}, "exponent = 'oo - oo': 'oo - oo' has no real value"),
+    ({"heads": [1], "exponent": "0*oo"}, "has no real value"),
     ({"heads": [1], "positional": "yes"}, "positional = 'yes'"),
 ])
 def test_each_bad_value_is_named(table, named):
@@ -108,3 +112,33 @@ def test_expressions_are_read_with_a_whitelist():
 def test_the_example_file_reads():
     loaded = claims.load(ROOT / "docs" / "claims.toml")
     assert len(loaded) >= 12 and any(c.every for c in loaded) and any(not c.every for c in loaded)
+
+
+@pytest.mark.parametrize("text", ["oo - oo", "0*oo", "oo/oo", "(-1)**(1/2)"])
+def test_an_exponent_without_a_real_value_is_refused(text):
+    """``oo - oo`` is NaN: a claim compared with it would match nothing and mean nothing."""
+    with pytest.raises(ifs.InvalidSpecError, match="has no real value"):
+        claims.expression(text)
+
+
+def test_a_file_nested_thousands_deep_is_one_error(tmp_path):
+    deep = tmp_path / "claims_deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ifs.InvalidSpecError, match="nested too deep"):
+        claims.load(deep)
+
+
+def test_what_is_not_a_plain_file_is_refused_unread(tmp_path):
+    import os
+    fifo = tmp_path / "claims_fifo.toml"
+    os.mkfifo(fifo)   # opening it to read would wait for a writer forever
+    with pytest.raises(ifs.InvalidSpecError, match="not a plain file"):
+        claims.load(fifo)
+    with pytest.raises(ifs.InvalidSpecError, match="not a plain file"):
+        claims.load("/dev/zero")   # read whole, it would fill the memory
+    with pytest.raises(ifs.InvalidSpecError, match="is a folder"):
+        claims.load(tmp_path)
+    big = tmp_path / "claims_big.toml"
+    big.write_text("#" * (MAX_CLAIMS_BYTES + 1))
+    with pytest.raises(ifs.InvalidSpecError, match="over the limit"):
+        claims.load(big)

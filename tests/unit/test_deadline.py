@@ -8,7 +8,7 @@ import pytest
 
 from infoflow_smt.deadline import Deadline, OutOfTime, interrupts_remembered, seconds
 from infoflow_smt.errors import InfoflowError, InvalidSpecError
-from infoflow_smt.limits import DEFAULT_TIMEOUT
+from infoflow_smt.limits import DEFAULT_TIMEOUT, MAX_TIMEOUT
 
 
 def test_a_fresh_deadline_has_its_time_left():
@@ -33,16 +33,18 @@ def test_out_of_time_is_not_an_input_error():
     assert issubclass(OutOfTime, InfoflowError) and not issubclass(OutOfTime, ValueError)
 
 
-@pytest.mark.parametrize("value", [0, -1, math.inf, math.nan, True, "5", [5]])
+@pytest.mark.parametrize("value", [0, -1, math.inf, math.nan, True, "5", [5], 1e306, 1e308, MAX_TIMEOUT * 2])
 def test_a_bad_timeout_is_refused_naming_it(value):
-    with pytest.raises(InvalidSpecError, match=r"timeout must be a positive, finite number of seconds, got"):
+    """A deadline past MAX_TIMEOUT is refused: z3 takes it in milliseconds (1e308 s overflowed inside)."""
+    with pytest.raises(InvalidSpecError, match=r"timeout must be a positive number of seconds up to 1000000 .*got"):
         seconds(value)
     with pytest.raises(InvalidSpecError):
         Deadline(value)
 
 
 def test_timeouts_in_seconds():
-    assert seconds(None) == DEFAULT_TIMEOUT
+    assert seconds(None) == DEFAULT_TIMEOUT and seconds(MAX_TIMEOUT) == MAX_TIMEOUT
+    assert Deadline(MAX_TIMEOUT).milliseconds() < 2**32
     assert seconds(2) == 2.0 and isinstance(seconds(2), float)
     with pytest.raises(InvalidSpecError, match="budget must be"):
         seconds(0, subject="budget")

@@ -72,6 +72,28 @@ def test_a_bad_file_is_one_collection_error_naming_every_problem(pytester, claim
     assert "Traceback" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf", "1e308"])
+def test_a_bad_timeout_in_the_ini_file_is_one_usage_error(pytester, claims_pytest, value):
+    """Read once when pytest starts (it failed every claim with a traceback)."""
+    pytester.makefile(".toml", claims_true=TRUE)
+    pytester.makeini(f"[pytest]\ninfoflow_claims_timeout = {value}\n")
+    result = claims_pytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if "infoflow_claims_timeout" in line]
+    assert len(errors) == 1 and value in errors[0] and "Traceback" not in result.stderr.str()
+
+
+def test_an_incomplete_frontier_is_a_skip_never_a_pass(pytester, claims_pytest):
+    """An every-architecture claim whose frontier the deadline left incomplete (a false one here: the frontier of
+    intrinsic_dimension:D=8 has five points) is unknown."""
+    pytester.makefile(".toml", claims_cut='[[claim]]\nname = "cut"\ntarget = "intrinsic_dimension:D=8"\n'
+                      'architecture = "every"\nexpect = "feasible"\nfrontier = [[2, 8], [3, 4], [4, 3]]\n'
+                      'timeout = 0.01\n')
+    result = claims_pytest()
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*unknown: unknown (*"])
+
+
 def test_the_papers_claims_hold_through_the_plugin(claims_pytest):
     """docs/claims.toml, the example file, run in CI through pytest."""
     result = claims_pytest(str(ROOT / "docs" / "claims.toml"))
