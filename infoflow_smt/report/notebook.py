@@ -3,7 +3,8 @@
 
 Pictures are drawn by infoflow_smt/report/plots.py into a temporary file and inlined as base64 PNG, so a
 notebook saved with its outputs carries them; matplotlib is imported only when a picture is drawn. Every text
-that comes from the answer (targets, reasons, names) is escaped.
+that comes from the answer (targets as the user wrote them, reasons, names) is escaped: one line of printable
+text (``words.printable``: no control character or escape sequence), then HTML-escaped.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.report.explain import describe_program
 from infoflow_smt.report.verdict import at_one_length
+from infoflow_smt.words import printable
 
 STATUS_COLOURS = {"feasible": "#1b7837", "infeasible": "#b2182b", "unknown": "#777777"}
 
@@ -49,7 +51,12 @@ class Markup(str):
 
 
 def _cell(value: object) -> str:
-    return value if isinstance(value, Markup) else html.escape(str(value))
+    return value if isinstance(value, Markup) else _text(value)
+
+
+def _text(value: object) -> str:
+    """``value`` as HTML text: one line of printable characters, escaped."""
+    return html.escape(printable(value, None))
 
 
 def verdict_html(verdict) -> str:
@@ -123,4 +130,4 @@ def _light(value: str) -> str:
 
 
 def _items(texts: Iterable[str]) -> str:
-    return "<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in texts) + "</ul>"
+    return "<ul>" + "".join(f"<li>{_text(t)}</li>" for t in texts) + "</ul>"

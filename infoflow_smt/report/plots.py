@@ -31,6 +31,7 @@ from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Mode, Offset, position_text, program_cost, where_text
 from infoflow_smt.report.explain import describe_node
 from infoflow_smt.report.verdict import Verdict
+from infoflow_smt.words import printable
 
 # Okabe and Ito's palette: told apart with every common colour-vision deficiency, and in greyscale print
 COLOURS = {Mode.RETRIEVE: "#0072B2", Mode.KTH: "#E69F00", Mode.AGGREGATE: "#D55E00", Mode.POSITIONS: "#009E73",
@@ -249,7 +250,10 @@ def _phase_panel(ax, name: str, mine) -> None:
     ax.set_yticks(Ls)
     ax.set_xlabel("heads per layer")
     ax.set_ylabel("layers")
-    ax.set_title("\n".join(textwrap.wrap(name, 48) + [_settings(mine[0].architecture)]), fontsize=9)
+    # the name is a target as the user wrote it: drawn as the characters it is (printable ones), never as
+    # mathtext ($...$)
+    ax.set_title("\n".join(textwrap.wrap(printable(name, None), 48) + [_settings(mine[0].architecture)]),
+                 fontsize=9, parse_math=False)
 
 
 def _settings(arch) -> str:

@@ -3,6 +3,11 @@
 A table is data (headers, rows, a title); each format is one short function. The text form is drawn by rich
 at the terminal's width on a terminal, and at the table's own width anywhere else: a table written to a file
 or a pipe is never cut (rich shortens cells to "..." when its console is narrower than the table).
+
+Cells and titles come from users (a target's spelling, comments and all): each is first made one line of
+printable text (``words.printable``: no newline ends a LaTeX comment or a Markdown row, no escape sequence
+reaches a terminal), then escaped for its format: LaTeX's special characters, Markdown's, and in CSV a leading
+``= + - @`` that a spreadsheet would read as a formula (``'`` before it, as OWASP advises; numbers stay).
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import shutil
 from dataclasses import dataclass
 from enum import Enum
 from typing import TextIO
+
+from infoflow_smt.words import printable
 
 
 class TableFormat(str, Enum):
@@ -32,9 +39,14 @@ class Table:
     title: str = ""
     prose: bool = False     # the last column is sentences: in a file it wraps at 120 columns like a page
 
+    def __post_init__(self) -> None:   # every cell and the title one line of printable text (module docstring)
+        object.__setattr__(self, "headers", tuple(map(_line, self.headers)))
+        object.__setattr__(self, "rows", tuple(tuple(map(_line, row)) for row in self.rows))
+        object.__setattr__(self, "title", _line(self.title))
+
     @classmethod
     def of(cls, headers, rows, title: str = "", prose: bool = False) -> Table:
-        return cls(tuple(map(str, headers)), tuple(tuple(map(str, row)) for row in rows), title, prose)
+        return cls(tuple(headers), tuple(tuple(row) for row in rows), title, prose)
 
     def render(self, form: TableFormat | str = TableFormat.TEXT, terminal_width: int | None = None) -> str:
         """The table in ``form``; ``terminal_width`` is the width text may wrap at (None: never wrap).
@@ -46,6 +58,10 @@ class Table:
         writers = {TableFormat.TEXT: lambda t: _text(t, terminal_width), TableFormat.CSV: _csv,
                    TableFormat.MARKDOWN: _markdown, TableFormat.LATEX: _latex}
         return writers[TableFormat(form)](self)
+
+
+def _line(value) -> str:
+    return printable(value, None)
 
 
 def terminal_width(stream: TextIO) -> int | None:
@@ -87,14 +103,29 @@ PAGE = 120   # the width a prose column wraps at in a file
 def _csv(table: Table) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(table.headers)
-    writer.writerows(table.rows)
+    writer.writerow(map(csv_cell, table.headers))
+    writer.writerows(map(csv_cell, row) for row in table.rows)
     return out.getvalue()
+
+
+def csv_cell(text: str) -> str:
+    """A cell a spreadsheet shows as text: one that starts like a formula (``=``, ``+``, ``-``, ``@``) and is
+    not a number gets a ``'`` before it.
+
+    >>> csv_cell("=HYPERLINK(1)"), csv_cell("-1"), csv_cell("T/8 - 1")
+    ("'=HYPERLINK(1)", '-1', 'T/8 - 1')
+    """
+    if text[:1] in ("=", "+", "-", "@"):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
 
 
 def _markdown(table: Table) -> str:
     def row(cells) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(map(_markdown_escape, cells)) + " |"
     lines = [f"**{_markdown_escape(table.title)}**", ""] if table.title else []
     lines += [row(table.headers), "|" + "|".join("---" for _ in table.headers) + "|"]
     lines += [row(r) for r in table.rows]
@@ -116,7 +147,8 @@ def latex_escape(text: str) -> str:
 
 
 def _latex(table: Table) -> str:
-    # a tabular, not a table float: the paper places it and writes its own \caption (the title is a comment)
+    # a tabular, not a table float: the paper places it and writes its own \caption (the title is a comment,
+    # one line: Table.of made it so, and nothing after a newline could be read as LaTeX)
     lines = [f"% {table.title}"] * bool(table.title)
     lines += [r"\begin{tabular}{" + "l" * len(table.headers) + "}", r"\hline",
               " & ".join(map(latex_escape, table.headers)) + r" \\", r"\hline"]
