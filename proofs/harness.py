@@ -6,8 +6,8 @@ program the solver returned with ``ifs.check`` on fresh inputs, and records ever
 from the prediction. Nothing raised by the solver escapes: it becomes a mismatch that names the error.
 
 ``within(seconds)`` sets one deadline for every question asked inside it (a whole run of proofs): each
-question gets what is left, and what is unfinished at the deadline is UNKNOWN, so the proof is unknown,
-never disproved.
+question gets what is left, what is unfinished at the deadline is UNKNOWN, and no question is asked once it
+has passed (``unasked``), so the proof is unknown, never disproved, and the run ends at its deadline.
 
 >>> import infoflow_smt as ifs
 >>> ev = observe("max_retrieval", ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2), "feasible", exactly(1))
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -56,6 +57,20 @@ def timeout() -> float | None:
     """What is left of the run's deadline, for the next question (None: no run-wide deadline)."""
     end = _DEADLINE.get()
     return None if end is None else max(end - time.monotonic(), 1e-3)
+
+
+def deadline_passed() -> bool:
+    """Whether the run's deadline has passed: no question is asked after it."""
+    end = _DEADLINE.get()
+    return end is not None and time.monotonic() >= end
+
+
+UNASKED = "unknown: the run's deadline passed before this question was asked"
+
+
+def unasked(spec: str, arch: str, status: str, claim: Claim) -> Evidence:
+    """The evidence of a question the run's deadline left unasked: unknown, so the proof is unknown."""
+    return Evidence(spec, arch, status, "unknown", claim.text, sympy.nan, None, matches=False, detail=UNASKED)
 
 
 @dataclass(frozen=True)
@@ -118,6 +133,8 @@ def observe(spec: str, arch: ifs.Architecture, status: str, claim: Claim, *,
     ``mentions``: a phrase one of the explanation sentences must contain (the reason the paper gives).
     """
     started = time.perf_counter()
+    if deadline_passed():
+        return unasked(spec, str(arch), status, claim)
     try:
         target = ifs.catalogue.parse_spec(spec)
         verdict = ifs.decide(target, arch, timeout=timeout())
@@ -181,6 +198,10 @@ def general_claim(statement: str, checks: Iterable[FrontierCheck]) -> GeneralCla
     """Ask every frontier; the claim holds iff each is as expected. Nothing raised escapes."""
     frontiers, problems, undecided = [], [], []
     for check in checks:
+        if deadline_passed():
+            problems.append(f"{check.spec} {check.options}: {UNASKED}")
+            undecided.append(f"{check.spec} {check.options}")
+            continue
         try:
             frontier = ifs.decide_all(check.spec, **check.options, timeout=timeout())
         except ifs.SolverUnknownError as err:  # the deadline: the claim is unknown, not false
@@ -211,6 +232,7 @@ def architecture(heads: tuple[int, ...], embed_dim: int | sympy.Expr, input_dim:
                             rank_aware=rank_aware)
 
 
+@functools.lru_cache(maxsize=1024)   # the proofs state the same few predictions many times (simplify is slow)
 def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sympy.Expr = T,
                          heads: int = 1) -> sympy.Expr:
     """Theorem 3 of paper 1: decoding ``tokens`` tokens of dimension d from a state of width n costs

@@ -18,7 +18,11 @@ efficient cell whose witness runs neither.
 
 Every decided cell is appended to a cache file (JSON lines, one per cell, keyed by a hash of the target,
 the architecture, the question's settings and ``MODEL_VERSION``) as soon as it is decided: an interrupted
-sweep, run again, decides nothing twice. The cells of one target run in one process (they share one
+sweep, run again, decides nothing twice. The file is not trusted as it lies on disk, whoever wrote it: a
+record must carry its layout, its checksum and a status its exponent agrees with (efficient exactly when
+feasible, at every length); a feasible record's witness is replayed and must give the recorded exponent; an
+infeasible record, which nothing can replay, is served only to the solver that wrote it (``SOLVER``: the model's
+version and z3's), so a record from another version or another machine's z3 is decided again. The cells of one target run in one process (they share one
 encoding); targets spread over ``workers`` processes (all cores by default), or over a Ray cluster.
 """
 from __future__ import annotations
@@ -26,8 +30,10 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -50,8 +56,21 @@ from infoflow_smt.model.program import Mode, Program, validate
 from infoflow_smt.processes import worker_pool
 from infoflow_smt.report.verdict import Status
 from infoflow_smt.smt.solver import NOT_ESTABLISHED, WITNESS_SAMPLES, Questions, validate_question
+from infoflow_smt.symbols import T
 
 MODEL_VERSION = "4"   # bumped whenever the same question could get another verdict: old cache lines then miss
+
+
+def _solver() -> str:
+    try:
+        z3 = importlib.metadata.version("z3-solver")
+    except importlib.metadata.PackageNotFoundError:   # z3 from another distribution: no version to bind to
+        z3 = "unknown"
+    return f"model {MODEL_VERSION}, z3 {z3}"
+
+
+SOLVER = _solver()   # who wrote an infeasible record: only the same solver is served it
+_LATE = "the deadline passed before this cell was asked"
 
 
 @dataclass(frozen=True)
@@ -215,7 +234,9 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
         pending.remove(arch)
         key = _key(target, arch, job.settings)
         cell = _cached_cell(job, questions, arch, job.known[key]) if key in job.known else None
-        if cell is None or cell.recomputed:
+        if (cell is None or cell.recomputed) and time.time() >= job.end:   # no question starts past the deadline
+            cell = Cell(job.spec, arch, Status.UNKNOWN, "", "unknown", reason_unknown=_LATE)
+        elif cell is None or cell.recomputed:
             deadline = Deadline(max(job.end - time.time(), 1e-3))
             verdict = questions.decide(arch, deadline)
             cell = Cell(job.spec, arch, verdict.status, _exponent_text(verdict.exponent), "exact",
@@ -238,10 +259,13 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
 
 
 def _cached_cell(job: _Job, questions: Questions, arch: Architecture, record: dict) -> Cell:
-    """The cell a cache record holds, checked: a feasible record's witness is replayed and must give the
-    recorded exponent. A record that fails comes back as a cell marked ``recomputed`` (decide it again)."""
+    """The cell a cache record holds, checked (module docstring): its status against its exponent, a feasible
+    record's witness replayed to the recorded exponent. A record that fails comes back as a cell marked
+    ``recomputed`` (decide it again)."""
     try:
         cell = _cell_from(job.spec, arch, record)
+        if not _consistent(cell, job.settings["seq_len"]):
+            raise InvalidSpecError(f"a {cell.status.value} record with exponent {cell.exponent!r}", "cache")
         if cell.status is Status.FEASIBLE:
             if cell.witness is None or validate(cell.witness, arch):
                 raise InvalidSpecError("a feasible record without a witness that fits the architecture", "cache")
@@ -252,6 +276,28 @@ def _cached_cell(job: _Job, questions: Questions, arch: Architecture, record: di
         return cell
     except (InvalidSpecError, WitnessCheckError, OutOfTime, ValueError, TypeError, KeyError):
         return Cell(job.spec, arch, Status.UNKNOWN, "", "unknown", recomputed=True)
+
+
+# what a recorded exponent may hold: sympy's spelling of a cost exponent (numbers, T, oo; no call, no power)
+_EXPONENT = re.compile(r"[0-9T o+\-*/().]{1,200}")
+
+
+def _consistent(cell: Cell, seq_len: int | None) -> bool:
+    """Whether a record's status agrees with its exponent: for all large ``T`` a feasible cell's exponent is
+    bounded and an infeasible one's is not (at one length every exponent is a number, and says nothing)."""
+    if cell.status is Status.UNKNOWN:
+        return False
+    if not cell.exponent:   # no exponent: only an infeasible answer whose best program was not found
+        return cell.status is Status.INFEASIBLE
+    if not _EXPONENT.fullmatch(cell.exponent) or "**" in cell.exponent:
+        return False
+    if seq_len is not None:
+        return True
+    try:
+        exponent = sympy.sympify(cell.exponent, locals={"T": T})
+        return not exponent.has(sympy.zoo, sympy.nan) and cost.is_bounded(exponent) == (cell.status is Status.FEASIBLE)
+    except Exception:  # noqa: BLE001 - text sympy cannot read or bound is not a record we wrote
+        return False
 
 
 def _inferred(cell: Cell, other: Architecture) -> Cell | None:
@@ -324,7 +370,8 @@ def _load(path: Path) -> tuple[dict, int]:
                 if (record.get("format") != CACHE_FORMAT or not isinstance(record.get("key"), str)
                         or record.get("sum") != _checksum(record)):
                     raise ValueError("not a checked record")
-                Status(record["status"])
+                if Status(record["status"]) is Status.INFEASIBLE and record.get("solver") != SOLVER:
+                    continue   # another solver's "no": nothing here can check it, so it is decided again
                 found[record["key"]] = record
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 damaged += line.strip() != ""
@@ -335,6 +382,8 @@ def _append(path: str, key: str, cell: Cell) -> None:
     record = {"model": MODEL_VERSION, "format": CACHE_FORMAT, "key": key, "status": cell.status.value,
               "exponent": cell.exponent, "witness": cell.witness.to_json() if cell.witness else None,
               "seconds": cell.seconds}
+    if cell.status is Status.INFEASIBLE:
+        record["solver"] = SOLVER
     record["sum"] = _checksum(record)
     line = json.dumps(record) + "\n"
     with open(path, "a", encoding="utf-8") as handle:  # one short line under a lock: no two writers interleave

@@ -238,6 +238,31 @@ DISK_OK = [
     ("disk-garbage-lines", (_CACHE + "open(c, 'a').write('{\"model\": \"' + __import__('infoflow_smt.explore.sweeps', "
                             "fromlist=['x']).MODEL_VERSION + '\", \"key\": 1}\\n' + 'x' * 3000000 + '\\n'); "
                             "s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); assert s.cached == 2, s")),
+    # a record edited with its checksum recomputed (the checksum is no secret): checked against itself
+    ("disk-status-flipped-checksum-recomputed",   # "no 1": infeasible with an efficient exponent
+     (_CACHE + "import json; from infoflow_smt.explore import sweeps; r = [json.loads(l) for l in open(c)]; "
+      "[x.update(status='infeasible', solver=sweeps.SOLVER) or x.update(sum=sweeps._checksum(x)) for x in r "
+      "if x['status'] == 'feasible']; open(c, 'w').write(''.join(json.dumps(x) + '\\n' for x in r)); "
+      "s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); "
+      "assert s.cells[0].status.value == 'feasible' and not s.cells[0].cached, s")),
+    ("disk-feasible-exponent-that-grows",
+     (_CACHE + "import json; from infoflow_smt.explore import sweeps; r = [json.loads(l) for l in open(c)]; "
+      "[x.update(exponent='T/8 - 1') or x.update(sum=sweeps._checksum(x)) for x in r if x['status'] == 'feasible']; "
+      "open(c, 'w').write(''.join(json.dumps(x) + '\\n' for x in r)); "
+      "s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); "
+      "assert s.cells[0].exponent == '1' and not s.cells[0].cached, s")),
+    ("disk-infeasible-from-another-solver",   # nothing replays a "no": only the solver that wrote it is served it
+     (_CACHE + "import json; from infoflow_smt.explore import sweeps; r = [json.loads(l) for l in open(c)]; "
+      "[x.update(solver='model 4, z3 0.0') or x.update(sum=sweeps._checksum(x)) for x in r "
+      "if x['status'] == 'infeasible']; open(c, 'w').write(''.join(json.dumps(x) + '\\n' for x in r)); "
+      "s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); "
+      "assert s.cells[1].status.value == 'infeasible' and not s.cells[1].cached and s.cells[0].cached, s")),
+    ("disk-exponent-that-is-code",   # read by a whitelist: never run
+     (_CACHE + "import json, os; from infoflow_smt.explore import sweeps; r = [json.loads(l) for l in open(c)]; "
+      "[x.update(exponent=f\"__import__('os').mkdir('{tmp}/ran')\") or x.update(sum=sweeps._checksum(x)) for x in r "
+      "if x['status'] == 'infeasible']; open(c, 'w').write(''.join(json.dumps(x) + '\\n' for x in r)); "
+      "s = ifs.sweep(['min_pairwise_dot'], g, cache=c, workers=1); "
+      "assert not s.cells[1].cached and not os.path.exists(tmp + '/ran'), s")),
     ("disk-same-architecture-twice", (f"s = ifs.sweep(['min_pairwise_dot'], [{A}, {A}], cache=False, workers=1); "
                                       "assert not any(c.inferred for c in s.cells) and all(c.witness for c in s.cells), s")),
     ("disk-export-keeps-mode", (f"p = tmp + '/e.smt2'; open(p, 'w').close(); __import__('os').chmod(p, 0o644); "
@@ -294,6 +319,18 @@ EVALUATION_BOUNDED = [
       "assert time.monotonic() - s < 5 + 1.5")),
 ]
 
+# a target as a user may write it: comments holding mathtext, LaTeX that runs a shell, an escape sequence
+_COMMENTED = repr("max(f1(x[t]) for t in T)  # $\\frac{$ \x1b[2J\n# \\immediate\\write18{touch owned}\n")
+EXPORTS = [  # each drawn or written as the characters it is (mathtext crashed the phase diagram and its HTML)
+    ("export-phase-diagram-mathtext",
+     (f"s = ifs.sweep([{_COMMENTED}], [ifs.Architecture(heads=(1,), input_dim=2)], cache=False, workers=1); "
+      "s.plot(tmp + '/p.png'); assert '<img' in s._repr_html_() and '\\x1b' not in s._repr_html_()")),
+    ("export-latex-title-stays-a-comment",
+     ("from infoflow_smt.report.tables import Table; "
+      f"lines = Table.of(['L'], [[1]], title={_COMMENTED}).render('latex').splitlines(); "
+      "assert lines[0].startswith('% ') and lines[1] == '\\\\begin{tabular}{l}', lines")),
+]
+
 CASES: list[tuple[str, str, str]] = (
     [(f"text-{i}", f"ifs.parse_target({code})", ERR) for i, code in TEXTS]
     + [(f"decide-text-{i}", f"ifs.decide({code}, {A})", ERR) for i, code in TEXTS[:20]]
@@ -307,4 +344,5 @@ CASES: list[tuple[str, str, str]] = (
     + [(i, code, "ok") for i, code in PARTIAL[:-1]] + [(PARTIAL[-1][0], PARTIAL[-1][1], "SolverUnknownError")]
     + [(i, code, "OutOfTime") for i, code in ENCODING_DEADLINE] + [(i, code, "ok") for i, code in ENCODING_BOUNDED]
     + [(i, code, "ok") for i, code in EVALUATION_BOUNDED]
+    + [(i, code, "ok") for i, code in EXPORTS]
 )
