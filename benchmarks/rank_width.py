@@ -27,9 +27,10 @@ from pathlib import Path
 import torch
 
 import infoflow_smt as ifs
-from experiments.training.data import make_dataset
 from experiments.tables.profiles import confirm_setup
-from experiments.training.trainer import configure_threads, train_models
+from experiments.training.data import make_dataset
+from experiments.training.devices import configure_threads
+from experiments.training.trainer import train_models
 
 
 @dataclass(frozen=True)

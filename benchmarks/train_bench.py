@@ -27,8 +27,9 @@ from collections.abc import Callable
 import torch
 
 from experiments.training.data import make_dataset
+from experiments.training.devices import configure_threads, device_name, pick_device
 from experiments.training.network import ModelConfig
-from experiments.training.trainer import TrainConfig, configure_threads, device_name, pick_device, train_models
+from experiments.training.trainer import TrainConfig, train_models
 
 
 def paper1_configs(seq_len: int, embed_dim: int = 32) -> list[ModelConfig]:
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
     parser.add_argument("--steps", type=int, default=None, help="optimizer steps per timing (cpu 60, cuda 300)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads (default 1, see experiments/training/trainer.py)")
+                        help="torch CPU threads (default 1, see experiments/training/devices.py)")
     args = parser.parse_args(argv)
     try:
         device = pick_device(args.device)

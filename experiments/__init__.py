@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(module, name)
     if name == "compile":
-        from experiments.compilation.weights import compile as compile_witness
+        from experiments.compilation.compiling import compile as compile_witness
 
         return compile_witness
     if name in ("check_compiled", "CompiledCheck"):

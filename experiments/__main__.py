@@ -174,7 +174,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_confirm(args: argparse.Namespace) -> int:
     """Decide TARGET on one architecture, train it and its neighbours within --budget, print the table."""
     import infoflow_smt as ifs
-
     from experiments.confirmation.confirming import confirm
 
     arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
@@ -279,12 +278,12 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if getattr(args, "target", None):
         _check_target(args.target)
     if getattr(args, "threshold", None) is None and args.command == "confirm":
-        from experiments.confirmation.confirming import DEFAULT_THRESHOLD
+        from experiments.confirmation.trend import DEFAULT_THRESHOLD
 
         args.threshold = DEFAULT_THRESHOLD
     if args.command == "confirm":
         from experiments.confirmation.budget import parse_budget
-        from experiments.confirmation.confirming import DEFAULT_SEQ_LENS, check_budget
+        from experiments.confirmation.schedule import DEFAULT_SEQ_LENS, check_budget
 
         args.budget = parse_budget(args.budget)
         check_budget(args.budget, len(args.seq_len or DEFAULT_SEQ_LENS))
@@ -323,7 +322,6 @@ def _on_sigterm(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """The command's exit code; ``prog``: the command as the user typed it (``infoflow experiment``)."""
     import infoflow_smt
-
     from experiments.tables.store import StoreError
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -1,8 +1,10 @@
 """Compilation: a feasible witness written as a softmax transformer with explicit weights
 (``experiments.compile``), and its NMSE over beta and T (``experiments.check_compiled``).
 
-``plan`` (no torch: where each fact lives in the residual stream, what each head reads), ``separable``
-(no torch: a function of two tokens as a sum of products), ``weights`` (the transformer and its maps),
-``mlp_maps`` (``ffn="mlp"``: the maps as fitted MLPs), ``check`` (NMSE against ``Target.evaluate``),
-``command`` (``infoflow compile``), ``figure`` (the attention maps beside the witness, docs/compile.md).
+``compiling`` calls the steps in order, witness -> plan -> layout -> weights -> check: ``plan`` and
+``factors`` (no torch: what every position holds, each head's scores split into products, with
+``separable``'s sums of products for a function of two tokens), ``layout`` (no torch: the slots of the
+residual stream), ``weights``, ``exact_maps`` and ``mlp_maps`` (the transformer and its position-wise maps),
+``check`` (NMSE against ``Target.evaluate``); ``command`` is ``infoflow compile``, ``figure`` draws the
+attention maps beside the witness (docs/compile.md).
 """

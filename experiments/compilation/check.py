@@ -18,11 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from infoflow_smt.lang.expr import reads_selected_token
-
-from experiments.compilation.weights import compile
+from experiments.compilation.compiling import compile
 from experiments.training.data import Distribution, default_distribution, resolve_target, sample_inputs
+from infoflow_smt.lang.expr import reads_selected_token
 
 NMSE_GOAL, NMSE_FLOOR, SLOPE_GOAL, BETA_GROWTH = 1e-3, 1e-7, -0.9, 8.0
 # inputs per T: a target that reads a selected token errs by about its own size on the inputs whose top two

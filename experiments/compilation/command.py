@@ -95,13 +95,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str], prog: str = PROG) -> int:
-    import torch
-
     import infoflow_smt as ifs
-    from infoflow_smt.errors import CompileRefusal
-
+    import torch
     from experiments.compilation.check import check_compiled
-    from experiments.compilation.weights import compile as compile_witness
+    from experiments.compilation.compiling import compile as compile_witness
+    from infoflow_smt.errors import CompileRefusal
 
     args = build_parser(prog).parse_args(list(argv))
     if (args.samples is not None and args.samples < 2) or args.embed_dim < 1 or args.input_dim < 1:

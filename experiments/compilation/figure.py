@@ -11,8 +11,7 @@ import numpy as np
 import torch
 
 import infoflow_smt as ifs
-
-from experiments.compilation.weights import compile as compile_witness
+from experiments.compilation.compiling import compile as compile_witness
 
 
 def attention_figure(verdict, X: np.ndarray, path: str, beta: float = 64.0) -> None:

@@ -1,7 +1,8 @@
 """Confirmation: one decided case set beside trained networks, judged by its trend over T
 (``experiments.confirm``).
 
-``budget`` (the wall time as users write it), ``confirming`` (the decided architecture and its neighbours,
-trained at several lengths within the budget), ``trend`` (the judging rule, fixed before training),
-``table`` (the agreement table it returns).
+``confirming`` calls the steps in order: ``neighbours`` (the decided architecture and its neighbours, each
+decided by the solver), ``schedule`` (no torch: the budget shared out, ``budget`` reads it as users write
+it), ``run`` (every row trained at every length in worker processes), then each row judged by ``trend`` (the
+rule, fixed before training) into ``table`` (the agreement table returned).
 """

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from experiments.training.data import make_dataset, resolve_target
-from experiments.training.network import BatchedTransformer
 from experiments.tables.profiles import CPU, Table
-from experiments.training.trainer import configure_threads, train_batch
+from experiments.training.data import make_dataset, resolve_target
+from experiments.training.devices import configure_threads
+from experiments.training.network import BatchedTransformer
+from experiments.training.trainer import train_batch
 
 
 def attention(model: BatchedTransformer, X: np.ndarray) -> dict[str, np.ndarray]:

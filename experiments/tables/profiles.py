@@ -143,9 +143,10 @@ SMOKE = Profile(
 # < 20 minutes. Why each setting (figures: docs/reproduction.md, "Measurements behind the profiles"):
 #  * 100k training sequences: labels are cheap, and 8k overfit; 2000 validation sequences.
 #  * lr 1e-2 (AdamW, wd 1e-2, 5% warm-up, cosine to zero): the best of the lr sweep on linear_max_sum:D=4.
-#  * linear_max_sum:D=4, 8000 steps at T=8 and 10000 at T=16: at 6000, h=4 was too close to 1e-4;
-#    h=1..3 and h=4,5 are two jobs so that the first (it plateaus) frees its worker.
-#  * intrinsic_dimension:D=2, 14000 steps, batch 128: 6000 gave 6-9x, short of the 10x criterion.
+#  * linear_max_sum:D=4, 8000 steps at T=8 and 10000 at T=16: with fewer, h=4 ends too close to the 1e-4
+#    criterion; h=1..3 and h=4,5 are two jobs so that the first (it plateaus) frees its worker.
+#  * intrinsic_dimension:D=2, 14000 steps, batch 128: with fewer the (2, 2) row falls short of the 10x
+#    criterion.
 #  * triangle_center, lr 3e-3: lr 1e-2 diverges; T=32 gets 10k sequences (labels cost O(T^3)) and
 #    stops after 5 flat evaluations (its curve is flat from the first).
 #  * no early stopping elsewhere: at lr 1e-2 the curves are noisy and a plateau rule stopped runs early.
@@ -182,7 +183,7 @@ CPU = Profile(
               Criterion("range", "triangle", (32,), min_nmse=0.8)))
 
 # depth: does depth replace heads? The D = 3 experiment at T = 8 and 16 with two seeds (the cpu profile runs
-# it at T = 8 with one); about 5 minutes on 2 CPU cores.
+# it at T = 8 with one).
 DEPTH = Profile(
     name="depth", description="D = 3 retrieval (linear_max_sum:D=3): 2 layers of 1 head beside 1 layer of 2 "
                               "and of 3 heads, E = 24, T = 8 and 16, seeds 0 and 1",
@@ -191,8 +192,8 @@ DEPTH = Profile(
     default_train=_CPU_D3)
 
 # paper: the papers' T, d, heads and widths (paper 1's E is not reported: 32), with the cpu profile's recipe.
-#  * 2500 steps: what fit gpu_run.sh's 330 s on an H200 before this recipe (not re-measured since: no GPU);
-#    the intrinsic tables separate at T = 64 only with a longer schedule, which needs a GPU measurement.
+#  * 2500 steps: sized to gpu_run.sh's 330 s on one H200; the intrinsic tables separate at T = 64 only with a
+#    longer schedule, which needs a GPU measurement.
 #  * 8000 training sequences for the triangle table only: its labels at T = 64 cost O(T^3).
 # Figures: docs/reproduction.md, "Measurements behind the profiles".
 _GPU_TRAIN = replace(_CPU_BASE, steps=2500, warmup_steps=125, eval_every=250)
@@ -215,7 +216,7 @@ PAPER = Profile(
 # layers of 1 head (positions 1..4 each retrieve one maximum, the output gathers them), and inefficient
 # without it ((2L - 1) h = 3 < 4), against paper 2's Conjecture 1 (L h >= D). Beside it, 1 layer of 4 heads
 # (efficient) and of 3 (not), one width E = 32 (n = E / h), the depth table's recipe (residual on, 4000
-# steps), T = 16 and 32, seeds 0 and 1; 62 minutes with one worker on the 2-core machine while it was shared.
+# steps), T = 16 and 32, seeds 0 and 1.
 def _workers(positional: bool, archs: tuple[tuple[int, ...], ...]) -> Table:
     return Table(name="workers_pe" if positional else "workers_nope", target="linear_max_sum:D=4", input_dim=4,
                  seq_lens=(16, 32), archs=tuple((h, 32) for h in archs), seeds=(0, 1), train=_CPU_D3,
@@ -237,7 +238,7 @@ WORKERS = Profile(
 # with symmetric A_i (written B_i(s, t) + B_i(t, s)) each group is one ordered half, so (2, 2) is efficient and
 # (1, 2) is not, as without the mask; with non-symmetric A_i each group needs both sides of its pairs at the
 # inputs, so (2, 2) is not efficient and (4, 2) is. The intrinsic table's recipe (linear embedding, residual,
-# 128-wide FFN, learned temperature, 14000 steps), T = 16, E = 16, seeds 0 and 1; 16 minutes on 2 CPU cores.
+# 128-wide FFN, learned temperature, 14000 steps), T = 16, E = 16, seeds 0 and 1.
 _SYMMETRIC_D2 = " + ".join(f"max(bilinear(A{i}, x[s], x[t]) + bilinear(A{i}, x[t], x[s]) for s in T for t in T)"
                            for i in (1, 2))
 CAUSAL = Profile(
@@ -266,9 +267,9 @@ def get_profile(name: str | Profile) -> Profile:
         raise KeyError(f"unknown profile {name!r}; known: {', '.join(PROFILES)}") from None
 
 
-# confirm(): the model family and recipe for one decided case and its neighbours (confirming.py scales the
-# step count, warm-up and data size to the budget). Paper 1's switches (residual on, no PE unless the
-# architecture has it, no LayerNorm); the lr is the one the sweeps chose for the cpu tables.
+# confirm(): the model family and recipe for one decided case and its neighbours (its schedule,
+# experiments/confirmation/schedule.py, scales the step count, warm-up and data size to the budget). Paper 1's switches (residual on, no PE unless
+# the architecture has it, no LayerNorm); the lr is the one the sweeps chose for the cpu tables.
 CONFIRM_MODEL = ModelConfig(mlp_hidden=32, ffn_hidden=128, residual=True)
 CONFIRM_RECIPE = TrainConfig(batch_size=256, lr=1e-2, weight_decay=1e-2)
 
@@ -276,11 +277,9 @@ CONFIRM_RECIPE = TrainConfig(batch_size=256, lr=1e-2, weight_decay=1e-2)
 # <x_s, x_t>, the same form with A = I) learn with a linear token embedding, no LayerNorm, a learned
 # temperature and batch 128 (the intrinsic measurements above), and a gated FFN between the layers: the
 # second layer compares x_s^T A x_t* over s, a product of what the first gathered, which SiLU(W1 u) * (W3 u)
-# forms directly. With the GELU FFN the (2, 2) intrinsic network stalled near 1e-2 at T = 16 and 32 in
-# confirm's 14-minute budget; gated, 6000 steps alone on one thread gave (2, 2) 1.5e-3 / 2.4e-3 and (2, 1)
-# 2.9e-2 / 3.0e-2 at T = 16 / 32 (GELU: (2, 2) 2.1e-2 at T = 32). In confirm's budget the gated (2, 2) network
-# still stalled at T = 32 in one run of three (docs/reproduction.md). Triangle center
-# with a 128-wide token MLP and lr 3e-3 (it diverges at 1e-2).
+# forms directly, where a GELU FFN must approximate it and learns it too slowly for confirm's budget
+# (docs/reproduction.md, intrinsic dimension). Triangle center with a 128-wide token MLP and lr 3e-3 (it
+# diverges at 1e-2).
 _CONFIRM_BILINEAR = (replace(CONFIRM_MODEL, token_embedding="linear", learn_temperature=True, ffn_gated=True),
                      replace(CONFIRM_RECIPE, batch_size=128))
 CONFIRM_SETUPS: dict[str, tuple[ModelConfig, TrainConfig]] = {

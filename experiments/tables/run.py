@@ -18,12 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from infoflow_smt.processes import worker_pool
-
-from experiments.training.data import default_distribution, make_dataset
 from experiments.tables.profiles import Profile, Table, get_profile
 from experiments.tables.store import ResultStore, RunRecord, config_key, store_path
-from experiments.training.trainer import configure_threads, cpu_model, device_name, pick_device, train_models
+from experiments.training.data import default_distribution, make_dataset
+from experiments.training.devices import configure_threads, default_workers, device_name, pick_device
+from experiments.training.trainer import train_models
+from infoflow_smt.machine import cpu_model
+from infoflow_smt.processes import worker_pool
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,8 @@ def plan(profile: Profile) -> list[Job]:
     return jobs
 
 
-# Model switches added after results were stored, with the behaviour those results had: a run with the
-# switch at that value has the configuration it had before, so it is hashed without it.
+# Switches hashed only away from these values: a stored run whose configuration lacks the switch trained
+# with exactly this behaviour, so its key must not change.
 _ADDED_SWITCHES = {"token_embedding": "mlp", "ffn_gated": False}
 
 
@@ -143,11 +144,6 @@ def _train_pending(job: Job, profile_name: str, device: str, threads: int | None
     records, _ = run_job(job, profile_name, None, torch.device(device), label_workers=label_workers,
                          workers=workers)
     return records
-
-
-def default_workers(device: torch.device) -> int:
-    """CPU: one single-threaded worker process per usable core (see trainer.py on threads); CUDA: one."""
-    return len(os.sched_getaffinity(0)) if device.type == "cpu" else 1
 
 
 def run_profile(profile: str | Profile, results_dir: str | os.PathLike[str] = "results",

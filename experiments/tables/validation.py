@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from experiments.training.data import resolve_target, target_label
 from experiments.tables.profiles import Profile, Table, get_profile
 from experiments.tables.run import Job, run_job
 from experiments.tables.store import ResultStore, store_path
-from experiments.training.trainer import pick_device
+from experiments.training.data import resolve_target, target_label
+from experiments.training.devices import pick_device
 
 NMSE_THRESHOLD_REASONS = {
     "paper": "3e-3 separates paper 1 Exp. 1's efficient (<= 2.0e-3) from inefficient (>= 4.5e-3) rows",

@@ -145,14 +145,14 @@ def _evaluate_chunk(args: tuple[str, int, np.ndarray]) -> np.ndarray:
     return np.asarray(resolve_target(spec, seed=seed).evaluate(X), dtype=np.float64)
 
 
-_POOL_WORTH_S = 5.0   # a process pool costs ~2-3 s to start: only worth it for labels slower than this
+_POOL_WORTH_S = 5.0   # a process pool takes seconds to start: only worth it for labels slower than this
 
 
 def label(tgt: Any, X: np.ndarray, workers: int = 1) -> np.ndarray:
     """``tgt.evaluate(X)``, split over ``workers`` processes when the labels are slow.
 
     Why: the reference evaluation of an order-3 target costs O(T^3) per sequence (triangle center at
-    T = 64: ~32 ms per sequence on an H200 host), so a paper-sized dataset needs the machine's cores.
+    T = 64), so a paper-sized dataset needs the machine's cores.
     The first sequences are timed serially; the pool starts only if the rest would take longer than
     ``_POOL_WORTH_S``. Each worker rebuilds the target from its spec and seed, and the target is
     evaluated sequence by sequence, so the labels are the same either way.

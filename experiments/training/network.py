@@ -184,7 +184,7 @@ class BatchedTransformer(nn.Module):
         #  * flat:  each model's heads are consecutive blocks of its own width in one row space of size
         #    D = max h*n (= E for n = E // h); scores use a per-head 0/1 mask of those rows, which costs
         #    H_max times the score work but no wasted projection width. Used when slots would be wider
-        #    than D (mixed head widths): paper 1's 15 configurations then train 1.6x faster on CPU.
+        #    than D (mixed head widths, as in paper 1's tables), where the slots' padding costs more.
         self.flat: set[int] = set()
         for l in range(self.layers):
             H = max(c.heads[l] for c in configs)
@@ -266,7 +266,7 @@ class BatchedTransformer(nn.Module):
     def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
         """x (M, ..., in) -> (M, ..., out) with weight ``name.w*`` (M, out, in...) and bias ``name.b*``.
 
-        One ``baddbmm`` per call: ``torch.einsum`` picks a path up to 100x slower for these shapes on CPU.
+        One ``baddbmm`` per call: for these shapes ``torch.einsum`` picks a far slower path on CPU.
         """
         w, b = self._p(name), self._p(name.replace(".w", ".b"))
         # query/key/value weights are (M, H, n, E) (slots) or (M, D, E) (flat); the output map (M, E, H, n)

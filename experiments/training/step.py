@@ -4,10 +4,9 @@ All three compute the same update (each model's own MSE, summed so that each mod
 loss's gradient; AdamW; the learning rate the schedule gives) and return the per-model minibatch loss as a
 device tensor, never a Python number: nothing in a step waits for the device.
 
-* ``reference`` is the step this module had before it was made faster: every parameter multiplied by its
-  0/1 padding mask in every forward (and so in every backward), and AdamW's default implementation (a
-  loop over parameters on CPU, ``foreach`` on CUDA). It stays
-  for two reasons: ``benchmarks/train_bench.py`` times it as the "before" figure, and a test checks that
+* ``reference`` is the plain step: every parameter multiplied by its 0/1 padding mask in every forward (and
+  so in every backward), and AdamW's default implementation (a loop over parameters on CPU, ``foreach`` on
+  CUDA). It is the baseline ``benchmarks/train_bench.py`` sets the fast step against, and a test checks that
   the fast step trains to the same numbers in float64.
 * ``fast`` runs the forward without masks and zeroes the padded entries once after the optimizer step
   (``BatchedTransformer.enforce_masks``: one fused multiply), with the fused AdamW kernel (one kernel over
@@ -18,9 +17,8 @@ device tensor, never a Python number: nothing in a step waits for the device.
   and the learning rate live in static device tensors that the host overwrites before each replay. If
   recording fails the job falls back to ``fast`` and says so once (stderr).
 
-Measured (CPU, one thread; ``benchmarks/train_bench.py`` prints the current figures): see train_bench.
-``torch.compile`` was measured too and rejected on CPU: 62 s to compile the 3-model step of paper 1's
-two-layer table (T = 16, E = 16), and then no faster than ``fast`` (33 ms against 30 ms a step).
+``benchmarks/train_bench.py`` prints each step's speed. ``torch.compile`` is not used: on CPU compiling a
+step takes longer than many of these jobs train, and the compiled step is no faster than ``fast``.
 """
 from __future__ import annotations
 

@@ -9,11 +9,7 @@ parameter is M independent optimizers), so a model's trajectory does not depend 
 NMSE = MSE / Var(target) on the validation set (pooled over components for vector targets), i.e. 1 - R^2;
 we keep the best over the evaluations of a run (paper 1 reports the best validation NMSE).
 
-Threads: on CPU ``configure_threads`` sets torch to ONE intra-op thread by default (``--threads N`` to
-change). Measured on the 2-core project machine: these models' ops are small (a 6-model step is ~200
-kernels of well under a millisecond), so OpenMP's fork/join costs more than a second core gains, and when
-anything else runs on the machine the spinning OpenMP barrier collapses (a GELU 10x, a whole training step
-3.4x slower with 2 threads than with 1). Inter-op threads: 1 (there is no inter-op parallelism to use).
+The device and threads a job runs on: devices.py.
 """
 from __future__ import annotations
 
@@ -24,13 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from infoflow_smt.machine import cpu_model
-
 from experiments.training.data import Dataset
 from experiments.training.network import BatchedTransformer, ModelConfig
 from experiments.training.step import make_step
 
-DEFAULT_CPU_THREADS = 1   # measured, see the module docstring
 _INDEX_CHUNK = 256        # steps of minibatch indices drawn (and copied to the device) at once
 
 
@@ -77,32 +70,6 @@ class RunMetrics:
     best_step: int = 0                     # step of the best validation NMSE
     stop_reason: str = "schedule"          # schedule (all steps) | plateau | deadline | budget (wall time)
     step_kind: str = "fast"                # which step implementation trained it (step.py)
-
-
-def configure_threads(threads: int | None = None) -> int:
-    """Set torch's CPU threads (default 1, see the module docstring); returns the count."""
-    n = threads or DEFAULT_CPU_THREADS
-    torch.set_num_threads(n)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:  # only settable before the first parallel op; harmless to keep the current value
-        pass
-    return n
-
-
-def pick_device(requested: str | None = None) -> torch.device:
-    """``cuda`` when present (or requested), else ``cpu``; asking for cuda without one is an error."""
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda requested but torch.cuda.is_available() is False")
-    if requested:
-        return torch.device(requested)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return cpu_model()
 
 
 _TIMED_EVALS = 20   # evaluations over a wall-time schedule

@@ -13,8 +13,7 @@ torch = pytest.importorskip("torch")
 
 import experiments
 import infoflow_smt as ifs
-from experiments.compilation import command, separable
-from experiments.compilation import plan as wp
+from experiments.compilation import command, layout, separable
 from experiments.compilation.weights import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
@@ -102,13 +101,13 @@ def test_a_stream_too_narrow_even_so_reuses_the_room_of_facts_nothing_reads_late
     model = experiments.compile(verdict)
     plan = model.plan
     assert plan.used() <= 16 and any(plan.frees) and "clears x" in str(plan)
-    facts = [s for s in plan.slots if wp.is_fact(s.name)]
+    facts = [s for s in plan.slots if layout.is_fact(s.name)]
     cleared = {name: m for m, names in enumerate(plan.frees) for name in names}
     for a in facts:   # two facts on one coordinate: the first is cleared by a map before the second is written
         for b in facts:
             if a is not b and a.start < b.start + b.width and b.start < a.start + a.width and \
-                    wp.fact_time(a.name, 2) < wp.fact_time(b.name, 2):
-                assert 2 * cleared[a.name] < wp.fact_time(b.name, 2), (a, b)
+                    layout.fact_time(a.name, 2) < layout.fact_time(b.name, 2):
+                assert 2 * cleared[a.name] < layout.fact_time(b.name, 2), (a, b)
     result = experiments.check_compiled(verdict, **FAST)
     assert result.holds, str(result)
     states = model.stream(torch.randn(4, 8, 4, dtype=torch.float64))   # after the embedding's map, each layer's
@@ -278,7 +277,7 @@ def test_cli_exit_codes_and_json_schema(capsys):
 
 
 def test_a_target_with_an_answer_at_every_position_is_refused():
-    from experiments.compilation.weights import compile as compile_witness
+    from experiments.compilation.compiling import compile as compile_witness
     from experiments.training.data import resolve_target
     text = "max(F0(x[o], x[t]) for t in T)"
     verdict = ifs.decide(text, ifs.Architecture(heads=(1,), embed_dim=8, input_dim=2))

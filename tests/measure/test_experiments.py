@@ -15,12 +15,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from experiments.training import data as xdata
 from experiments.__main__ import main as cli_main
-from experiments.training.network import BatchedTransformer, ModelConfig
 from experiments.tables.profiles import get_profile
 from experiments.tables.run import plan, run_profile
 from experiments.tables.store import ResultStore, store_path
+from experiments.training import data as xdata
+from experiments.training.network import BatchedTransformer, ModelConfig
 from experiments.training.trainer import TrainConfig, train_models
 
 SMOKE = get_profile("smoke")

@@ -21,21 +21,18 @@ import torch._dynamo  # noqa: F401  (the first AdamW imports it: seconds under l
 
 import experiments
 import infoflow_smt as ifs
-from experiments.confirmation import confirming
-from experiments.confirmation.confirming import (
-    COMPILE_BETAS,
-    COMPILE_SAMPLES,
-    DEFAULT_THRESHOLD,
-    NOT_COMPILED,
-    neighbours,
-)
+from experiments.confirmation import confirming, neighbours, run, schedule
+from experiments.confirmation.confirming import COMPILE_BETAS, COMPILE_SAMPLES
+from experiments.confirmation.table import NOT_COMPILED
+from experiments.confirmation.trend import DEFAULT_THRESHOLD
+from experiments.training.trainer import TrainConfig
 
 TEXT = "max(f1(x[t]) + f2(x[t]) for t in T)"   # no catalogue entry has this target
 
 
 def test_neighbours_of_a_two_layer_verdict() -> None:
     v = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture((2, 2), 16, 4), seq_len=16)
-    rows = neighbours(v, 16)
+    rows = neighbours.neighbours(v, 16)
     roles = [(role, tuple(n.architecture.heads), n.status.value) for role, n in rows]
     assert roles[0] == ("decided", (2, 2), "feasible")
     assert roles[1][0].startswith("one head fewer, layer ") and roles[1][2] == "infeasible"
@@ -45,7 +42,7 @@ def test_neighbours_of_a_two_layer_verdict() -> None:
 
 def test_an_infeasible_verdict_gets_a_stronger_neighbour() -> None:
     v = ifs.decide("linear_max_sum:D=3", ifs.Architecture((2,), 16, 4), seq_len=16)
-    rows = neighbours(v, 16)
+    rows = neighbours.neighbours(v, 16)
     assert [tuple(n.architecture.heads) for _, n in rows] == [(2,), (1,), (3,)]
     assert rows[-1][0] == "one head more per layer" and rows[-1][1].status is ifs.Status.FEASIBLE
 
@@ -125,15 +122,15 @@ FIGURES = {(1, 1): (1e-3, 1.2e-3, 1.5e-3),     # flat, below the threshold: agre
 def fake_training(figures: dict) -> object:
     def train(verdict, lengths, verdicts, setup, budget_s, start, dev, seeds, workers, threads):
         metrics = {T: [[SimpleNamespace(nmse_best=figures[tuple(v.architecture.heads)][i], steps=100 * T)]
-                       for v in verdicts] for i, T in enumerate(lengths)}   # confirming._train_lengths
+                       for v in verdicts] for i, T in enumerate(lengths)}   # run.train_lengths
         return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "steps": 100, "planned_s": 1.0,
                          "n_train": {T: 1000 for T in lengths}}
     return train
 
 
 def test_rows_are_judged_by_their_trend(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(confirming, "_train_lengths", fake_training(FIGURES))
-    monkeypatch.setattr(confirming, "compiled_checker", lambda: None)     # as before experiments.compile
+    monkeypatch.setattr(run, "train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(confirming, "compiled_checker", lambda: None)     # nothing compiled
     result = experiments.confirm(MPD, budget=60, against=[(1,), (2,)])
     assert result.seq_lens == (8, 16, 32) and result.reference == "decided, 1,1"
     assert [(r.heads, r.agree) for r in result.rows] == [((1, 1), True), ((1,), True), ((2,), False)]
@@ -159,7 +156,7 @@ def test_the_compiled_witness_is_reported_beside_the_trained_rows(monkeypatch: p
         calls.append((tuple(verdict.architecture.heads), tuple(betas), tuple(seq_lens), samples))
         return SimpleNamespace(at=lambda b, T: 1e-4 / b * T)
 
-    monkeypatch.setattr(confirming, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(run, "train_lengths", fake_training(FIGURES))
     monkeypatch.setattr(confirming, "compiled_checker", lambda: check_compiled)
     result = experiments.confirm(MPD, budget=60, against=[(2,)])
     assert calls == [((1, 1), COMPILE_BETAS, (8, 16, 32), COMPILE_SAMPLES)]    # infeasible rows: nothing to compile
@@ -174,7 +171,7 @@ def test_a_refused_compilation_names_its_reason(monkeypatch: pytest.MonkeyPatch)
         raise ifs.InvalidSpecError("score f1(x[s] + x[t]) is not a sum of products\nslot 0..0: the constant 1",
                                    subject="compile")
 
-    monkeypatch.setattr(confirming, "_train_lengths", fake_training(FIGURES))
+    monkeypatch.setattr(run, "train_lengths", fake_training(FIGURES))
     monkeypatch.setattr(confirming, "compiled_checker", lambda: check_compiled)
     result = experiments.confirm(MPD, budget=60)
     row = result.rows[0]
@@ -192,13 +189,12 @@ def test_the_real_compiled_witness_fills_the_column() -> None:
     assert all(0 <= nmse < 1e-2 for nmse in by_length.values()), by_length
 
 
-def test_the_compiled_checker_is_looked_up_in_experiments() -> None:
-    present = hasattr(experiments, "check_compiled")
-    assert (confirming.compiled_checker() is not None) is present
+def test_the_compiled_checker_is_experiments_check_compiled() -> None:
+    assert confirming.compiled_checker() is experiments.check_compiled
 
 
 def test_a_verdict_at_one_T_is_confirmed_at_that_T(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(confirming, "_train_lengths", fake_training({(1, 1): (1e-3,), (1,): (2e-2,)}))
+    monkeypatch.setattr(run, "train_lengths", fake_training({(1, 1): (1e-3,), (1,): (2e-2,)}))
     v = ifs.decide("min_pairwise_dot", ifs.Architecture((1, 1), 16, 4), seq_len=16)
     result = experiments.confirm(v, budget=60)
     assert result.seq_lens == (16,)
@@ -223,19 +219,19 @@ def test_a_machine_slower_than_its_probes_cuts_every_remaining_job_a_little_not_
             done += 10
         return [SimpleNamespace(steps=min(done, recipe.steps))] * len(cfgs)
 
-    monkeypatch.setattr(confirming, "train_models", slow_training)
+    monkeypatch.setattr(run, "train_models", slow_training)
     jobs = {(T, k): [(k, SimpleNamespace(), 0)] for T in (8, 16, 32) for k in range(2)}
     probed = {job: (1e-3, 0.0) for job in jobs}
-    run = {T: confirming.TrainConfig() for T in (8, 16, 32)}
+    recipes = {T: TrainConfig() for T in (8, 16, 32)}
     end = time.perf_counter() + 1.45
-    metrics = confirming._train_planned({T: None for T in run}, jobs, run, probed, 200, end, None)
+    metrics = run._train_planned({T: None for T in recipes}, jobs, recipes, probed, 200, end, None)
     steps = [m.steps for job in jobs for m in metrics[job]]
     assert steps[0] == 200 and min(steps) >= 100, steps
     assert time.perf_counter() <= end + 0.05
 
 
 def test_a_budget_too_small_to_train_is_refused_naming_the_value_and_the_minimum() -> None:
-    from experiments.confirmation.confirming import minimum_budget
+    from experiments.confirmation.schedule import minimum_budget
 
     with pytest.raises(ifs.InvalidSpecError, match=r"budget 1e-09 s is too small to train: .* at least 3\.6 s"):
         experiments.confirm(MPD, budget=1e-9)
@@ -257,18 +253,18 @@ def test_an_unknown_verdict_is_said_and_exits_3_without_training(monkeypatch: py
     hard = ifs.decide("triangle_center", ifs.Architecture((8, 8, 8), 64, 4), timeout=0.001)
     assert hard.status.value == "unknown"
     monkeypatch.setattr(ifs, "decide", lambda *args, **kwargs: hard)
-    monkeypatch.setattr(confirming, "_train_lengths", lambda *args: pytest.fail("an unknown verdict trained"))
+    monkeypatch.setattr(run, "train_lengths", lambda *args: pytest.fail("an unknown verdict trained"))
     code = main(["confirm", "triangle_center", "--heads", "8,8,8", "--embed-dim", "64", "--budget", "5s"])
     out = capsys.readouterr().out
     assert code == 3 and "nothing to confirm" in out and "agreement" not in out
 
 
 def test_an_undecided_neighbour_is_named_and_not_judged(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(confirming, "_train_lengths", fake_training({**FIGURES, (8, 8, 8): (1, 1, 1)}))
+    monkeypatch.setattr(run, "train_lengths", fake_training({**FIGURES, (8, 8, 8): (1, 1, 1)}))
     monkeypatch.setattr(confirming, "compiled_checker", lambda: None)
     unknown = ifs.decide("triangle_center", ifs.Architecture((8, 8, 8), 64, 4), timeout=0.001)
-    real = confirming._decide
-    monkeypatch.setattr(confirming, "_decide", lambda target, arch, seq_len: unknown
+    real = neighbours.decide
+    monkeypatch.setattr(neighbours, "decide", lambda target, arch, seq_len: unknown
                         if tuple(arch.heads) == (1,) else real(target, arch, seq_len))
     result = experiments.confirm(MPD, budget=60)
     named = "one layer fewer (8,8,8)"      # the unknown verdict stands for the one-layer neighbour
@@ -291,7 +287,7 @@ def test_a_cell_is_the_best_of_its_seeds_and_every_seed_is_shown(monkeypatch: py
         return metrics, {"lr": 1e-2, "weight_decay": 1e-2, "batch_size": 128, "steps": 100, "planned_s": 1.0,
                          "n_train": {T: 1000 for T in lengths}, "seeds": list(seeds), "workers": workers}
 
-    monkeypatch.setattr(confirming, "_train_lengths", train)
+    monkeypatch.setattr(run, "train_lengths", train)
     monkeypatch.setattr(confirming, "compiled_checker", lambda: None)
     result = experiments.confirm(MPD, budget=60, seed=3, seeds=2, workers=1)
     decided, one_layer = result.rows
@@ -328,10 +324,10 @@ def test_the_command_line_refuses_zero_seeds_in_one_line(capsys: pytest.CaptureF
 def test_jobs_are_dealt_to_workers_longest_first_and_each_share_runs_shortest_T_first() -> None:
     probed = {(8, "a"): (1.0, 0.0), (8, "b"): (0.2, 0.0), (16, "a"): (2.0, 0.0), (16, "b"): (0.3, 0.0),
               (32, "a"): (4.0, 0.0), (32, "b"): (0.5, 0.0)}
-    shares = confirming._shares(probed, 2)
+    shares = schedule.shares(probed, 2)
     assert shares == [[(32, "a")], [(8, "a"), (8, "b"), (16, "a"), (16, "b"), (32, "b")]]   # 4.0 and 4.0 a step
-    assert confirming._shares(probed, 1) == [list(probed)]
-    assert sorted(map(len, confirming._shares(probed, 8))) == [1] * 6                 # no empty share
+    assert schedule.shares(probed, 1) == [list(probed)]
+    assert sorted(map(len, schedule.shares(probed, 8))) == [1] * 6                 # no empty share
 
 
 def test_a_job_trains_the_same_in_a_worker_process_as_here() -> None:
@@ -339,18 +335,18 @@ def test_a_job_trains_the_same_in_a_worker_process_as_here() -> None:
 
     import torch
 
-    from experiments.training.data import make_dataset
     from experiments.tables.profiles import confirm_setup
+    from experiments.training.data import make_dataset
 
     data = make_dataset("min_pairwise_dot", 4, 2, 256, 64)
     cfg = replace(confirm_setup("min_pairwise_dot")[0], input_dim=2, seq_len=4, heads=(1,), embed_dim=8,
                   output_dim=1)
     job = (4, cfg.batch_key())
-    share = ({4: data}, {job: [(0, cfg, 0), (0, cfg, 1)]}, {4: confirming.TrainConfig(batch_size=32)},
+    share = ({4: data}, {job: [(0, cfg, 0), (0, cfg, 1)]}, {4: TrainConfig(batch_size=32)},
              {job: (1e-3, 0.0)}, 30, time.time() + 120, torch.device("cpu"), 1)
-    here = confirming._train_share(*share)[job]
-    with confirming._pool(2) as pool:
-        there = confirming._map(pool, confirming._train_share, [share])[0][job]
+    here = run._train_share(*share)[job]
+    with run._pool(2) as pool:
+        there = run._map(pool, run._train_share, [share])[0][job]
     assert [m.steps for m in here] == [30, 30]
     assert [m.nmse_best for m in there] == [m.nmse_best for m in here]   # the same models, bit for bit
     assert here[0].nmse_best != here[1].nmse_best                           # two seeds, two models
@@ -371,5 +367,5 @@ def test_confirm_in_two_processes_with_two_seeds() -> None:
 
 def test_a_short_budget_trains_in_this_process_and_a_long_one_in_one_per_core() -> None:
     cpu = SimpleNamespace(type="cpu")
-    assert confirming._default_workers(cpu, confirming.POOL_MIN_BUDGET_S - 1) == 1
-    assert confirming._default_workers(cpu, confirming.POOL_MIN_BUDGET_S) == len(os.sched_getaffinity(0))
+    assert run.default_workers(cpu, run.POOL_MIN_BUDGET_S - 1) == 1
+    assert run.default_workers(cpu, run.POOL_MIN_BUDGET_S) == len(os.sched_getaffinity(0))

@@ -127,11 +127,11 @@ def test_the_printed_rule_states_its_factors_and_one_length() -> None:
 @pytest.mark.parametrize(("d", "T", "separates"), [(2, 8, False), (2, 16, False), (2, 32, True),
                                                    (4, 8, False), (4, 16, True), (4, 32, True)])
 def test_which_lengths_the_solver_separates_for_intrinsic_dimension(d: int, T: int, separates: bool) -> None:
-    from experiments.confirmation.confirming import _exponent_at
+    from experiments.confirmation.neighbours import exponent_at
 
     def at(heads: tuple[int, ...]) -> float:
         v = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads, 16, d), seq_len=T)
-        return _exponent_at(v, T)[0]
+        return exponent_at(v, T)[0]
 
     row, ref = Cell(T, at((2, 1)), 1.0), Cell(T, at((2, 2)), 1e-3)
     assert (unseparated((row,), (ref,)) == ()) is separates
