@@ -370,5 +370,6 @@ _INTERRUPTED = {"run": ": finished runs are kept in the store; rerun the command
                 "confirm": ": nothing is stored; rerun with the same budget"}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":   # run as every command is (infoflow_smt.command): a reader that leaves keeps the code
+    from infoflow_smt.command import console
+    console(main, PROG)

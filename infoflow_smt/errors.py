@@ -54,10 +54,11 @@ class CompileRefusal(InfoflowError):
     products of a host feature and a candidate feature; ``"head_width"``: a head too narrow for its query,
     key or value; ``"residual_width"``: a residual stream too narrow for its slots; ``"mode"``: an operation
     the compiler does not write; ``"unheld"``: a fact a position reads that the compiled stream does not carry
-    to it; ``"infeasible"``: the verdict has no witness). ``term`` names what refused.
+    to it; ``"infeasible"``: the verdict has no witness; ``"unknown"``: the solver did not decide the architecture,
+    so there is no witness and no "no" either). ``term`` names what refused.
     """
 
-    REASONS = ("score_form", "head_width", "residual_width", "mode", "unheld", "infeasible")
+    REASONS = ("score_form", "head_width", "residual_width", "mode", "unheld", "infeasible", "unknown")
 
     def __init__(self, reason: str, term: str, message: str):
         if reason not in self.REASONS:
@@ -65,3 +66,9 @@ class CompileRefusal(InfoflowError):
         self.reason = reason
         self.term = term
         super().__init__(f"cannot compile ({reason}): {message}")
+
+    @classmethod
+    def undecided(cls, term: str) -> CompileRefusal:
+        """The refusal of an unknown verdict: it has no witness, and it is no "no" either."""
+        return cls("unknown", term, "the solver did not decide this architecture by its deadline, so there is no "
+                                    "witness to compile (decide it again with a longer timeout)")

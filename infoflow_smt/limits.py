@@ -26,6 +26,11 @@ MAX_TIMEOUT = 1_000_000.0  # seconds (11.6 days): z3 takes its timeout in millis
 MAX_SAMPLES = 100_000     # random inputs of one replay: samples x T x d numbers, and the target's values on them
 MAX_WORKERS = 1024        # processes of one sweep
 MAX_CLAIMS_BYTES = 1 << 20  # bytes of a claims file, read whole (thousands of claims, each a minute to check)
+# a compiled witness (experiments.compilation): its weights are E x E per head, its check draws samples x T inputs
+MAX_COMPILE_WIDTH = 1024       # E of a compiled model
+MAX_COMPILE_LENGTH = 4096      # T of its check
+MAX_COMPILE_POSITIONS = 1 << 22  # samples x the longest T of one check (the inputs and the target's values)
+MAX_BETA = 1e6                 # the softmax's inverse temperature: beta x score stays finite in float64
 MAX_DIGITS = 18           # digits of a whole number read from text (a catalogue parameter, a subset's number):
                           # it fits a 64-bit integer
 

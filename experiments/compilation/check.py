@@ -18,9 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
 from experiments.compilation.compiling import compile
 from experiments.training.data import Distribution, default_distribution, resolve_target, sample_inputs
+from infoflow_smt.errors import CompileRefusal, InvalidSpecError, Problem
 from infoflow_smt.lang.expr import reads_selected_token
+from infoflow_smt.limits import MAX_BETA, MAX_COMPILE_LENGTH, MAX_COMPILE_POSITIONS, MAX_SAMPLES, whole
 
 NMSE_GOAL, NMSE_FLOOR, SLOPE_GOAL, BETA_GROWTH = 1e-3, 1e-7, -0.9, 8.0
 # inputs per T: a target that reads a selected token errs by about its own size on the inputs whose top two
@@ -111,11 +114,15 @@ def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), 
     """Compile ``verdict`` at every beta and compare with ``Target.evaluate`` on ``samples`` inputs of each
     length (default ``default_samples``), drawn from ``distribution`` (default: the one the target's task is
     posed on, ``data.default_distribution``). ``model_for(beta)``, when given, replaces the compiler (a test
-    builds a broken model with it)."""
+    builds a broken model with it). What the check cannot honour is refused first (``_refused``), and an
+    unknown verdict is ``CompileRefusal("unknown")``: it has no witness, and it is not infeasible."""
     started = time.perf_counter()
-    betas, seq_lens = tuple(float(b) for b in betas), tuple(int(T) for T in seq_lens)
+    if verdict.status.value == "unknown":
+        raise CompileRefusal.undecided(str(verdict.target))
     target = resolve_target(verdict.target)
     samples = default_samples(target) if samples is None else samples
+    _refused(betas, seq_lens, samples)
+    betas, seq_lens = tuple(float(b) for b in betas), tuple(int(T) for T in seq_lens)
     if model_for is None:  # compiled once: only beta changes between the rows
         # compiled at the largest beta: an MLP map is fitted to the sharpest streams
         compiled = compile(verdict, beta=betas[-1], ffn=ffn, mlp_width=mlp_width, seed=seed)
@@ -138,6 +145,26 @@ def check_compiled(verdict, betas=(4, 16, 64, 256), seq_lens=(8, 32, 128, 512), 
                          ffn, betas, seq_lens, samples, tuple(nmse), slopes, smallest, model.parameter_count(),
                          str(model.plan), time.perf_counter() - started,
                          tuple(float(np.var(data[T][1])) for T in seq_lens), distribution.value)
+
+
+def _refused(betas, seq_lens, samples) -> None:
+    """Raise ``InvalidSpecError`` naming every value the check cannot honour (infoflow_smt.limits): one sample
+    has no variance to divide by, an infinite beta makes the softmax NaN, a length or a count past its limit
+    more memory than a check may take."""
+    problems = []
+    if whole(samples) is None or not 2 <= samples <= MAX_SAMPLES:
+        problems.append(Problem(f"samples must be a whole number from 2 to {MAX_SAMPLES}, got {samples!r}"))
+    if not betas or not all(isinstance(b, (int, float)) and 0 < b <= MAX_BETA for b in betas):
+        problems.append(Problem(f"betas must be numbers above 0 and at most {MAX_BETA:g} (infoflow_smt.limits."
+                                f"MAX_BETA), got {tuple(betas)!r}"))
+    if not seq_lens or not all(whole(T) is not None and 2 <= T <= MAX_COMPILE_LENGTH for T in seq_lens):
+        problems.append(Problem(f"seq_lens must be whole numbers from 2 to {MAX_COMPILE_LENGTH}, got "
+                                f"{tuple(seq_lens)!r}"))
+    elif whole(samples) is not None and samples * max(seq_lens) > MAX_COMPILE_POSITIONS:
+        problems.append(Problem(f"{samples} samples at T = {max(seq_lens)} is over the limit of "
+                                f"{MAX_COMPILE_POSITIONS} positions (infoflow_smt.limits.MAX_COMPILE_POSITIONS)"))
+    if problems:
+        raise InvalidSpecError(problems, "check_compiled")
 
 
 def _inputs(target, verdict, T: int, samples: int, seed: int, distribution: Distribution):
