@@ -1,6 +1,7 @@
 """Hostile inputs (tests/support/hostile_cases.py): every one gives its documented error class, or a bounded answer,
-within its time bound, in a process whose memory is limited; and decisions from many threads at once give
-the answers they give one at a time."""
+within its time bound, in a process whose memory is limited; decisions from many threads at once give the
+answers they give one at a time; and the command line keeps its promises under hostile probes, each in its own
+process (the quick ones here; benchmarks/hostile_cli.py runs them all and prints the count kept)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +11,9 @@ import sys
 import threading
 
 import pytest
-from support.hostile_cases import CASES, TEXTS
-from support.paths import SUPPORT, TESTS
+from support.hostile_cases import CASES, COMMAND_LINE, TEXTS
+from support.hostile_probe import line_of, run, scratch
+from support.paths import ROOT, SUPPORT, TESTS
 
 import infoflow_smt as ifs
 
@@ -115,3 +117,21 @@ def test_decisions_from_eight_threads_agree_with_one_at_a_time():
     assert not errors and len(together) == len(CONCURRENT)
     for spec in CONCURRENT:
         assert (together[spec].status, together[spec].exponent) == (alone[spec].status, alone[spec].exponent)
+
+
+# ---- the command line ----------------------------------------------------------------------------------------------
+QUICK = [p for p in COMMAND_LINE if p.quick]
+
+
+def test_there_are_many_command_line_probes():
+    names = [p.name for p in COMMAND_LINE]
+    assert len(names) >= 100 and len(set(names)) == len(names) and len(QUICK) >= 20
+
+
+@pytest.mark.parametrize("probe", QUICK, ids=[p.name for p in QUICK])
+def test_the_command_line_keeps_its_promises(probe, tmp_path):
+    if "compile" in probe.line or "experiments" in probe.line:
+        pytest.importorskip("torch")
+    scratch(tmp_path)
+    outcome = run(probe, tmp_path, ROOT)
+    assert outcome.kept, line_of(outcome)

@@ -3,9 +3,12 @@
 Each ``code`` is one Python expression or statement run with ``ifs`` (infoflow_smt), ``np``, ``sympy``, ``T``
 and ``tmp`` (a scratch folder) in scope. The outcome is the class name of the error it must raise, or
 ``"ok"`` (it returns, within its bound). ``tests/properties/test_hostile.py`` runs them all in one subprocess under a
-memory limit, each under an alarm.
+memory limit, each under an alarm. ``COMMAND_LINE`` (at the end) holds the command line's probes, each a shell line
+and the promises the docs make of it (``support.hostile_probe``): ``benchmarks/hostile_cli.py`` runs them all.
 """
 from __future__ import annotations
+
+from support.hostile_probe import Probe
 
 A = "ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2)"
 APE = "ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2, positional=True)"
@@ -346,3 +349,127 @@ CASES: list[tuple[str, str, str]] = (
     + [(i, code, "ok") for i, code in EVALUATION_BOUNDED]
     + [(i, code, "ok") for i, code in EXPORTS]
 )
+
+
+# ---- the command line: each probe in its own process (support/hostile_probe.py checks its promises) -------------
+_INT, _TERM = 2, 15   # SIGINT, SIGTERM
+_S32 = "'" + " + ".join(f"max(f{i}(x[t]) for t in S{i})" for i in range(1, 33)) + "'"
+_S8 = "'" + " + ".join(f"max(f{i}(x[t]) for t in S{i})" for i in range(1, 9)) + "'"
+_D = "decide min_pairwise_dot --heads 1,1"
+_CMP = "compile max_retrieval --heads 1 --embed-dim 8 --seq-len 8 --beta 16 --samples 4"
+_LONG = "minimize intrinsic_dimension:D=16 --max-layers 17 --max-heads 16 --input-dim 2 --timeout 120"
+# a target written with comments: a newline, LaTeX that runs a shell, an escape sequence
+_NAMED = "$'max(f1(x[t]) for t in T)  # \\x1b[2J note\\n# \\\\immediate\\\\write18{touch owned}\\n'"
+_BAD_NUMBERS = [   # (command, option and value[, True: the suite runs it]): each one line, exit 2, before any work
+    (_D, "--timeout 1e308", True), (_D, "--timeout 1e306"), (_D, "--timeout inf"), (_D, "--timeout nan", True),
+    (_D, "--timeout 0"), (_D, "--timeout -1"), (_D, "--timeout 1e-400"), (_D, "--seq-len 1" + "0" * 19, True),
+    (_D, "--seq-len 1.5"), (_D, "--input-dim 1000000000"), ("decide min_pairwise_dot", "--heads 1,0"),
+    ("decide min_pairwise_dot", "--heads 257"), ("decide min_pairwise_dot", "--heads " + ",".join(["1"] * 33)),
+    (_D, "--embed-dim T**T"), ("explain min_pairwise_dot --heads 1", "--timeout 1e306"),
+    ("minimize min_pairwise_dot", "--max-layers 33"), ("minimize min_pairwise_dot", "--max-heads 1000000000"),
+    ("minimize min_pairwise_dot", "--timeout 1e306"), ("frontier min_pairwise_dot", "--timeout 1e306"),
+    ("frontier min_pairwise_dot", "--head-dim 0"), ("sweep min_pairwise_dot --no-cache", "--timeout 1e306"),
+    ("sweep min_pairwise_dot --no-cache", "--workers 100000", True), ("sweep min_pairwise_dot", "--layers 1..100000000000"),
+    ("export-smtlib min_pairwise_dot --heads 1 --output {d}/q.smt2", "--timeout 1e308"),
+    ("check {d}/claims_true.toml", "--timeout 1e308", True), ("check {d}/claims_true.toml", "--timeout nan"),
+    ("prove depth_separation", "--timeout 1e308", True), ("prove depth_separation", "--timeout inf"),
+    ("python -m proofs depth_separation", "--timeout 1e306"),
+    (_CMP, "--seq-len 10000000", True), (_CMP, "--samples 1000000000"), (_CMP, "--embed-dim 1000000000"),
+    (_CMP, "--beta inf", True), (_CMP, "--beta 1e308"), (_CMP, "--samples 1", True), (_CMP, "--beta 16,4"),
+    (_CMP, "--timeout 1e308"),
+]
+_BAD_PATHS = [   # (command line, what it names[, True]): each one line, exit 2, nothing written, before any work
+    ("check {d}/fifo.toml", "a FIFO", True), ("check /dev/zero", "a device", True), ("check {d}/folder", "a folder"),
+    ("check {d}/claims_deep.toml", "arrays nested 5000 deep"), ("check {d}/missing.toml", "a missing file"),
+    ("check {d}/claims_true.toml --junit-xml {d}/fifo.xml", "a FIFO", True),
+    ("check {d}/claims_true.toml --junit-xml {d}/link.xml", "a link", True),
+    ("check {d}/claims_true.toml --junit-xml {d}/folder", "a folder"),
+    ("check {d}/claims_true.toml --junit-xml {d}/no/out.xml", "a missing folder"),
+    ("check {d}/claims_true.toml --junit-xml {d}/claims_true.toml", "the claims file itself", True),
+    (f"{_D} --plot {{d}}/fifo.png", "a FIFO", True), (f"{_D} --plot {{d}}/link.png", "a link"),
+    (f"{_D} --plot {{d}}/folder", "a folder"), (f"{_D} --plot {{d}}/flow.txt", "a text file"),
+    (f"{_D} --plot {{d}}/no/flow.png", "a missing folder"),
+    ("sweep min_pairwise_dot --no-cache --plot {d}/link.png", "a link"),
+    ("sweep min_pairwise_dot --cache {d}/fifo.jsonl", "a FIFO"), ("sweep min_pairwise_dot --cache /dev/zero", "a device"),
+    ("export-smtlib min_pairwise_dot --heads 1 --overwrite --output {d}/link.smt2", "a link", True),
+    ("export-smtlib min_pairwise_dot --heads 1 --overwrite --output {d}/fifo.smt2", "a FIFO"),
+    ("export-smtlib min_pairwise_dot --heads 1 --overwrite --output /dev/full", "a device"),
+    ("prove depth_separation --report {d}/fifo.md", "a FIFO"), ("prove depth_separation --report {d}/link.md", "a link", True),
+    ("prove depth_separation --report {d}/folder", "a folder"), ("prove depth_separation --report {d}/no/r.md",
+                                                                 "a missing folder"),
+    (f"{_CMP} --save {{d}}/folder", "a folder"), (f"{_CMP} --save {{d}}/no/m.pt", "a missing folder"),
+    (f"{_CMP} --save /dev/full", "a device"), (f"{_CMP} --save {{d}}/fifo.pt", "a FIFO", True),
+    (f"{_CMP} --save {{d}}/link.pt", "a link", True), (f"{_CMP} --plot {{d}}/errors.txt", "a text file"),
+    (f"{_CMP} --plot {{d}}/fifo.png", "a FIFO"),
+]
+COMMAND_LINE: list[Probe] = [
+    *(Probe(f"number {command.split()[0] if not command.startswith('python') else 'proofs'} {value}",
+            f"infoflow {command} {value}" if not command.startswith("python") else f"{command} {value}", (2,),
+            quick=bool(quick)) for command, value, *quick in _BAD_NUMBERS),
+    *(Probe(f"path {what}: {line.replace('{d}/', '').replace(_CMP, 'compile').replace(_D, 'decide')}",
+            f"infoflow {line}", (2,), quick=bool(quick)) for line, what, *quick in _BAD_PATHS),
+    # a reader that stops early leaves the exit code as it would have been (read with pipefail)
+    Probe("pipe decide infeasible | true", "infoflow decide min_pairwise_dot --heads 4 | true", (1,), quick=True),
+    Probe("pipe decide feasible | head -c 1", f"infoflow {_D} | head -c 1", (0,), ),
+    Probe("pipe check false | true", "infoflow check {d}/claims_false.toml | true", (1,), quick=True),
+    Probe("pipe check true | head -1", "infoflow check {d}/claims_true.toml | head -1", (0,), ),
+    Probe("pipe catalogue | true", "infoflow catalogue | true", (0,), ),
+    Probe("pipe sweep | true", "infoflow sweep min_pairwise_dot --layers 1..3 --heads 1..3 --no-cache --workers 1 "
+          "| true", (0,), ),
+    Probe("pipe prove | true", "infoflow prove depth_separation | true", (0, 3), seconds=60),
+    Probe("pipe python -m proofs | true", "python -m proofs depth_separation | true", (0, 3), seconds=60),
+    Probe("pipe compile | true", f"infoflow {_CMP} | true", (0,), seconds=60),
+    Probe("pipe python -m experiments compile | true", f"python -m experiments {_CMP} | true", (0,), seconds=60),
+    Probe("pipe decide > /dev/full", f"infoflow {_D} > /dev/full", (2,), quick=True),
+    Probe("pipe catalogue >&-", "infoflow catalogue >&-", (2,), quick=True),
+    # Ctrl-C and SIGTERM: one line, 130 or 143, within a second and a half
+    Probe("signal minimize SIGINT", f"infoflow {_LONG}", (130,), signal=(_INT, 3)),
+    Probe("signal minimize SIGTERM", f"infoflow {_LONG}", (143,), signal=(_TERM, 3)),
+    Probe("signal sweep SIGINT", "infoflow sweep intrinsic_dimension:D=16 linear_max_sum:D=16 --layers 1..17 "
+          "--heads 1..16 --no-infer --workers 2 --cache {d}/cache.jsonl", (130,), signal=(_INT, 4)),
+    Probe("signal prove SIGINT", "infoflow prove --all", (130,), signal=(_INT, 3)),
+    Probe("signal check SIGTERM", "infoflow check {d}/claims_slow.toml", (143,), signal=(_TERM, 2)),
+    Probe("signal compile SIGINT", "infoflow compile intrinsic_dimension:D=2 --heads 2,2 --embed-dim 16 --input-dim 4 "
+          "--seq-len 8,32,128,512,1024 --samples 256", (130,), signal=(_INT, 6)),
+    # short deadlines: wall time within the deadline + 2 s, the unfinished unknown (exit 3), never a false answer
+    Probe("deadline decide 32 subset selections 0.5 s", f"infoflow decide {_S32} --heads 2,2 --positional "
+          "--timeout 0.5", (0, 1, 3), seconds=2.5),
+    Probe("deadline explain 0.5 s", f"infoflow explain {_S32} --heads 2,2 --positional --timeout 0.5", (0, 1, 3),
+          seconds=2.5),
+    Probe("deadline minimize 0.5 s", "infoflow minimize intrinsic_dimension:D=16 --max-layers 8 --max-heads 8 "
+          "--timeout 0.5", (0, 1, 3), seconds=2.5),
+    Probe("deadline frontier 32 subset selections 0.5 s", f"infoflow frontier {_S32} --timeout 0.5", (0, 1, 3),
+          seconds=2.5),
+    Probe("deadline frontier 32 subset selections 1 s", f"infoflow frontier {_S32} --timeout 1", (0, 1, 3),
+          seconds=3),
+    Probe("deadline frontier intrinsic_dimension:D=16 4 s", "infoflow frontier intrinsic_dimension:D=16 --timeout 4",
+          (0, 1, 3), seconds=6),
+    Probe("deadline frontier intrinsic_dimension:D=40 4 s", "infoflow frontier intrinsic_dimension:D=40 --timeout 4",
+          (0, 1, 3), seconds=6),
+    Probe("deadline sweep 2 workers 1 s", f"infoflow sweep {_S32} intrinsic_dimension:D=16 --layers 1..8 --heads 1..8 "
+          "--workers 2 --timeout 1 --no-cache", (0, 3), seconds=3),
+    Probe("deadline sweep 1 worker 1 s", "infoflow sweep intrinsic_dimension:D=16 --layers 1..8 --heads 1..8 "
+          "--workers 1 --timeout 1 --no-cache", (0, 3), seconds=3),
+    Probe("deadline prove --all 0.5 s", "infoflow prove --all --timeout 0.5", (0, 3), seconds=2.5),
+    Probe("deadline python -m proofs --all 1 s", "python -m proofs --all --timeout 1", (0, 3), seconds=3),
+    Probe("deadline export-smtlib 0.05 s", f"infoflow export-smtlib {_S8} --heads 2,2,2,2,2,2 --positional "
+          "--output {d}/q.smt2 --timeout 0.05", (3,), seconds=2.05),
+    Probe("deadline compile 32 subset selections 1 s", f"infoflow compile {_S32} --heads 8,8 --positional "
+          "--timeout 1 --json", (3,), seconds=3),
+    # an unknown is never a pass: the issue's false claim cut short (3 of 20 runs held), five times
+    *(Probe(f"unknown check the cut D=8 frontier, run {i}", "infoflow check {d}/claims_cut.toml", (1, 3),
+            seconds=20) for i in range(1, 6)),
+    # exports and the terminal: a target's comments and a claim's name as the characters they are
+    Probe("escape sweep latex", f"infoflow sweep {_NAMED} --layers 1 --heads 1 --no-cache --format latex", (0,),
+          lacks=("\x1b", "\n\\immediate", "\n# \\immediate"), quick=True),
+    Probe("escape sweep text", f"infoflow sweep {_NAMED} --layers 1 --heads 1 --no-cache", (0,), lacks=("\x1b",),
+          ),
+    Probe("escape sweep csv", f"infoflow sweep {_NAMED} --layers 1 --heads 1 --no-cache --format csv", (0,),
+          lacks=("\x1b",), ),
+    Probe("escape sweep markdown", f"infoflow sweep {_NAMED} --layers 1 --heads 1 --no-cache --format markdown",
+          (0,), lacks=("\x1b",), ),
+    Probe("escape sweep plot", f"infoflow sweep {_NAMED} --layers 1 --heads 1 --no-cache --plot {{d}}/p.png", (0,),
+          ),
+    Probe("escape check names and junit", "infoflow check {d}/claims_hostile.toml --junit-xml {d}/out.xml", (1,),
+          lacks=("\x1b", "\x00", "\u202e"), xml="out.xml", quick=True),
+]
