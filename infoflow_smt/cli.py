@@ -37,8 +37,9 @@ from infoflow_smt.symbols import T
 from infoflow_smt.words import printable
 
 PROG = "infoflow"
-DELEGATED = {"prove": "proofs.cli", "experiment": "experiments.__main__",  # commands with their own parser
-             "compile": "experiments.compilation.command"}
+# commands with their own parser, registered by the package that holds them (proofs/commands.py,
+# experiments/commands.py) and imported only when asked for (_delegated)
+DELEGATED = ("prove", "experiment", "compile")
 
 
 _Parser = Parser   # the command-line policy (infoflow_smt.command): errors are one line, never argparse's exit
@@ -603,14 +604,23 @@ def _hint(err: Exception) -> str:
     return ""
 
 
+def _delegated(command: str):
+    """The ``main`` of a delegated command, from its package's registry: imported here, never on ``import
+    infoflow_smt``, by import statements pyproject.toml's contracts see."""
+    if command == "prove":
+        from proofs.commands import COMMANDS as registered
+    else:
+        from experiments.commands import COMMANDS as registered
+    return registered[command]
+
+
 def _delegate(command: str, argv: list[str]) -> int:
-    import importlib
     try:
-        module = importlib.import_module(DELEGATED[command])
+        command_main = _delegated(command)
     except ImportError as err:
         raise BadInput(f"`{PROG} {command}` needs the experiments extra ({err.name or err} is missing): "
                        "pip install 'infoflow_smt[experiments]'") from None
-    return module.main(argv, prog=f"{PROG} {command}")   # its usage lines and errors name the command as typed
+    return command_main(argv, prog=f"{PROG} {command}")   # its usage lines and errors name the command as typed
 
 
 def run(argv: Sequence[str]) -> int:
