@@ -93,8 +93,12 @@ class Bound:
         shown = printable(text, 40)
         word = "a whole number" if self.kind is int else "a number"
         stripped = str(text).strip()
+        digits = len(stripped.lstrip("+-"))
+        if digits > MAX_DIGITS + 8 and stripped.lstrip("+-").isdigit():   # int() of thousands of digits is slow
+            raise ValueError(f"{shown} has {digits} digits, over the limit of {MAX_DIGITS} "
+                             "(infoflow_smt.limits.MAX_DIGITS)")
         try:
-            if len(stripped) > MAX_DIGITS + 8:   # int() of thousands of digits is slow; no bound is that long
+            if len(stripped) > MAX_DIGITS + 8:   # no bound is that long
                 raise ValueError
             number = int(stripped) if self.kind is int else float(stripped)
         except ValueError:
