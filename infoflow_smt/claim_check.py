@@ -102,7 +102,8 @@ def _check_every(claim: Claim, timeout: float | None):
     open_cells = [(L, h) for L, h in open_cells if _within_shape(claim, L, h)]
     if open_cells:   # the points found are only bounds: a smaller cell may be efficient, or none yet found
         why = "; ".join(frontier.undecided_why) or "the deadline passed"
-        found = f"unknown (the frontier is incomplete: {format_shapes(open_cells)} undecided: {why})"
+        shown = format_shapes(open_cells[:4]) + (f" and {len(open_cells) - 4} more" if len(open_cells) > 4 else "")
+        found = f"unknown (the frontier is incomplete: {shown} undecided: {why})"
         return Outcome.UNKNOWN, found, (), str(frontier)
     points = [v for v in frontier.points if _within(claim, v.architecture)]
     shapes = tuple(sorted((v.architecture.layers, v.architecture.heads[0]) for v in points))
