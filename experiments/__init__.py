@@ -12,7 +12,7 @@ and ``confirmation`` also sets the compiled witness (``compilation``) beside its
 * ``compilation``   a feasible witness as explicit softmax-transformer weights, and its NMSE over beta and T
                     (docs/compile.md)
 
-Command line: ``python -m experiments run|validate|report|confirm|compile`` (``python -m experiments --help``).
+Command line: ``python -m experiments run|validate|report|confirm|compile`` (see ``--help``).
 Python: ``experiments.confirm(verdict, budget=60)``, ``experiments.parse_budget("2m")``,
 ``experiments.compile(verdict, beta=64)``, ``experiments.check_compiled(verdict, betas, seq_lens, samples)``.
 """

@@ -1,4 +1,4 @@
-"""The commands ``infoflow`` hands over to the experiments: ``infoflow experiment ...`` and ``infoflow compile ...``.
+"""The commands ``infoflow`` hands over to the experiments: ``infoflow experiment`` and ``infoflow compile``.
 
 Each is ``main(argv, prog) -> exit code`` with a parser of its own (``prog``: the command as the user typed
 it, which its usage lines and errors name). ``infoflow_smt.cli`` imports this module when one of them is

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.report.explain import describe_program
-from infoflow_smt.report.verdict import at_one_length
 from infoflow_smt.words import printable
 
 STATUS_COLOURS = {"feasible": "#1b7837", "infeasible": "#b2182b", "unknown": "#777777"}
@@ -70,8 +69,8 @@ def verdict_html(verdict) -> str:
     if verdict.status.value != "unknown":
         at = "" if verdict.seq_len is None else f" at T = {verdict.seq_len}"
         lines.append(f"best cost exponent{at}: <code>{html.escape(str(verdict.exponent))}</code>")
-        if verdict.seq_len is not None:
-            lines.append(f"at one length: {html.escape(at_one_length(verdict.status, verdict.seq_len))}")
+        if verdict.one_length is not None:
+            lines.append(f"at one length: {html.escape(verdict.one_length)}")
     parts = ["<br/>".join(lines)]
     program = verdict.witness if verdict.witness is not None else verdict.best_program
     if program is not None:

@@ -29,8 +29,8 @@ from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.lang.trees import comparison_tree
 from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Mode, Offset, position_text, program_cost, where_text
+from infoflow_smt.model.status import Status
 from infoflow_smt.report.explain import describe_node
-from infoflow_smt.report.verdict import Verdict
 from infoflow_smt.words import printable
 
 # Okabe and Ito's palette: told apart with every common colour-vision deficiency, and in greyscale print
@@ -84,6 +84,13 @@ def _sources(action, rows) -> list:
     return found or ["input"]
 
 
+def _is_verdict(value: object) -> bool:
+    """A verdict of ``decide`` (report/verdict.py), known by its fields: that module draws its picture with
+    this one, so this one does not import it."""
+    return isinstance(getattr(value, "status", None), Status) and all(
+        hasattr(value, name) for name in ("target", "architecture", "witness", "best_program", "reason_unknown"))
+
+
 def plot_flow(verdict, path) -> Path:
     """Draw ``verdict``'s witness (or, when inefficient, its cheapest program) as an information-flow
     diagram and write it to ``path`` (``.png`` or ``.svg``).
@@ -93,7 +100,7 @@ def plot_flow(verdict, path) -> Path:
     >>> os.path.getsize(ifs.plot_flow(v, os.path.join(tempfile.mkdtemp(), "flow.png"))) > 1000
     True
     """
-    if not isinstance(verdict, Verdict):
+    if not _is_verdict(verdict):
         raise InvalidSpecError(f"plot_flow draws an ifs.Verdict, got {type(verdict).__name__}", "plot")
     path = _path(path)
     program = verdict.witness if verdict.witness is not None else verdict.best_program

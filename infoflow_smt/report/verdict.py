@@ -47,6 +47,12 @@ class Verdict:
                 object.__setattr__(self, name, program.named(self.target))
 
     @property
+    def one_length(self) -> str | None:
+        """What the status and exponent say when decided at one length (``at_one_length``), else None. The
+        views (report/notebook.py) read it here: they import nothing of this module, which imports them."""
+        return None if self.seq_len is None else at_one_length(self.status, self.seq_len)
+
+    @property
     def feasible(self) -> bool:
         return self.status is Status.FEASIBLE
 
@@ -65,8 +71,8 @@ class Verdict:
         if self.status is not Status.UNKNOWN:
             at = "" if self.seq_len is None else f" at T = {self.seq_len}"
             lines.append(f"  best cost exponent{at}: {self.exponent} ({_meaning(self.exponent, self.seq_len)})")
-            if self.seq_len is not None:
-                lines.append(f"  at one length: {at_one_length(self.status, self.seq_len)}")
+            if self.one_length is not None:
+                lines.append(f"  at one length: {self.one_length}")
         if self.witness is not None:
             lines.append("  witness, replayed by the reference interpreter:")
             lines += [f"    {line}" for line in describe_program(self.witness, self.target)]
