@@ -82,6 +82,8 @@ DECIDE = [
     ("timeout-0", f"ifs.decide('max_retrieval', {A}, timeout=0)"), ("timeout-negative", f"ifs.decide('max_retrieval', {A}, timeout=-1)"),
     ("timeout-nan", f"ifs.decide('max_retrieval', {A}, timeout=float('nan'))"), ("timeout-inf", f"ifs.decide('max_retrieval', {A}, timeout=float('inf'))"),
     ("timeout-string", f"ifs.decide('max_retrieval', {A}, timeout='1')"), ("timeout-bool", f"ifs.decide('max_retrieval', {A}, timeout=True)"),
+    # past MAX_TIMEOUT: z3 takes milliseconds in 32 bits (an OverflowError inside at 1e306)
+    ("timeout-1e306", f"ifs.decide('max_retrieval', {A}, timeout=1e306)"),
     ("samples-0", f"ifs.decide('max_retrieval', {A}, samples=0)"), ("samples-negative", f"ifs.decide('max_retrieval', {A}, samples=-1)"),
     ("samples-none", f"ifs.decide('max_retrieval', {A}, samples=None)"), ("samples-float", f"ifs.decide('max_retrieval', {A}, samples=1.5)"),
     ("law-unknown", f"ifs.decide('max_retrieval', {A}, decode_law='foo')"), ("target-none", f"ifs.decide(None, {A})"),
@@ -138,6 +140,9 @@ OTHERS = [
     ("sweep-workers-0", f"ifs.sweep(['max_retrieval'], [{A}], workers=0)"), ("sweep-backend", f"ifs.sweep(['max_retrieval'], [{A}], backend='spark')"),
     ("sweep-arch-tuple", "ifs.sweep(['max_retrieval'], [(1, 1)])"), ("sweep-no-targets", f"ifs.sweep([], [{A}])"),
     ("sweep-bad-target", f"ifs.sweep(['x[0]'], [{A}], cache=False)"), ("sweep-timeout", f"ifs.sweep(['max_retrieval'], [{A}], timeout=0)"),
+    ("minimize-timeout-1e308", "ifs.minimize('max_retrieval', timeout=1e308)"),
+    ("sweep-timeout-1e306", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, timeout=1e306)"),
+    ("decide-all-timeout-1e306", "ifs.decide_all('max_retrieval', timeout=1e306)"),
     ("decide-all-head-dim", "ifs.decide_all('max_retrieval', head_dim=0)"), ("decide-all-target", "ifs.decide_all(3.5)"),
     ("decide-all-width", "ifs.decide_all('max_retrieval', embed_dim='x')"), ("decide-all-timeout", "ifs.decide_all('max_retrieval', timeout=float('nan'))"),
     ("export-exists", f"open(tmp + '/e.smt2', 'w').close() or ifs.export_smtlib('max_retrieval', {A}, tmp + '/e.smt2')"),
