@@ -15,8 +15,9 @@
 TARGET is a catalogue name with parameters (``intrinsic_dimension:D=3``) or target text. Exit codes: 0
 feasible, proved or done; 1 infeasible or disproved; 2 bad input (one line on stderr naming the problem and
 the fix, never a traceback); 3 unknown; 4 internal error (a bug: one line, the traceback under ``--debug``);
-130 interrupted. ``--json`` prints one JSON document whose schema is
-in docs/cli.md. ``main(argv)`` returns the exit code, so tests and other tools call it in-process.
+130 interrupted; 143 terminated (SIGTERM). The codes, the one-line errors and the bounded numbers are the
+policy every entry point shares (infoflow_smt.command). ``--json`` prints one JSON document whose schema is in
+docs/cli.md. ``main(argv)`` returns the exit code, so tests and other tools call it in-process.
 """
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Decide, with an SMT solver, which transformer architectures "
                      "compute a target efficiently (InfoFlow). Exit codes: 0 feasible/proved, 1 infeasible/"
                      "disproved, 2 bad input, 3 unknown, 4 internal error (--debug anywhere shows its "
-                     "traceback), 130 interrupted.")
+                     "traceback), 130 interrupted, 143 terminated.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("decide", help="decide one architecture: a replayed witness or the reasons it fails")
