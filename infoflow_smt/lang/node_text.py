@@ -4,6 +4,7 @@ without the report layer (``Program.named``); infoflow_smt/report/explain.py bui
 from __future__ import annotations
 
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.hosting import HOST
 from infoflow_smt.lang.language import domain_to_text, to_text
 from infoflow_smt.lang.trees import GroupRef, NodeRef, outermost
 
@@ -18,8 +19,16 @@ def node_text(tree, node: str) -> str:
     return f"{d['sense']}({score} for {d['var']} in {domain})"
 
 
+HOST_TEXT = "self"   # how a hosted form names its host's position: the position that makes it for itself
+
+
 def expression_text(tree, e) -> str:
-    """An expression of the tree as text, the references spelt out as the reductions they stand for."""
+    """An expression of the tree as text, the references spelt out as the reductions they stand for (a
+    hosted form's host, ``@``, as ``self``)."""
+    return _expression_text(tree, e).replace(HOST, HOST_TEXT)
+
+
+def _expression_text(tree, e) -> str:
     def expand(node):
         if isinstance(node, NodeRef):
             return ex.Param(f"\x00{node.node}\x01")

@@ -32,10 +32,21 @@ Node attribute keys (``tree.nodes[n][key]``):
               the same group's earlier nodes by ``NodeRef``)
 ``terms``     the additive terms ``(sign, term)`` of ``score``
 ``position``  for fixed nodes, the ``FixedIndex`` read
+``hosted``    whether the node is a hosted form (below)
 
 Graph attributes: ``tree.graph["order"]`` (group id -> variable order, outermost first),
 ``tree.graph["output"]`` (the target with every top-level reduction replaced by a ``GroupRef``),
-``tree.graph["groups"]`` (group id -> ``Group``). Trees are cached: treat them as read-only.
+``tree.graph["groups"]`` (group id -> ``Group``), ``tree.graph["hosted"]`` (the ids of the hosted groups),
+``tree.graph["hostings"]`` (node -> the ``Hosting`` s that say which other node it is at which host).
+Trees are cached: treat them as read-only.
+
+**Hosted groups** (``hosting.py``). A selection that reads the token of another selection's winner is its
+hosted form made at that winner (a function of the host, whose position is the variable ``@``). The tree
+holds a group for each such form, and for the forms those need in turn, after the target's own groups: their
+nodes bind ``@``, no node reads them, and input positions make them for themselves; a retrieval of the winner
+then brings what the winner made (pointer doubling). ``hostings`` relate each node to the nodes it *is*: at a
+host (``Hosting.winner``) or at its own bound variable (two nodes of one hosted form, ``Hosting.own``). The
+measures of a target read the tree without the hosted groups.
 """
 from __future__ import annotations
 
@@ -49,6 +60,7 @@ import sympy
 
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang import hosting
 from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.symbols import T
 
@@ -69,6 +81,19 @@ class NodeRef:
     """Stands, inside a score, for the value of another node of the same group, at the same bindings."""
 
     node: str
+
+
+@dataclass(frozen=True)
+class Hosting:
+    """What a node is elsewhere: node ``node`` with its variable ``variable`` bound to the position of a
+    host. The host is the position playing this node's own bound variable ``own`` (two nodes of one hosted
+    form are one selection at each position), or the winner of node ``winner`` (this node reads that winner's
+    token where ``node`` reads its host's: ``node`` made at the winner is this node)."""
+
+    node: str
+    variable: str
+    own: str | None = None
+    winner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,21 +190,30 @@ def _sum(terms: list[tuple[int, object]]) -> object:
 def collect_groups(expression) -> tuple[object, dict[str, Group]]:
     """Replace every reduction by a GroupRef (equal reductions by the same one); return the rewritten
     expression and the groups by id, numbered in preorder."""
-    groups: dict[str, Group] = {}
-    seen: dict[ex.Reduce, str] = {}
+    collector = _Collector()
+    output = collector.rewrite(expression)
+    return output, collector.sorted_groups()
 
-    def rewrite(e):
+
+class _Collector:
+    """Groups of reductions, numbered as they are met; equal reductions are one group."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, Group] = {}
+        self.seen: dict[ex.Reduce, str] = {}
+
+    def rewrite(self, e):
         if isinstance(e, ex.Reduce):
-            if e in seen:
-                return GroupRef(seen[e])
-            gid = seen[e] = f"g{len(seen)}"
-            groups[gid] = Group(id=gid, kind=e.kind, variables=e.variables,
-                                domains=tuple(b.domain for b in e.bindings), body=rewrite(e.body), k=e.k or 1)
+            if e in self.seen:
+                return GroupRef(self.seen[e])
+            gid = self.seen[e] = f"g{len(self.seen)}"
+            self.groups[gid] = Group(id=gid, kind=e.kind, variables=e.variables,
+                                     domains=tuple(b.domain for b in e.bindings), body=self.rewrite(e.body), k=e.k or 1)
             return GroupRef(gid)
-        return ex.map_children(e, rewrite)
+        return ex.map_children(e, self.rewrite)
 
-    output = rewrite(expression)
-    return output, dict(sorted(groups.items(), key=lambda item: int(item[0][1:])))
+    def sorted_groups(self) -> dict[str, Group]:
+        return dict(sorted(self.groups.items(), key=lambda item: int(item[0][1:])))
 
 
 def _expression(target):
@@ -280,20 +314,26 @@ def node_id(group: str, var: str) -> str:
     return f"{group}.{var}"
 
 
-def comparison_tree(target, order: Mapping[str, tuple[str, ...]] | None = None) -> nx.DiGraph:
-    """The comparison tree of ``target`` under a variable order (the textual order by default).
+def comparison_tree(target, order: Mapping[str, tuple[str, ...]] | None = None, hosted: bool = True) -> nx.DiGraph:
+    """The comparison tree of ``target`` under a variable order (the textual order by default); with the
+    hosted groups (module docstring) unless ``hosted=False``.
 
     >>> from infoflow_smt import parse_target
     >>> tree = comparison_tree(parse_target("min(dot(x[s], x[t]) for s in T for t in T)"))
     >>> sorted(tree.nodes), sorted(tree.nodes["g0.t"]["bound"])
     (['g0.s', 'g0.t', 'output'], ['s'])
     """
-    return _tree(_expression(target), tuple(sorted((order or {}).items())))
+    return _tree(_expression(target), tuple(sorted((order or {}).items())), hosted)
 
 
 @lru_cache(maxsize=1024)
-def _tree(expression, order: tuple) -> nx.DiGraph:
-    output, groups = collect_groups(expression)
+def _tree(expression, order: tuple, hosted: bool = True) -> nx.DiGraph:
+    collector = _Collector()
+    output = collector.rewrite(expression)
+    own = set(collector.groups)
+    for form in _hosted_forms(expression) if hosted else ():
+        collector.rewrite(form)
+    groups = collector.sorted_groups()
     chosen = default_order(groups)
     for gid, vars_ in order:
         if gid not in groups or sorted(vars_) != sorted(groups[gid].variables):
@@ -302,9 +342,9 @@ def _tree(expression, order: tuple) -> nx.DiGraph:
             raise InvalidSpecError(f"order {gid}={vars_!r} puts a variable outside the one its range is bounded by",
                                    "variable order")
         chosen[gid] = tuple(vars_)
-    tree = nx.DiGraph(order=chosen, output=output, groups=groups)
+    tree = nx.DiGraph(order=chosen, output=output, groups=groups, hosted=frozenset(groups) - own, hostings={})
     tree.add_node("output", kind="output", var=None, bound=frozenset(), sense=None, k=1, domain=None,
-                  group=None, score=output, terms=(), position=None)
+                  group=None, score=output, terms=(), position=None, hosted=False)
     for gid, g in groups.items():
         if g.kind in _JOINT and len(g.variables) > 1:
             _add_elimination(tree, g, chosen[gid], groups)
@@ -320,8 +360,10 @@ def _tree(expression, order: tuple) -> nx.DiGraph:
             elif isinstance(ref, ex.FixedIndex):
                 fixed = f"fixed:{fixed_to_text(ref)}"
                 tree.add_node(fixed, kind="fixed", var=None, bound=frozenset(), sense=None, k=1, domain=None,
-                              group=None, score=None, terms=(), position=ref)
+                              group=None, score=None, terms=(), position=ref, hosted=False)
                 tree.add_edge(n, fixed)
+    if hosted and (tree.graph["hosted"] or _repeats(tree)):
+        tree.graph["hostings"] = _hostings(tree)
     return tree
 
 
@@ -334,7 +376,7 @@ def _kind(g: Group) -> str:
 def _add_node(tree: nx.DiGraph, g: Group, var: str, bound: frozenset, terms: list) -> None:
     tree.add_node(node_id(g.id, var), kind=_kind(g), var=var, bound=frozenset(bound), sense=_SENSE[g.kind],
                   k=g.k, domain=g.domain_of(var), group=g.id, score=_sum(terms), terms=tuple(terms),
-                  position=None)
+                  position=None, hosted=hosting.HOST in bound)
 
 
 def _add_chain(tree: nx.DiGraph, g: Group, order: tuple[str, ...], groups) -> None:
@@ -369,7 +411,109 @@ def outermost(tree: nx.DiGraph, group: str) -> str:
 
 
 def selection_nodes(tree: nx.DiGraph) -> list[str]:
-    return [n for n, k in tree.nodes(data="kind") if k in SELECTION_KINDS]
+    """The target's own selection nodes (not the hosted forms)."""
+    return [n for n, d in tree.nodes(data=True) if d["kind"] in SELECTION_KINDS and not d["hosted"]]
+
+
+def hosted_nodes(tree: nx.DiGraph) -> list[str]:
+    """The nodes of the hosted groups: selections input positions make for themselves (module docstring)."""
+    return [n for n, d in tree.nodes(data=True) if d["hosted"]]
+
+
+# ---- hosts ---------------------------------------------------------------------------------------
+_KINDS = {"min": ex.ReduceKind.MIN, "max": ex.ReduceKind.MAX, "argmin": ex.ReduceKind.ARGMIN,
+          "argmax": ex.ReduceKind.ARGMAX, "kth": ex.ReduceKind.KTH_LARGEST, "sum": ex.ReduceKind.SUM,
+          "mean": ex.ReduceKind.MEAN}
+
+
+def node_expression(tree: nx.DiGraph, node: str) -> ex.Reduce:
+    """A node as a reduction of the target language: its own variable over its domain, its score with every
+    reference spelt out (``min(dot(x[a], x[b]) for b in T)`` for the inner node of a joint minimum)."""
+    found = tree.graph.setdefault("expressions", {})
+    if node not in found:
+        d = tree.nodes[node]
+        kind = _KINDS[d["sense"]]
+        found[node] = ex.Reduce(kind, _spelt(tree, d["score"]), (ex.Binding(d["var"], d["domain"]),),
+                                d["k"] if kind is ex.ReduceKind.KTH_LARGEST else None)
+    return found[node]
+
+
+def group_expression(tree: nx.DiGraph, group: str) -> ex.Reduce:
+    """A group as the reduction it was in the target (its references spelt out)."""
+    g = tree.graph["groups"][group]
+    return ex.Reduce(g.kind, _spelt(tree, g.body), tuple(ex.Binding(v, d) for v, d in zip(g.variables, g.domains)),
+                     g.k if g.kind is ex.ReduceKind.KTH_LARGEST else None)
+
+
+def _spelt(tree: nx.DiGraph, e):
+    if isinstance(e, GroupRef):
+        return group_expression(tree, e.group)
+    if isinstance(e, NodeRef):
+        return node_expression(tree, e.node)
+    if isinstance(e, ex.Content) and isinstance(e.index, GroupRef):
+        return ex.Content(group_expression(tree, e.index.group))
+    return ex.map_children(e, lambda c: _spelt(tree, c))
+
+
+@lru_cache(maxsize=256)
+def _hosted_forms(expression) -> tuple[ex.Reduce, ...]:
+    """The hosted forms the selections of ``expression`` need at winner hosts (``hosting.closure``), over
+    the nodes of every useful variable order."""
+    _, groups = collect_groups(expression)
+    if not any(isinstance(e, ex.Content) and isinstance(e.index, GroupRef) for g in groups.values() for e in walk(g.body)):
+        return ()   # no selection reads a winner's token: no winner hosts one
+    useful = dict(_useful_orders(expression))
+    selections = []
+    for r in range(max((len(o) for o in useful.values()), default=0)):
+        order = tuple(sorted((gid, orders[r]) for gid, orders in useful.items() if len(orders) > r))
+        tree = _tree(expression, order, False)
+        selections += [(node_expression(tree, n), tree.nodes[n]["bound"]) for n in selection_nodes(tree)]
+    return hosting.closure(selections)
+
+
+def _repeats(tree: nx.DiGraph) -> set[str]:
+    """The selections that bind one variable each and could be one hosted form with a selection of another
+    group (same ``_shape``); within a group the normal form already makes a selection once (its rule 9)."""
+    groups: dict[tuple, set[str]] = {}
+    for n, d in tree.nodes(data=True):
+        if d["kind"] in SELECTION_KINDS and len(d["bound"]) == 1:
+            groups.setdefault(_shape(tree, n), set()).add(n)
+    return {n for members in groups.values() if len({tree.nodes[m]["group"] for m in members}) > 1 for n in members}
+
+
+def _shape(tree: nx.DiGraph, node: str) -> tuple:
+    """What two nodes of one hosted form share, cheap to compare (normalizing is not): kind, rank, range at its
+    host, how many nodes it reads through its score, and the calls and reads of its own terms."""
+    d = tree.nodes[node]
+    leaves = sorted(e.name if isinstance(e, ex.Call) else type(e).__name__ for _, t in d["terms"] for e in walk(t)
+                    if isinstance(e, (ex.Call, ex.Content, ex.Param, ex.Num)))
+    return (d["sense"], d["k"], repr(ex.rename_domain(d["domain"], dict.fromkeys(d["bound"], hosting.HOST))),
+            len(nx.descendants(tree, node)), tuple(leaves))
+
+
+def _hostings(tree: nx.DiGraph) -> dict[str, tuple[Hosting, ...]]:
+    """Each selection node's ``Hosting`` s (module docstring): the hosted groups' nodes are found by their
+    forms (``hosting.canonical``)."""
+    outer = {group_expression(tree, g): outermost(tree, g) for g in tree.graph["groups"]}
+    forms = {hosting.canonical(node_expression(tree, n)): n for n in hosted_nodes(tree)}
+    found: dict[str, list[Hosting]] = {}
+    same: dict[str, list[tuple[str, str]]] = {}
+    repeated = _repeats(tree)
+    for n, d in tree.nodes(data=True):
+        if d["kind"] not in SELECTION_KINDS:
+            continue
+        expression = node_expression(tree, n)
+        own = hosting.variable_form(expression, d["bound"])
+        if own is not None and n in repeated:   # a form no node of another group has names nothing else
+            same.setdefault(hosting.canonical(own), []).append((n, next(iter(d["bound"]))))
+        for index, form in hosting.winner_forms(expression, d["bound"]):
+            made = forms.get(hosting.canonical(form))
+            if made is not None and made != n and index in outer:
+                found.setdefault(n, []).append(Hosting(made, hosting.HOST, winner=outer[index]))
+    for members in same.values():
+        for n, variable in members:
+            found.setdefault(n, []).extend(Hosting(m, v, own=variable) for m, v in members if m != n)
+    return {n: tuple(h) for n, h in found.items() if h}
 
 
 # ---- measures ------------------------------------------------------------------------------------
@@ -389,13 +533,13 @@ def _useful_trees(target, limit: int = 256) -> list[nx.DiGraph]:
     """The trees of the first ``limit`` combinations of useful orders."""
     per_group = useful_orders(target)
     combos = itertools.islice(itertools.product(*per_group.values()), limit)
-    return [comparison_tree(target, dict(zip(per_group, combo))) for combo in combos]
+    return [comparison_tree(target, dict(zip(per_group, combo)), hosted=False) for combo in combos]
 
 
 def comparison_order(target) -> int:
     """beta': the most index variables one comparison must see at once (bound variables + the free one),
     under the best variable order. 2 for ``min_{s,t} <x_s, x_t>``, 3 for the triangle center."""
-    tree = comparison_tree(target, canonical_order(target))
+    tree = comparison_tree(target, canonical_order(target), hosted=False)
     return max((len(d["bound"]) + 1 for _, d in tree.nodes(data=True) if d["kind"] in SELECTION_KINDS),
                default=0)
 
@@ -426,7 +570,7 @@ def comparison_dimension(target) -> int:
 def comparison_number(target) -> sympy.Expr:
     """How many index tuples the target compares: for each selection node, its candidates times the
     bindings of its bound variables; a polynomial in ``T`` (``T**2 + T`` for ``min_{s,t} <x_s, x_t>``)."""
-    tree = comparison_tree(target, canonical_order(target))
+    tree = comparison_tree(target, canonical_order(target), hosted=False)
     domains: dict[str, list] = {}
     for _, d in tree.nodes(data=True):
         if d["var"]:
@@ -444,7 +588,7 @@ def comparison_number(target) -> sympy.Expr:
 
 def depth(target) -> int:
     """The longest chain of dependent selection, aggregate and fixed-position nodes."""
-    tree = comparison_tree(target, canonical_order(target))
+    tree = comparison_tree(target, canonical_order(target), hosted=False)
     return max(stages(tree).values(), default=0)
 
 
@@ -497,6 +641,7 @@ def describe(tree: nx.DiGraph) -> str:
 __all__ = [
     "Group",
     "GroupRef",
+    "Hosting",
     "NodeRef",
     "additive_terms",
     "all_orders",
@@ -509,7 +654,10 @@ __all__ = [
     "depth",
     "describe",
     "free_variables",
+    "group_expression",
+    "hosted_nodes",
     "needs_positional",
+    "node_expression",
     "node_id",
     "outermost",
     "selection_nodes",

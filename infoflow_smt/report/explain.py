@@ -15,6 +15,8 @@ import sympy
 
 from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.earliest import earliest_layers
+from infoflow_smt.lang.hosting import HOST
 from infoflow_smt.lang.language import domain_to_text, fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
 from infoflow_smt.lang.rank import score_rank
@@ -45,7 +47,9 @@ def describe_node(tree, node: str) -> str:
     rank = {1: "", 2: "second largest", 3: "third largest"}.get(d["k"], f"{d['k']}-th largest")
     over = d["var"] if isinstance(d["domain"], ex.AllPositions) else f"{d['var']} in {domain_to_text(d['domain'])}"
     what = f"the {rank or d['sense']} over {over} of {_text(tree, d['score'])}"
-    if d["bound"]:
+    if d["hosted"]:
+        what += ", each input position for itself"
+    elif d["bound"]:
         what += f", for each {', '.join(sorted(d['bound']))}"
     return what
 
@@ -57,7 +61,7 @@ def innermost_first(tree) -> list[str]:
     post-order): the nodes of one selection stay together, inner hop first, in the same order on every run.
     """
     walk = nx.dfs_postorder_nodes(tree)   # roots in the tree's order, the output token first
-    return [n for n in walk if tree.nodes[n]["kind"] not in ("output", "fixed")]
+    return [n for n in walk if tree.nodes[n]["kind"] not in ("output", "fixed") and not tree.nodes[n]["hosted"]]
 
 
 def where_made(tree, node: str) -> str:
@@ -66,6 +70,8 @@ def where_made(tree, node: str) -> str:
         return "made at the output token or at any input position"
     if bound == {ex.ANSWER}:
         return f"made at every input position for its own answer (it plays {ex.ANSWER})"
+    if bound == {HOST}:
+        return "made by every input position for itself (its own token read where the target reads a winner's)"
     if len(bound) == 1:
         return f"made at every input position, which plays {next(iter(bound))}"
     return f"that must hold {len(bound)} positions ({', '.join(sorted(bound))}) fixed at once"
@@ -193,6 +199,8 @@ def _order(tree, sels) -> list[Reason]:
 
 def _depth(tree, sels, arch, core) -> list[Reason]:
     chain = nx.dag_longest_path(tree.subgraph(sels))[::-1] if sels else []
+    if any(h.winner for hs in tree.graph["hostings"].values() for h in hs):
+        return _doubled_depth(tree, chain, arch, core)
     if "initial" not in core or len(chain) <= arch.layers:  # depth is the obstacle only when the chain is longer
         return []
     links = ", then ".join(describe_node(tree, n) for n in chain)
@@ -200,6 +208,20 @@ def _depth(tree, sels, arch, core) -> list[Reason]:
         f"Before layer 1 each input position holds only its own token and the output token nothing; the target "
         f"needs a chain of {len(chain)} dependent selections ({links}), each made from what the one before "
         f"gathered, one per layer, and the architecture has {plural(arch.layers, 'layer')}."))]
+
+
+def _doubled_depth(tree, chain: list[str], arch, core) -> list[Reason]:
+    """The depth sentence where selections hosted at winners are copied with them (``earliest.py``)."""
+    first = earliest_layers(tree)
+    if "initial" not in core or not chain or first[chain[-1]] <= arch.layers:
+        return []
+    links = ", then ".join(describe_node(tree, n) for n in chain)
+    return [Reason("initial", (
+        f"Before layer 1 each input position holds only its own token and the output token nothing; the target "
+        f"needs a chain of {len(chain)} dependent selections ({links}). Made one per layer, or faster by pointer "
+        f"doubling (every position makes a link of the chain from itself, and a retrieval copies the links its "
+        f"winner made), the last is known after layer {int(first[chain[-1]])} at the earliest, and the architecture "
+        f"has {plural(arch.layers, 'layer')}."))]
 
 
 def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "the output token") -> list[Reason]:

@@ -24,6 +24,10 @@ most ``h_l`` operations in layer ``l`` (the head budget). Unit jobs with integer
 capacities if and only if every window ``[a, b]`` of layers holds no more jobs that must run inside it than it
 has heads (Hall's condition for interval neighbourhoods); a window that holds more is the shortfall.
 
+Neither holds where a retrieval's copy brings a selection that no head made at the copier (``Hosts.copies``:
+pointer doubling makes a chain of ``k`` selections in about ``log2 k`` layers): then z3 decides. Two names of
+one selection (``Hosts.same``) are one job.
+
 Each condition returns the tracked constraints its count used, named as an unsat core names them, so that
 ``report.explain`` says why in the same sentences as for z3's answer.
 """
@@ -31,6 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infoflow_smt.lang.earliest import earliest_layers
+from infoflow_smt.lang.trees import comparison_tree, outermost, useful_orders
 from infoflow_smt.model.program import Mode
 from infoflow_smt.smt.encoder import IN, Encoding, NodeInfo, goal_needs
 
@@ -72,6 +78,8 @@ def shortfall(enc: Encoding, heads: tuple[int, ...], allowed: list[int], anchore
     """
     if _aggregates(enc, allowed):
         return None
+    if enc.hosts.copies:  # a copy brings a selection with no head of its own: only the depth with copies counts
+        return _doubled_depth(enc, len(heads))
     needed = _needed(enc)
     if needed is None:
         return None
@@ -84,6 +92,22 @@ def shortfall(enc: Encoding, heads: tuple[int, ...], allowed: list[int], anchore
                          f"needed by layer {deadline[late[0]]}")
     anchored = bool(enc.anchors) if anchored is None else anchored
     return _crowded_window(_jobs(enc, needed, release, deadline, anchored), heads)
+
+
+def _doubled_depth(enc: Encoding, layers: int) -> Shortfall | None:
+    """The depth count where retrievals copy what their winners made for themselves (``earliest.py``): a node
+    the goal needs that no program knows by the last layer. None when a group has several orders."""
+    useful = useful_orders(enc.target)
+    if any(len(orders) > 1 for orders in useful.values()):
+        return None
+    tree = comparison_tree(enc.target, {gid: orders[0] for gid, orders in useful.items()})
+    first = earliest_layers(tree)
+    for need in goal_needs(enc.target):
+        node = outermost(tree, need.what) if need.kind == "group" else None
+        if node is not None and first[node] > layers:
+            return Shortfall(frozenset({"initial", "goal", "level"}),
+                             f"{node} is known after layer {first[node]} at the earliest, even copied with winners")
+    return None
 
 
 def _aggregates(enc: Encoding, allowed: list[int]) -> bool:
@@ -183,7 +207,23 @@ def _jobs(enc: Encoding, needed: set[str], release: dict, deadline: dict, anchor
             info = enc.nodes.get(read) if read is not None else None
             if info is not None and read in needed and info.kind in SELECTIONS and len(info.bound) == 1:
                 due[read] = min(due.get(read, deadline[read]), deadline[read])
-    return [Job(k, release[k], d) for k, d in due.items()]
+    # one selection under several names (``Hosts.same``) is one job, due by the earliest of its names' deadlines
+    one: dict[tuple[str, ...], Job] = {}
+    for k, d in due.items():
+        name = min(_same(enc, k))
+        found = one.get(name)
+        if found is None or d < found.deadline:
+            one[name] = Job(k, release[k], d)
+    return list(one.values())
+
+
+def _same(enc: Encoding, key: str) -> tuple[str, ...]:
+    """The names of the selection ``key`` is (``Hosts.same``): itself and those paired with it."""
+    names = {key}
+    for a, b in enc.hosts.same:
+        if key in (a, b):
+            names |= {a, b}
+    return tuple(sorted(names))
 
 
 def _crowded_window(jobs: list[Job], heads: tuple[int, ...]) -> Shortfall | None:

@@ -47,6 +47,7 @@ import z3
 
 from infoflow_smt.deadline import OutOfTime
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.hosting import HOST
 from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import (
@@ -166,6 +167,29 @@ class NodeInfo:
     def restricted(self) -> bool:  # candidates restricted to a subset or range: positions tell them apart
         return not isinstance(self.domain, ex.AllPositions)
 
+    @property
+    def hosted(self) -> bool:  # a hosted form (``trees.py``): made by input positions for themselves
+        return HOST in self.bound
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """How the nodes of an encoding are one another elsewhere (``trees.Hosting``), by node key: ``same``
+    pairs are one selection at each position (two nodes of one hosted form, each at its own bound
+    variable); a ``copies`` triple ``(m, a, n)`` says that node ``n`` is the hosted node ``a`` made at the
+    winner of node ``m``, so a retrieval of ``m`` whose candidates all know ``a`` brings ``n``."""
+
+    same: tuple[tuple[str, str], ...] = ()
+    copies: tuple[tuple[str, str, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.same or self.copies)
+
+    def groups(self, nodes: dict[str, NodeInfo]) -> set[str]:
+        """The groups with a node in a relation."""
+        keys = {k for pair in self.same for k in pair} | {k for triple in self.copies for k in triple}
+        return {nodes[k].group for k in keys}
+
 
 @dataclass
 class Encoding:
@@ -179,6 +203,7 @@ class Encoding:
     solver: z3.Solver
     nodes: dict[str, NodeInfo]
     outer: dict[str, dict[tuple[str, ...], str]]            # group -> order -> key of its outermost node
+    hosts: Hosts = Hosts()                                 # which nodes are one another elsewhere
     text: str = ""                                         # the SMT-LIB declarations and assertions
     classes: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
@@ -345,7 +370,7 @@ def answering_classes(enc: Encoding) -> list[str]:
     at the last position with positional encoding, position ``T``'s class."""
     if enc.target.per_position:
         return [c for c in enc.inputs if c not in enc.anchors or _asked(enc.target, enc.anchors[c])]
-    return [LAST_CLASS] if LAST_CLASS in enc.anchors else [OUT]
+    return [LAST_CLASS] if LAST_CLASS in enc.anchors and readout.reads_at_last(enc.target, enc.arch) else [OUT]
 
 
 def _asked(target, anchor: ex.FixedIndex) -> bool:
@@ -361,10 +386,11 @@ def _key(group: str, order: tuple[str, ...], var: str) -> str:
 
 
 def _node_infos(target, rank_dim: int | None = None
-                ) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, ...], str]]]:
-    """The nodes of every useful order of every group; of orders whose trees read alike (the same nodes,
-    reads, bindings and, under the rank rule, score ranks for tokens of dimension ``rank_dim``, up to the
-    names of the variables), one is kept: they are the same question."""
+                ) -> tuple[dict[str, NodeInfo], dict[str, dict[tuple[str, ...], str]], Hosts]:
+    """The nodes of every useful order of every group, and of the hosted groups (``trees.py``); of orders
+    whose trees read alike (the same nodes, reads, bindings and, under the rank rule, score ranks for tokens
+    of dimension ``rank_dim``, up to the names of the variables), one is kept: they are the same question.
+    With them, how the nodes kept are one another elsewhere (``Hosts``)."""
     infos: dict[str, NodeInfo] = {}
     outer: dict[str, dict[tuple[str, ...], str]] = {}
     useful = useful_orders(target)
@@ -375,18 +401,7 @@ def _node_infos(target, rank_dim: int | None = None
     for gid, orders in useful.items():
         outer[gid], seen = {}, set()
         for order, tree in zip(orders, trees):
-            here: dict[str, NodeInfo] = {}
-            for var in order:
-                data = tree.nodes[f"{gid}.{var}"]
-                players = {var: Reader.CANDIDATE} | {b: Reader.SELECTOR for b in data["bound"]}
-                reads = _reads(tree, data["terms"], players,
-                               lambda n, gid=gid, order=order: _key(gid, order, n.split(".", 1)[1]))
-                score_free = tree_free_variables(data["score"], tree.graph["groups"])
-                key = _key(gid, order, var)
-                selects = rank_dim and data["kind"] != "aggregate"
-                rank = score_rank(tree, f"{gid}.{var}", rank_dim) if selects else None
-                here[key] = NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
-                                     data["domain"], reads, constant=reads.empty and not score_free, rank=rank)
+            here = {key: info for key, info in _group_infos(tree, gid, order, rank_dim)}
             top = _key(gid, order, order[0])
             signature = _signature(here, top)
             if signature in seen:
@@ -394,7 +409,72 @@ def _node_infos(target, rank_dim: int | None = None
             seen.add(signature)
             infos.update(here)
             outer[gid][order] = top
-    return infos, outer
+    for gid in sorted(trees[0].graph["hosted"] if trees else (), key=lambda g: int(g[1:])):
+        order = trees[0].graph["order"][gid]
+        infos.update(_group_infos(trees[0], gid, order, rank_dim))
+        outer[gid] = {order: _key(gid, order, order[0])}
+    return infos, outer, _hosts(trees, infos)
+
+
+def _group_infos(tree, gid: str, order: tuple[str, ...], rank_dim: int | None):
+    """The ``NodeInfo`` of each node of group ``gid`` under ``order`` in ``tree``, by key."""
+    for var in order:
+        data = tree.nodes[f"{gid}.{var}"]
+        players = {var: Reader.CANDIDATE} | {b: Reader.SELECTOR for b in data["bound"]}
+        reads = _reads(tree, data["terms"], players,
+                       lambda n, gid=gid, order=order: _key(gid, order, n.split(".", 1)[1]))
+        score_free = tree_free_variables(data["score"], tree.graph["groups"])
+        key = _key(gid, order, var)
+        selects = rank_dim and data["kind"] != "aggregate"
+        rank = score_rank(tree, f"{gid}.{var}", rank_dim) if selects else None
+        yield key, NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
+                            data["domain"], reads, constant=reads.empty and not score_free, rank=rank)
+
+
+def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
+    """Each tree's hostings (``trees.Hosting``) as relations between the node keys kept, the tree's orders
+    naming its nodes."""
+    same, copies = set(), set()
+    for tree in trees:
+        for node, hostings in tree.graph["hostings"].items():
+            n = _kept_key(tree, node, infos)
+            for h in hostings:
+                a, m = _kept_key(tree, h.node, infos), _kept_key(tree, h.winner, infos) if h.winner else None
+                if n is None or a is None:
+                    continue
+                if h.winner is None:
+                    same.add(tuple(sorted((n, a))))
+                elif m is not None:
+                    copies.add((m, a, n))
+    return Hosts(tuple(sorted(same)), tuple(sorted(copies)))
+
+
+def _kept_key(tree, node: str, infos: dict[str, NodeInfo]) -> str | None:
+    """The key of ``tree``'s ``node`` under the tree's order, when the encoding keeps that order."""
+    gid, var = node.split(".", 1)
+    found = _key(gid, tree.graph["order"][gid], var)
+    return found if found in infos else None
+
+
+def _classes(pairs) -> dict[str, tuple[str, ...]]:
+    """The classes of keys that ``pairs`` join (each pair one selection at each position), by member."""
+    graph: dict[str, set[str]] = {}
+    for a, b in pairs:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set()).add(a)
+    found: dict[str, tuple[str, ...]] = {}
+    for start in graph:
+        if start in found:
+            continue
+        members, todo = set(), [start]
+        while todo:
+            k = todo.pop()
+            if k not in members:
+                members.add(k)
+                todo += graph[k]
+        for k in members:
+            found[k] = tuple(sorted(members))
+    return found
 
 
 def _signature(infos: dict[str, NodeInfo], key: str) -> tuple:
@@ -486,6 +566,23 @@ def _in_domain(q: ex.FixedIndex, domain: ex.Domain) -> bool:
     return any(q.resolve(n) in Realization().domain_positions(envelope, n) for n in range(_FAR, _FAR + _PERIOD))
 
 
+def anchor_positions(named: tuple[ex.FixedIndex, ...], free: int, masked: bool) -> list[ex.FixedIndex]:
+    """The fixed positions that are classes of their own with positional encoding: every position the target
+    names (it holds its own token from the start and may make the selections that read it: docs/model.md,
+    "Fixed positions work for themselves"), and positions ``1..free``, one per group with a selection that
+    binds no variable, which can work for the output token in earlier layers. Under a causal mask a position
+    near the start sees too little to stand in for the others: only the named ones, which see what lies before them."""
+    found = set(named) | (set() if masked else {ex.FixedIndex(q) for q in range(1, free + 1)})
+    return sorted(found, key=lambda q: (q.from_end, q.position))
+
+
+def anchor_name(q: ex.FixedIndex) -> str:
+    """An anchor's class name: ``a3`` for position 3, ``aT`` for position T, ``aT-1`` for T-1."""
+    if q.from_end:
+        return "aT" if q.position == 0 else f"aT-{q.position}"
+    return f"a{q.position}"
+
+
 def _ref_name(q) -> str:
     """A source's part of an SMT name: ``off-1`` (an offset), ``p3`` (position 3), ``e0`` (position ``T - 0``)."""
     if isinstance(q, Offset):
@@ -524,9 +621,13 @@ class _Builder:
     names: ``Encoding.var`` reads them back."""
 
     def __init__(self, target, arch, law, seq_len, anchors, portable, ctx, ordered=True):
-        infos, outer = _node_infos(target, arch.input_dim if arch.rank_aware else None)
+        infos, outer, hosts = _node_infos(target, arch.input_dim if arch.rank_aware else None)
         self.ctx = ctx or z3.Context()
-        self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer)
+        self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer, hosts)
+        self.same = _classes(hosts.same)   # node key -> the keys of one selection at each position
+        self.copies: dict[str, list[tuple[str, str, str]]] = {}   # node key -> the copies that bring it
+        for triple in hosts.copies:
+            self.copies.setdefault(triple[2], []).append(triple)
         self.law, self.seq_len, self.portable, self.ordered = law, seq_len, portable, ordered
         self.use_anchors = anchors
         self.pe = arch.positional
@@ -672,22 +773,37 @@ class _Builder:
             self.add(exactly_one([quoted(v) for v in enc.order_vars[gid].values()], self.portable))
 
     def position_classes(self) -> tuple[list[ex.FixedIndex], dict[ex.FixedIndex, str]]:
-        """``in``, the anchors 1..K (positional encoding, two layers or more; K = the groups with a
-        selection that binds no variable, the only work a fixed position can do for a generic input), and
-        ``out``; the fixed positions and offsets a specific-position head may gather. Returns the fixed
-        positions a head may gather (the anchors too), each with the class that holds it."""
+        """``in``, the anchors (positional encoding, two layers or more: ``anchor_positions``) and ``out``;
+        the fixed positions and offsets a specific-position head may gather. Returns the fixed positions a
+        head may gather (the anchors too), each with the class that holds it."""
         enc = self.enc
         enc.fixed, enc.offsets = position_reads(comparison_tree(enc.target))
-        n_free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
-        if self.use_anchors and self.pe and enc.arch.layers >= 2 and not self.mask:  # (a fixed position near the
-            # start sees too little under a mask to stand in for the others: docs/model.md, "Causal mask")
-            enc.anchors = {f"a{q}": ex.FixedIndex(q) for q in range(1, n_free + 1)}
+        if self.use_anchors and self.pe and enc.arch.layers >= 2:
+            free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
+            enc.anchors = {anchor_name(q): q for q in anchor_positions(enc.fixed, free, self.mask)}
         if self.pe and readout.reads_at_last(enc.target, enc.arch):  # in every encoding: the goal is stated there
             enc.anchors[LAST_CLASS] = ex.FixedIndex(0, True)
         enc.inputs = [IN] + list(enc.anchors)
         enc.classes = enc.inputs + [OUT]
         fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
         return fixed_sources, {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
+
+    def sees(self, c: str, position) -> bool:
+        """Whether class ``c`` sees ``position`` (a ``FixedIndex``) under the causal mask: the output token sees
+        every position, an anchor those at or before its own, a generic input position only position 1 for sure."""
+        if not self.mask or c == OUT:
+            return True
+        q = self.enc.anchors.get(c)
+        at = q.resolve(_FAR) if q is not None else 1
+        return position.resolve(_FAR) <= at
+
+    def sees_domain(self, c: str, domain: ex.Domain) -> bool:
+        """Whether anchor ``c`` sees every position of ``domain`` at every binding (its envelope) under the mask."""
+        q = self.enc.anchors.get(c)
+        if q is None:
+            return False
+        positions = Realization().domain_positions(ex.envelope(domain), _FAR)
+        return len(positions) == 0 or int(max(positions)) <= q.resolve(_FAR)
 
     def neighbour(self, c: str, k: int) -> list[str]:
         """The class of the position at offset ``k`` from class ``c`` (one, or none outside the sequence): an
@@ -782,7 +898,7 @@ class _Builder:
         (``ex.sees_candidates``), of which ``range(1, s+1)`` is told apart by the mask itself."""
         if not self.mask or c == OUT:
             return self.positional_ok if info.restricted else TRUE
-        sees = any(ex.sees_candidates(info.domain, v) for v in info.bound or (None,))
+        sees = any(ex.sees_candidates(info.domain, v) for v in info.bound or (None,)) or self.sees_domain(c, info.domain)
         prefix = any(ex.masked_prefix(info.domain, v) for v in info.bound)
         return smt_and(self.positional_ok if info.restricted and not prefix else TRUE, TRUE if sees else self.causal_ok)
 
@@ -827,7 +943,8 @@ class _Builder:
             names = [(OperationName.selection(i), i)
                      for i in enc.nodes.values() if i.kind in ("top1", "kth") and self.admissible(i, c)]
             names += [(GLOBAL_AGGREGATION, None)] + ([(GLOBAL_AVERAGING, None)] if averages else [])
-            masked = {GLOBAL_AGGREGATION, GLOBAL_AVERAGING} if self.mask and c != OUT else set()
+            masked = {GLOBAL_AGGREGATION, GLOBAL_AVERAGING} if self.mask and c != OUT and not self.sees_domain(
+                c, ex.AllPositions()) else set()
             refs = self.references(c)
             enc.widest = max(enc.widest, len(names) + len(refs))  # distinct operations a layer offers here
             names += [(OperationName(Mode.POSITIONS, slot=j), None) for j in range(1, min(H, len(refs)) + 1)]
@@ -907,9 +1024,9 @@ class _Builder:
             op = quoted(enc.ops[(l, c, name)])
             self.add(f"(= {op} {disj([quoted(v) for v in srcs.values()])})")
             self.add(implies(op, self.positional_ok))
-            if self.mask and c != OUT:  # every input position sees position 1 and those before it, no other
+            if self.mask and c != OUT:  # an input position sees itself and the positions before it, no other
                 for ref in refs:
-                    if not (ref == ex.FixedIndex(1) or isinstance(ref, Offset) and ref.offset < 0):
+                    if not (isinstance(ref, Offset) and ref.offset < 0 or not isinstance(ref, Offset) and self.sees(c, ref)):
                         self.add(implies(quoted(srcs[ref]), self.causal_ok))
             if j:  # one canonical partition: each block starts after the previous block's first source
                 before, earlier = enc.sources[(l, c, slots[j - 1])], FALSE  # the previous block has begun
@@ -957,8 +1074,12 @@ class _Builder:
                       for i, q in enumerate(self.references(c))}
             winners = self.winners(l, c, acting)
             self.update_all(c, l, acting, chosen, winners)
-            for key, info in self.enc.nodes.items():
-                self.update_know(c, l, key, info, acting, chosen, winners)
+            gains = {key: self.know_gains(c, l, key, info, acting, chosen, winners)
+                     for key, info in self.enc.nodes.items() if self.admissible(info, c)}
+            for key in self.enc.nodes:
+                # one selection under several names: each is known when any is (``Hosts.same``)
+                known = [g for k in self.same.get(key, (key,)) for g in gains.get(k, [FALSE])]
+                self.add(f"(= {self.know[(c, l, key)]} {disj(known) if key in gains else FALSE})")
             self.update_positions(c, l, chosen, winners)
 
     def winners(self, l: int, c: str, acting: dict) -> list[tuple[str, NodeInfo]]:
@@ -985,11 +1106,10 @@ class _Builder:
                   for k in self.neighbour(c, q.offset)]
         self.add(f"(= {self.all[(c, l)]} {disj(gains)})")
 
-    def update_know(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict, winners: list) -> None:
+    def know_gains(self, c: str, l: int, key: str, info: NodeInfo, acting: dict, chosen: dict,
+                   winners: list) -> list[str]:
+        """How class ``c`` comes to know node ``key`` by layer ``l`` (under this name alone)."""
         know = self.know
-        if not self.admissible(info, c):
-            self.add(neg(know[(c, l, key)]))
-            return
         gains = [know[(c, l - 1, key)], self.all[(c, l)]]
         if info.kind == "aggregate":
             if not info.bound and GLOBAL_AVERAGING in acting:
@@ -1002,7 +1122,12 @@ class _Builder:
                       if not isinstance(q, Offset)]
             gains += [smt_and(v, know[(k, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)
                       for k in self.neighbour(c, q.offset)]
-        self.add(f"(= {know[(c, l, key)]} {disj(gains)})")
+        # made by the winner of a retrieval for itself: the retrieval copies it (``Hosts.copies``)
+        for m, a, n in self.copies.get(key, ()):
+            retrieves = acting.get(OperationName.selection(self.enc.nodes[m]))
+            if retrieves is not None:
+                gains.append(smt_and(retrieves, self.known_by_candidates(self.enc.nodes[m], l - 1, a)))
+        return gains
 
     def update_positions(self, c: str, l: int, chosen: dict, winners: list) -> None:
         for q in self.enc.fixed:

@@ -35,7 +35,7 @@ from infoflow_smt.lang import causal
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.causal import check_supported
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
-from infoflow_smt.lang.trees import comparison_tree, needs_positional
+from infoflow_smt.lang.trees import comparison_tree, needs_positional, position_reads
 from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
 from infoflow_smt.model import cost, readout
 from infoflow_smt.model.architecture import Architecture
@@ -194,6 +194,9 @@ class _Effort:
 # units: the explanation is the same on every machine (about 0.5 s on the 2-core machine; the slowest of the
 # solver benchmark's 300 random questions took a quarter of it)
 CORE_WORK = 1_000_000
+# the most work the anchored encoding's question for a program cheaper than the one found without anchors may
+# take (``Questions.cheapest_inefficient``): z3's resource units, the same on every machine
+CHEAPER_WORK = 2_000_000
 
 
 _LAST = ("initial", "positional", "causal", "goal")  # tracked constraints dropped last, in this order
@@ -279,7 +282,7 @@ class _Session:
                 lo = mid + 1
         return allowed[hi], model, None
 
-    def cheapest_beyond(self, every: list[int]):
+    def cheapest_beyond(self, every: list[int], work: int | None = None):
         """``cheapest(every)`` when no program exists within the bounded levels (the efficient question was
         refuted, by z3 or by a count). Only the prefixes that end at a level an operation of this architecture
         costs are asked (``Encoding.usable_levels``: another prefix has the models of the one before it), the
@@ -290,7 +293,7 @@ class _Session:
         refuted = next((j for j, i in enumerate(every) if i not in bounded), len(every))
         ends = [j for j in range(refuted, len(every)) if every[j] in usable] or [len(every) - 1]
         for end in ends:
-            result = self.ask(every[: end + 1])
+            result = self.ask(every[: end + 1], work=work)
             if result == z3.sat:
                 return every[end], self.model(), None
             if result == z3.unknown:
@@ -362,8 +365,13 @@ class _Session:
         for gid, per_order in enc.order_vars.items():
             values = enc.values(model, tuple(per_order.values()))
             chosen[gid] = next((o for o, v in per_order.items() if values[v]), next(iter(per_order)))
-        return sum(1 for info in enc.nodes.values() if info.kind in ("top1", "kth") and not info.constant
-                   and chosen[info.group] == info.order)
+        copied = {n for _, _, n in enc.hosts.copies}   # a copy brings these with no head of their own
+        names: dict[str, str] = {}
+        for a, b in enc.hosts.same:   # one selection under several names is made by one head
+            names[b] = names[a] = min(names.get(a, a), names.get(b, b), a, b)
+        return len({names.get(info.key, info.key) for info in enc.nodes.values()
+                    if info.kind in ("top1", "kth") and not info.constant and not info.hosted
+                    and chosen[info.group] == info.order and info.key not in copied})
 
     def program_without(self, allowed: list[int], exact, values: dict, names: tuple[str, ...],
                         dropped: list[str]):
@@ -539,8 +547,9 @@ class Questions:
         if reused is not None:
             return reused
         # first without anchors (a smaller encoding whose programs are programs of the full one), then with
-        anchored = arch.positional and arch.layers >= 2 and not arch.causal  # no anchors under a mask
-        session = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
+        # under a mask only the positions the target names are anchors (``encoder.anchor_positions``)
+        anchored = arch.positional and arch.layers >= 2 and (not arch.causal or bool(position_reads(comparison_tree(target, hosted=False))[0]))
+        session = plain = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
         # position T read as a class of its own is in every encoding: counted like an anchor
         counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored or bool(session.enc.anchors))
         if counted is None:  # z3 decides what the counts leave open
@@ -573,8 +582,8 @@ class Questions:
             core = set(counted.core) if counted is not None else session.minimal_core()
             reasons = explain.explain(target, arch, core,
                                       explain.growing_costs(arch, self.law, has_kth))
+        session, level, model, unknown, cut = self.cheapest_inefficient(plain, session)
         every = list(range(len(session.enc.levels)))
-        level, model, unknown = session.cheapest_beyond(every)
         prefix = self.prefix_aggregation(arch)
         if prefix is not None:
             reasons += (explain.prefix_aggregation_note(arch, prefix),)
@@ -583,11 +592,36 @@ class Questions:
             return Verdict(Status.INFEASIBLE, target, arch, sympy.oo if prefix is None else prefix,
                            explanation=reasons, stats=effort.stats(), seq_len=seq_len, reason_unknown=note)
         program, exponent, note = self._cheapest_program(session, level, every, model, arch, prune=True)
+        if cut:
+            note = {"minimized": False, "note": "; ".join([cut] + ([note["note"]] if note else []))}
         reasons += self.notes(program, arch)
         if prefix is not None and cost.asymptotic_key(prefix) < cost.asymptotic_key(exponent):
             exponent, program = prefix, None   # cheaper than every program the encoding holds
         return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=effort.stats(note),
                        best_program=program, seq_len=seq_len)
+
+    def cheapest_inefficient(self, plain: _Session, session: _Session):
+        """The cheapest program at any cost once no efficient one exists: asked first of the encoding without
+        anchors (``plain``: its programs are programs of the full one, and its questions far smaller), then of
+        the anchored encoding (``session``, when it is another) only below the exponent found, within
+        ``CHEAPER_WORK``. Returns the session the model belongs to, the level, the model, z3's reason when
+        unknown, and a note when the anchored question was cut short (the exponent is then an upper bound)."""
+        level, model, unknown = plain.cheapest_beyond(list(range(len(plain.enc.levels))))
+        if session is plain or unknown is not None:
+            return plain, level, model, unknown, None
+        if model is None:  # none without anchors: the anchored encoding decides alone
+            level, model, unknown = session.cheapest_beyond(list(range(len(session.enc.levels))))
+            return session, level, model, unknown, None
+        found = cost.asymptotic_key(plain.enc.levels[level]) if level >= 0 else None
+        cheaper = [i for i, e in enumerate(session.enc.levels) if found is not None and cost.asymptotic_key(e) < found]
+        if not cheaper:
+            return plain, level, model, None, None
+        better, better_model, unknown = session.cheapest_beyond(cheaper, work=CHEAPER_WORK)
+        if better_model is not None:
+            return session, better, better_model, None, None
+        cut = (None if unknown is None else "the anchored encoding's question for a cheaper program ran out of its "
+               "work: the exponent is that of the cheapest program without anchors, an upper bound")
+        return plain, level, model, None, cut
 
     def prefix_aggregation(self, arch) -> sympy.Expr | None:
         """Under the mask, with an answer at every position that reads nothing after its own position: the cost

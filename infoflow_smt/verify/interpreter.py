@@ -98,6 +98,7 @@ class LayerState:
     def __init__(self, held: np.ndarray, known: list[dict]):
         self.held = held
         self.known = known
+        self.names: dict[int, dict] = {}  # position -> selections it knows under another name (``hosted``)
 
     @classmethod
     def start(cls, seq_len: int) -> LayerState:
@@ -318,6 +319,8 @@ class ScalarReplay:
         """The position ``node`` selects at ``env`` as known to (or made by) position ``who``."""
         key = self.binding(node, env)
         known = layer.known[who - 1].get(key)
+        if known is None:
+            known = self.hosted(node, env, who, layer)
         if known is not None:
             return known
         omniscient = layer.held[who - 1].all()
@@ -329,6 +332,50 @@ class ScalarReplay:
         if omniscient:
             self.made[key] = chosen
         return chosen
+
+    def hosted(self, node: str, env: dict, who: int, layer: LayerState) -> int | None:
+        """The position ``node`` selects at ``env``, known to ``who`` as the same selection made elsewhere
+        (``trees.Hosting``): made at the position playing its bound variable under another node's name, or
+        made by the winner of another selection for itself and copied with what that winner knew. None when
+        ``who`` knows it under no name."""
+        return self._named(self.binding(node, env), node, env, who, layer, set())[0]
+
+    def _named(self, key: tuple, node: str, env: dict, who: int, layer: LayerState, open_: set) -> tuple[int | None, bool]:
+        """``hosted``'s search: the position and whether the answer is final. A name met again while it is
+        still being looked up (``open_``: a chain whose winner wins its own selection names itself) answers
+        None for that path, and an answer that rests on such a None is not remembered."""
+        memo = layer.names.setdefault(who, {})
+        if key in memo:
+            return memo[key], True
+        if key in open_:
+            return None, False
+        open_.add(key)
+        final, found = True, None
+        for h in self.tree.graph["hostings"].get(node, ()):
+            if h.winner is not None:
+                winner_env = {v: env[v] for v in self.tree.nodes[h.winner]["bound"]}
+                host, done = self._known(h.winner, winner_env, who, layer, open_)
+                final &= done
+            else:
+                host = env[h.own]
+            if host is None:
+                continue
+            found, done = self._known(h.node, {h.variable: host}, who, layer, open_)
+            final &= done
+            if found is not None:
+                final = True
+                break
+        open_.discard(key)
+        if final:
+            memo[key] = found
+        return found, final
+
+    def _known(self, node: str, env: dict, who: int, layer: LayerState, open_: set) -> tuple[int | None, bool]:
+        key = self.binding(node, env)
+        known = layer.known[who - 1].get(key)
+        if known is not None:
+            return known, True
+        return self._named(key, node, env, who, layer, open_)
 
     def rank(self, node: str, env: dict, view: Viewpoint, candidate_side: str | None) -> tuple[np.ndarray, np.ndarray]:
         """Candidates and their scores; ``candidate_side`` CANDIDATE when each candidate reads its own

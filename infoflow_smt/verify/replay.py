@@ -16,7 +16,9 @@ It is never more permissive than the scalar interpreter: where that one lets a p
 itself from the candidates it holds, this one asks that it hold every token (or that the score read
 nothing), and falls back to the scalar replay when it refuses. A table too large for the memory budget
 (``BUDGET`` numbers) also falls back, and so does a tree with a range bounded by an index variable
-(``range(1, s)``: its candidates differ per binding, which these tables over whole axes do not hold).
+(``range(1, s)``: its candidates differ per binding, which these tables over whole axes do not hold), and so
+does a tree where one selection has several names (``trees.Hosting``: a selection a position knows as the same
+selection made elsewhere, which the scalar replay looks up name by name).
 """
 from __future__ import annotations
 
@@ -419,7 +421,10 @@ def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, 
     read at the output token, at every position (``target.per_position``) or at position ``T`` (``last``);
     None when a truth table would exceed the memory budget (replay with the scalar interpreter).
     ``layers``: a dict kept across calls on the same inputs, so programs that share their first layers
-    (one pruned of an operation in a later layer) replay those once."""
+    (one pruned of an operation in a later layer) replay those once. None also where the tree names one
+    selection in several ways (``tree.graph["hostings"]``): the scalar replay looks each name up."""
+    if tree.graph.get("hostings"):
+        return None
     try:
         truth = truth or Truth(tree, X, target.realization)
     except (TooLarge, MemoryError):

@@ -166,17 +166,18 @@ def test_every_literature_entry_of_the_catalogue_is_set_beside_its_paper(results
         assert "arXiv" in row.citation and row.claim and row.verdict and row.name in targets
         assert f"| `{row.name}` | {row.citation} |" in table
     khop = next(r for r in literature.RESULTS if r.name == "k_hop_induction")
-    assert not khop.agrees and "discrete tokens" in khop.note
+    assert khop.agrees and "pointer doubling" in khop.verdict
     assert all(r.note for r in literature.RESULTS if not r.agrees)  # every disagreement names its assumption
 
 
-def test_k_hop_induction_is_decided_as_k_plus_one_layers_not_log_k(results):
-    """The known disagreement, kept: four hops need five layers in the model, where pointer doubling needs four."""
+def test_k_hop_induction_is_decided_in_logarithmic_depth(results):
+    """Pointer doubling: L layers of one head follow 2**(L-1) - 1 hops, so four and seven hops take four layers
+    and three take three, one layer fewer being inefficient."""
     decided = {(e.target, e.architecture): e.obtained_status for e in _result(results, "literature").evidence}
-    four = ifs.Architecture(heads=(1,) * 4, embed_dim=16, input_dim=2, positional=True)
-    five = ifs.Architecture(heads=(1,) * 5, embed_dim=16, input_dim=2, positional=True)
-    assert decided[("k_hop_induction:k=4", str(four))] == "infeasible"
-    assert decided[("k_hop_induction:k=4", str(five))] == "feasible"
+    layers = {L: ifs.Architecture(heads=(1,) * L, embed_dim=16, input_dim=2, positional=True) for L in (2, 3, 4)}
+    for k, frontier in ((3, 3), (4, 4), (7, 4)):
+        assert decided[(f"k_hop_induction:k={k}", str(layers[frontier - 1]))] == "infeasible"
+        assert decided[(f"k_hop_induction:k={k}", str(layers[frontier]))] == "feasible"
 
 
 @pytest.mark.parametrize("length, D, heads, width, k", [

@@ -149,11 +149,11 @@ def test_json_output_validates_against_its_schema(capsys, case):
 
 def test_explain_lists_the_inner_hop_of_an_induction_head_first(capsys):
     target = "f1(x[argmax(dot(x[t], x[argmax(dot(x[u], x[T]) for u in T)]) for t in T)])"
-    code, out, _ = run(capsys, "explain", target, "--heads", "1,1", "--json")
+    code, out, _ = run(capsys, "explain", target, "--heads", "1", "--json")
     selections = json.loads(out)["selections"]
     assert code == 1 and len(selections) == 2
     assert selections[0].startswith("the argmax over u of") and selections[1].startswith("the argmax over t of")
-    code, out, _ = run(capsys, "explain", target, "--heads", "1,1")
+    code, out, _ = run(capsys, "explain", target, "--heads", "1")
     listing = out.split("selections, innermost first:\n")[1].splitlines()[:2]
     assert [line.strip()[:22] for line in listing] == ["- the argmax over u of", "- the argmax over t of"]
 

@@ -278,7 +278,7 @@ def test_an_infeasible_verdicts_pruned_program_runs_no_operation_at_the_output_t
     monkeypatch.setattr(solver, "PRUNE_AFTER_WORK", 1)   # every minimization question runs out: all are pruned
     forget_recent()
     checked = noted = 0
-    for index in range(60):
+    for index in range(80):
         case = random_case(index)
         verdict = ifs.decide(case.text, case.arch)
         program = verdict.best_program
@@ -295,7 +295,7 @@ def test_an_infeasible_verdicts_pruned_program_runs_no_operation_at_the_output_t
     assert checked >= 20 and noted >= 5
 
 
-PRUNED_WITH_ANCHORS = (  # a random target whose cheapest program on (1, 3, 3, 3) drops input heads anchors kept
+PRUNED_WITH_ANCHORS = (  # a random target whose cheapest program on (1, 3, 3, 3), unminimized, drops input heads anchors kept
     "F0(max(f1(x[v0]) + dot(x[v0], x[2]) for v0 in T), max(f1(x[v10]) + dot(x[v10], x[T]) for v10 in T), "
     "kth_largest(2, f1(x[v20]) + dot(x[v20], x[1]) for v20 in T))")
 PRUNED_ARCH = ifs.Architecture(heads=(1, 3, 3, 3), embed_dim=32, input_dim=2, positional=True)
@@ -321,6 +321,7 @@ def test_a_pruned_program_is_asked_of_the_encoding_with_what_its_anchors_keep_of
         return pruned(self, session, *args)
 
     monkeypatch.setattr(solver.Questions, "_pruned", pruning)
+    monkeypatch.setattr(solver, "PRUNE_AFTER_WORK", 1)   # the minimization runs out at once: the program is pruned
     forget_recent()
     verdict = ifs.decide(PRUNED_WITH_ANCHORS, PRUNED_ARCH)
     forget_recent()
@@ -332,6 +333,7 @@ def test_a_pruned_program_the_encoding_refuses_is_replaced_by_one_not_said_to_ne
     # the replay's dozen inputs can pass a drop the encoding refuses: the program then comes from a search for
     # at most as many operations, and its note claims no more than that
     monkeypatch.setattr(solver._Session, "program_without", lambda *args: None)
+    monkeypatch.setattr(solver, "PRUNE_AFTER_WORK", 1)   # the minimization runs out at once: the program is pruned
     forget_recent()
     verdict = ifs.decide(PRUNED_WITH_ANCHORS, PRUNED_ARCH)
     forget_recent()

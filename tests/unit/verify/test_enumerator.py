@@ -173,11 +173,11 @@ def test_the_exhaustive_brute_force_gives_the_solver_answer(spec, heads, positio
 
 
 def test_the_exhaustive_brute_force_agrees_on_random_targets():
-    """Every case of the differential set small enough to replay whole (at most 150 programs)."""
+    """Every case of the differential set small enough to replay whole (at most 170 programs)."""
     from infoflow_smt.verify.enumerator import program_count
 
     small = [c for c in DIFFERENTIAL_CASES if program_count(t := ifs.parse_target(c.text), c.arch)
-             + program_count(t, c.arch, efficient=False) <= 150]
+             + program_count(t, c.arch, efficient=False) <= 170]
     assert len(small) >= 60
     problems = [f"{c}: {p}" for c in small for p in _same_answer(ifs.parse_target(c.text), c.arch)]
     assert not problems, "\n".join(problems)

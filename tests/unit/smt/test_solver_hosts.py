@@ -1,0 +1,94 @@
+"""Every "no" earned (issue 37): selections made by a host for itself, fixed positions that work for themselves,
+one selection at several hosts. Each example was derived by hand from docs/model.md's rules; the witness the
+solver gives is replayed by the interpreter (``ifs.decide`` raises when it fails)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import infoflow_smt as ifs
+from infoflow_smt.lang.trees import comparison_tree, hosted_nodes
+from infoflow_smt.model.program import Mode
+
+
+def _arch(heads, **switches) -> ifs.Architecture:
+    return ifs.Architecture(heads=tuple(heads), embed_dim=32, input_dim=2, **switches)
+
+
+def test_pointer_doubling_follows_three_hops_on_three_layers():
+    verdict = ifs.decide(ifs.catalogue.get("k_hop_induction", k=3), _arch((1, 1, 1), positional=True))
+    assert verdict.status is ifs.Status.FEASIBLE and verdict.exponent == 1
+    tree = comparison_tree(verdict.target, verdict.witness.order_map)
+    made_for_themselves = [a for a in verdict.witness.actions
+                           if a.where == "input" and a.op.mode is Mode.RETRIEVE and a.op.node in hosted_nodes(tree)]
+    assert made_for_themselves   # every position makes the next hop from itself
+
+
+@pytest.mark.parametrize("k", range(1, 8))
+def test_k_hops_take_the_logarithmic_depth_of_pointer_doubling(k):
+    """L layers of one head follow 2**(L-1) - 1 hops: the frontier is ceil(log2(k + 1)) + 1 layers."""
+    layers = math.ceil(math.log2(k + 1)) + 1
+    target = ifs.catalogue.get("k_hop_induction", k=k)
+    assert ifs.decide(target, _arch((1,) * layers, positional=True)).status is ifs.Status.FEASIBLE
+    assert ifs.decide(target, _arch((1,) * (layers - 1), positional=True)).status is ifs.Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("position", ["1", "3", "5", "T", "T-1"])
+def test_a_fixed_position_the_target_names_makes_its_own_selections(position):
+    """Position P holds x[P] from the start: it makes both selections in layer 1 and the output token gathers
+    it in layer 2, wherever P is."""
+    text = f"max(bilinear(A1, x[{position}], x[t]) for t in T) + max(bilinear(A2, x[{position}], x[t]) for t in T)"
+    verdict = ifs.decide(text, _arch((2, 1), positional=True))
+    assert verdict.status is ifs.Status.FEASIBLE, verdict
+
+
+def test_under_the_mask_position_t_works_for_itself():
+    text = "max(bilinear(A1, x[T], x[t]) for t in T) + max(bilinear(A2, x[T], x[t]) for t in T)"
+    assert ifs.decide(text, _arch((2, 1), positional=True, causal=True)).status is ifs.Status.FEASIBLE
+
+
+def test_one_selection_at_two_hosts_is_made_once():
+    text = "min(dot(x[a], x[b]) for a in T for b in T) + max(min(dot(x[a], x[b]) for b in T) for a in T)"
+    verdict = ifs.decide(text, _arch((1, 2)))
+    assert verdict.status is ifs.Status.FEASIBLE
+    assert sum(a.where == "input" for a in verdict.witness.actions) == 1
+    assert ifs.decide(text, _arch((1, 1))).status is ifs.Status.INFEASIBLE   # the output token needs two heads
+
+
+# ---- metamorphic laws that would have caught these --------------------------------------------------------
+@pytest.mark.parametrize("first, second", [("1", "3"), ("2", "5"), ("3", "T"), ("T", "T-1"), ("2", "T-2")])
+def test_renaming_the_fixed_positions_a_target_names_keeps_its_verdict(first, second):
+    """Without the mask and with no offsets among them, which fixed positions a target names is a spelling."""
+    text = "max(bilinear(A1, x[{p}], x[t]) for t in T) + max(f1(x[{p}], x[t]) for t in T) + dot(x[{p}], x[{p}])"
+    for heads in ((2, 1), (1, 1), (1, 2)):
+        arch = _arch(heads, positional=True)
+        a, b = (ifs.decide(text.format(p=p), arch) for p in (first, second))
+        assert (a.status, a.exponent) == (b.status, b.exponent), (heads, a, b)
+
+
+@pytest.mark.parametrize("heads", [(1, 1), (1, 2), (2, 1), (2, 2)])
+def test_writing_a_selection_at_a_second_host_keeps_the_verdict(heads):
+    """The inner selection of a joint minimum written again as a reduction of its own, read by a second term:
+    the verdict is that of the target where the second term reads the joint minimum's own inner selection."""
+    inner = "max(min(dot(x[a], x[b]) for b in T) for a in T)"
+    alone = ifs.decide(inner, _arch(heads))
+    both = ifs.decide(f"min(dot(x[a], x[b]) for a in T for b in T) + {inner}", _arch(heads))
+    joint = ifs.decide("min(dot(x[a], x[b]) for a in T for b in T)", _arch(heads))
+    expected = ifs.Status.FEASIBLE if heads[0] >= 1 and heads[1] >= 2 else ifs.Status.INFEASIBLE
+    assert alone.status is joint.status is ifs.Status.FEASIBLE
+    assert both.status is expected
+
+
+@pytest.mark.parametrize("text, spelt", [
+    ("max(f1(x[t]) for t in T)", "-min(-f1(x[t]) for t in T)"),
+    ("k_hop_induction:k=3", None),
+])
+def test_max_spelt_as_minus_min_of_minus_keeps_the_verdict(text, spelt):
+    target = ifs.catalogue.parse_spec(text)
+    if spelt is None:   # every hop's argmax as the argmin of the negated score
+        spelt = target.text.replace("argmax(dot(", "argmin(-dot(")
+    for heads in ((1,), (1, 1), (1, 1, 1)):
+        arch = _arch(heads, positional=True)
+        a, b = ifs.decide(target, arch), ifs.decide(spelt, arch)
+        assert (a.status, a.exponent) == (b.status, b.exponent), (heads, a, b)
