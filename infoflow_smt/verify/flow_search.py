@@ -57,7 +57,7 @@ from infoflow_smt.verify.knowledge import EMPTY, Holding, own
 
 LAST = FixedIndex(0, True)
 MAX_COUNTEREXAMPLES = 16   # fresh inputs a search takes in before it gives up (each restarts it)
-TRIAL_SAMPLES = 48         # inputs per length for each head the minimization tries to drop (then confirmed in full)
+TRIAL_SAMPLES = 16         # inputs per length for each head the minimization tries to drop (then confirmed in full)
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,11 @@ class _Option:
 class _Search:
     """One depth-first walk over the programs, on fixed search inputs, with fixed positions told apart."""
 
-    def __init__(self, target: Target, arch: Architecture, inputs: list[np.ndarray], told: tuple[FixedIndex, ...],
-                 accept, deadline: float):
+    def __init__(self, target: Target, arch: Architecture, inputs: list[tuple[np.ndarray, flows.Knowers]],
+                 told: tuple[FixedIndex, ...], accept, deadline: float):
         self.target, self.arch, self.told, self.accept, self.deadline = target, arch, told, accept, deadline
-        setting = flows.Setting.of(arch)
-        self.knowers = [flows.Knowers(Ground(X, target.realization), setting) for X in inputs]
+        self.knowers = [knowers for _, knowers in inputs]
+        inputs = [X for X, _ in inputs]
         self.lengths = [X.shape[0] for X in inputs]
         self.expected = [target.evaluate(X[None])[0] for X in inputs]
         self.answering = [flows.answering(target, arch, n) for n in self.lengths]
@@ -200,8 +200,9 @@ class _Search:
         added = []
         for i, knowers in enumerate(self.knowers):
             flows.prefetch(head, self._positions(place, i), knowers)
+            keys: dict = {}
             for p in self._positions(place, i):
-                got = flows.effect(head, p, states[i], knowers, layer)
+                got = flows.effect(head, p, states[i], knowers, layer, keys)
                 if isinstance(got, str):
                     return None
                 if not states[i][p].covers(got):
@@ -261,7 +262,12 @@ def search(target: Target, arch: Architecture, *, seq_len: int = 8, inputs: int 
             return smaller
         return candidate
 
-    pool = list(np.random.default_rng([seed, seq_len, 7]).standard_normal((inputs, seq_len, arch.input_dim)))
+    setting = flows.Setting.of(arch)
+
+    def pooled(X: np.ndarray) -> tuple[np.ndarray, flows.Knowers]:   # what is computed on an input is kept
+        return X, flows.Knowers(Ground(X, target.realization), setting)
+
+    pool = [pooled(X) for X in np.random.default_rng([seed, seq_len, 7]).standard_normal((inputs, seq_len, arch.input_dim))]
     base = (LAST,) if arch.positional and arch.readout == "last" and not target.per_position else ()
     others = [f for f in told_apart(target, arch) if f not in base]
     sets = [base] + [base + combo for n in range(1, overrides + 1) for combo in itertools.combinations(others, n)]
@@ -276,7 +282,7 @@ def search(target: Target, arch: Architecture, *, seq_len: int = 8, inputs: int 
                     seen += walk.states_seen
                     if len(pool) - inputs >= MAX_COUNTEREXAMPLES:
                         raise _OutOfBudget from failed
-                    pool.append(failed.X)
+                    pool.append(pooled(failed.X))
                     continue
                 seen += walk.states_seen
                 if found is not None:

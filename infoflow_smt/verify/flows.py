@@ -99,12 +99,14 @@ def place_of(position: int, seq_len: int, told_apart: tuple[FixedIndex, ...]) ->
     return INPUTS
 
 
-def effect(head: Head, position: int, states: list[Holding], knowers: Knowers, layer: int) -> Holding | str:
+def effect(head: Head, position: int, states: list[Holding], knowers: Knowers, layer: int,
+           keys: dict | None = None) -> Holding | str:
     """What ``head`` at ``position`` adds to it, given every position's holding after the layer before
-    (``states[q]``, ``q = 1..T+1``); a string says why the head is not allowed there."""
+    (``states[q]``, ``q = 1..T+1``); a string says why the head is not allowed there. ``keys``: where the key
+    sides of one head's candidates are remembered between the positions it runs at (the same states)."""
     ground, setting = knowers.ground, knowers.setting
     seq_len = ground.seq_len
-    seen = range(1, (position if setting.causal and position <= seq_len else seq_len) + 1)
+    seen = _seen(position, setting, seq_len)
     if head.mode is Mode.GATHER:
         return _gathered(head, position, states, setting, seq_len)
     if head.mode in (Mode.AGGREGATE, Mode.AVERAGE) and setting.causal and position <= seq_len:
@@ -116,7 +118,12 @@ def effect(head: Head, position: int, states: list[Holding], knowers: Knowers, l
         return held
     if head.mode is Mode.AVERAGE:
         return _averaged(head, states, knowers)
-    return _retrieved(head, position, states, knowers, layer, seen)
+    return _retrieved(head, position, states, knowers, layer, seen, {} if keys is None else keys)
+
+
+def _seen(position: int, setting: Setting, seq_len: int) -> range:
+    """The positions a head at ``position`` attends to: under the mask an input position's prefix."""
+    return range(1, (position if setting.causal and position <= seq_len else seq_len) + 1)
 
 
 def _gathered(head: Head, position: int, states, setting: Setting, seq_len: int) -> Holding | str:
@@ -151,7 +158,7 @@ def prefetch(head: Head, positions, knowers: Knowers) -> None:
         return
     ground, requests = knowers.ground, []
     for p in positions:
-        seen = range(1, (p if knowers.setting.causal and p <= ground.seq_len else ground.seq_len) + 1)
+        seen = _seen(p, knowers.setting, ground.seq_len)
         env = {SELF: p}
         if SELF in free(head.body) and not 1 <= p <= ground.seq_len:
             continue
@@ -161,7 +168,8 @@ def prefetch(head: Head, positions, knowers: Knowers) -> None:
     ground.prefetch(head.body, head.variable, requests, head.largest, head.k)
 
 
-def _retrieved(head: Head, position: int, states, knowers: Knowers, layer: int, seen: range) -> Holding | str:
+def _retrieved(head: Head, position: int, states, knowers: Knowers, layer: int, seen: range,
+               keys: dict) -> Holding | str:
     ground, setting = knowers.ground, knowers.setting
     env = {SELF: position}
     candidates = tuple(c for c in ground.positions(head.domain, env) if c in seen)
@@ -172,31 +180,43 @@ def _retrieved(head: Head, position: int, states, knowers: Knowers, layer: int, 
         if rank is None or rank > setting.widths[layer - 1]:
             shown = "no bounded rank" if rank is None else f"rank {rank}"
             return f"its score has {shown}, more than a head {setting.widths[layer - 1]:g} wide holds"
+    if candidates not in keys:
+        keys[candidates] = _key_side(head, candidates, states, knowers)
+    kept = keys[candidates]
+    if isinstance(kept, str):
+        return kept
+    for atom in score_forms.atoms(head.body):
+        reads = free(atom)
+        if head.variable in reads:
+            continue
+        mine = knowers(position, states[position]).value(atom, env)
+        if mine is None and (reads or not all(knowers(c, states[c]).value(atom, {}) is not None for c in candidates)):
+            return f"position {position} does not hold {_shown(atom)} (the query side of its score)"
+    if not kept:
+        return Holding()
+    choice = ground.choice(head.body, head.variable, kept, bound(env, free(head.body)), head.largest, head.k)
+    if choice is None:
+        return Holding()
+    return states[choice.winner].with_fact(choice.fact)
+
+
+def _key_side(head: Head, candidates: tuple[int, ...], states, knowers: Knowers) -> tuple[int, ...] | str:
+    """The candidates whose key side of the score exists (a read of an empty range ranks a candidate out), or
+    why some candidate does not hold it."""
     kept = set(candidates)
     for atom in score_forms.atoms(head.body):
         reads = free(atom)
         if reads - {SELF, head.variable} or {SELF, head.variable} <= reads:
             return f"its score reads {to_text(atom)}, which neither side alone holds"
-        if head.variable in reads:
-            for c in candidates:
-                got = knowers(c, states[c]).value(atom, {head.variable: c})
-                if got is None:
-                    return (f"candidate {c} does not hold {_shown(atom)} at {head.variable} = {c} "
-                            "(the key side of its score)")
-                if got is EMPTY:
-                    kept.discard(c)
+        if head.variable not in reads:
             continue
-        mine = knowers(position, states[position]).value(atom, env)
-        if mine is None and (reads or not all(knowers(c, states[c]).value(atom, {}) is not None for c in candidates)):
-            return f"position {position} does not hold {_shown(atom)} (the query side of its score)"
-    kept_candidates = tuple(c for c in candidates if c in kept)
-    if not kept_candidates:
-        return Holding()
-    choice = ground.choice(head.body, head.variable, kept_candidates, bound(env, free(head.body)), head.largest,
-                           head.k)
-    if choice is None:
-        return Holding()
-    return states[choice.winner].with_fact(choice.fact)
+        for c in candidates:
+            got = knowers(c, states[c]).value(atom, {head.variable: c})
+            if got is None:
+                return f"candidate {c} does not hold {_shown(atom)} at {head.variable} = {c} (the key side of its score)"
+            if got is EMPTY:
+                kept.discard(c)
+    return tuple(c for c in candidates if c in kept)
 
 
 def _shown(e) -> str:
@@ -234,9 +254,10 @@ def run(program: FlowProgram, target: Target, arch: Architecture, X: np.ndarray,
         for place in set(places.values()):
             for head in program.heads(layer, place):
                 prefetch(head, [p for p, where in places.items() if where == place], knowers)
+        keys: dict = {}
         for p in range(1, last + 1):
             for i, head in enumerate(program.heads(layer, places[p]), start=1):
-                got = effect(head, p, states, knowers, layer)
+                got = effect(head, p, states, knowers, layer, keys.setdefault((places[p], i), {}))
                 if isinstance(got, str):
                     return f"layer {layer}, head {i}, at {_name(p, seq_len)}: {got}"
                 after[p] = after[p] | got

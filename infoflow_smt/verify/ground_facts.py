@@ -1,14 +1,15 @@
 """The facts of one input: every selection and average a position may come to know, each by its identity.
 
 A position *knows* a selection when it knows its winner (model.md, section 2: "the selections it made or was
-handed"). Two selections are the same fact when, on this input, they rank the same candidates in the same
-order: same rank asked (top-1 or the k-th), and the candidates in the same order best first, counted from the
-first candidate. So two spellings of one selection (``-max(-f)`` and ``min(f)``; ``f`` and ``2 f + c``), the same
-selection hosted at several positions, and a selection re-indexed by an offset (``argmax_t f(x[t+1])`` over
+handed"). Two selections are the same fact when, on this input, they ask the same rank (top-1 or the k-th) of
+candidates laid out alike (counted from the first candidate) whose scores agree up to a positive scale and a
+shift (best first: a ``min`` is the ``max`` of the negated score). So two spellings of one selection
+(``-max(-f)`` and ``min(f)``; ``f`` and ``2 f + c``, a term that does not read the candidate hoisted out), the
+same selection hosted at several positions, and a selection re-indexed by an offset (``argmax_t f(x[t+1])`` over
 ``1..T-1`` and ``argmax_u f(x[u])`` over ``2..T``, whose winners differ by the offset a position with positional
-encoding knows) are one fact. Two different selections that rank their candidates alike on one input by
-chance are caught by the fresh inputs every program found is confirmed on. An average is a fact by its range
-and the values averaged.
+encoding knows) are one fact, while two different selections that merely rank their candidates alike (with
+``d = 2`` the order of ``dot(x[t], q)`` depends on the direction of ``q`` alone) are not. An average is a fact
+by its range and the values averaged.
 
 Scores are computed by the target's own numeric definition (``evaluate.evaluate_expr``), so a fact is what
 the target means by that selection. Ties go to the first candidate of the range, as ``Target.evaluate`` has it.
@@ -22,11 +23,12 @@ import numpy as np
 
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang.evaluate import evaluate_expr
-from infoflow_smt.lang.expr import Domain, Expr
+from infoflow_smt.lang.expr import Domain, Expr, free_variables
 from infoflow_smt.lang.realization import Realization
 
 Env = tuple[tuple[str, int], ...]   # index variables bound to 1-based positions, sorted by name
-_DIGITS = 9   # scores are compared rounded, so that two spellings of one score rank alike
+_DIGITS = 9          # scores are ranked rounded, so that two spellings of one score rank alike
+_SHAPE_DIGITS = 7    # and compared, scaled to [0, 1], to this many decimals
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,17 @@ class Ground:
         self._choices: dict[tuple, Choice | None] = {}
         self._averages: dict[tuple, tuple[int, np.ndarray] | None] = {}
         self._positions: dict[tuple, tuple[int, ...]] = {}
+        self._reads: dict[int, tuple[tuple[str, ...], str, Expr]] = {}
+        self.prefetched: dict[int, Expr] = {}   # the reductions whose choices are made at every binding
+
+    def reads(self, e: Expr) -> tuple[tuple[str, ...], str]:
+        """The variables ``e`` reads (sorted) and the name of its kind's visitor, kept by the object's identity
+        (a speed-up: an expression's own hash walks Python code; the expression is kept alive here, so its
+        identity is not reused while this input lives)."""
+        found = self._reads.get(id(e))
+        if found is None:
+            found = self._reads[id(e)] = (tuple(sorted(free_variables(e))), f"visit_{type(e).__name__}", e)
+        return found[0], found[1]
 
     def fact(self, key: tuple) -> int:
         """The id of the fact ``key`` (a new one the first time)."""
@@ -115,10 +128,13 @@ class Ground:
         if len(scored) < k:
             return None
         kept = tuple(c for c, _ in scored)
-        score = np.array([float(np.ravel(v)[0]) for _, v in scored]).round(_DIGITS)
-        order = np.lexsort((np.arange(len(kept)), -score if largest else score))
-        ranked = tuple(kept[i] - kept[0] for i in order)
-        return Choice(self.fact(("selection", k, ranked)), kept[order[k - 1]], kept)
+        score = np.array([float(np.ravel(v)[0]) for _, v in scored])
+        score = score if largest else -score
+        order = np.lexsort((np.arange(len(kept)), -score.round(_DIGITS)))
+        spread = score.max() - score.min()
+        shape = (score - score.min()) / spread if spread > 0 else np.zeros_like(score)
+        key = ("selection", k, tuple(c - kept[0] for c in kept), tuple(shape.round(_SHAPE_DIGITS)))
+        return Choice(self.fact(key), kept[order[k - 1]], kept)
 
     def average(self, statistic: Expr, var: str, candidates: tuple[int, ...]) -> tuple[int, np.ndarray] | None:
         """(the fact, the mean) of ``statistic`` read at each of ``candidates``; None if one has no value."""

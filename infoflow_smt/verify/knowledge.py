@@ -6,7 +6,9 @@ section 2). A ``Knower`` evaluates any expression of the target language from th
 
 * ``x[q]`` needs ``q`` held; an offset or a fixed position needs positional encoding to be told apart, except
   the position's own token (``x[T]`` at position ``T``); an offset outside the sequence reads the zero padding.
-* a selection is known when its fact is known, or when the position holds every candidate and every score
+* a selection is known when its fact is known and the position computes the reads of its query side (so it
+  knows which selection it holds: a fact equal to the one asked on this input by chance is not enough), or when
+  the position holds every candidate and every score
   (it makes the selection itself; without positional encoding only over all positions, the one range it can
   tell apart); its value is then its score at the winner, and its index a number only with positional encoding.
 * a joint reduction is known through any of its single-variable spellings (``score_forms.forms``).
@@ -19,6 +21,7 @@ position that knows its range is empty ranks itself out), and which ``min(a, b)`
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -87,12 +90,13 @@ class Knower:
 
     def value(self, e: Expr, env: Mapping[str, int]):
         """The value of ``e`` at the binding ``env``: a number, a d-vector, ``EMPTY``, or None (not computable)."""
-        key = (e, bound(env, free(e)))
+        names, visit = self.ground.reads(e)
+        key = (id(e),) + tuple(env[n] for n in names)
         if key not in self._memo:
-            if any(not 1 <= position <= self.ground.seq_len for _, position in key[1]):
+            if any(not 1 <= key[i] <= self.ground.seq_len for i in range(1, len(key))):
                 self._memo[key] = None   # a variable played by the output token, which has no token
             else:
-                self._memo[key] = getattr(self, f"visit_{type(e).__name__}")(e, env)
+                self._memo[key] = getattr(self, visit)(e, env)
         return self._memo[key]
 
     def visit_Num(self, e: Num, env):
@@ -171,19 +175,28 @@ class Knower:
 
     def choice(self, e: Reduce, env) -> Choice | None | str:
         """The ground selection ``e`` makes at ``env`` (known or not), ``EMPTY`` where it has no candidate."""
-        var = e.variables[0]
+        var, names = e.variables[0], self.ground.reads(e)[0]
+        if names and id(e) not in self.ground.prefetched:   # its choice at every binding, in one evaluation
+            self.ground.prefetched[id(e)] = e
+            bindings = [dict(zip(names, b)) for b in itertools.product(range(1, self.ground.seq_len + 1),
+                                                                       repeat=len(names))]
+            requests = [(self.ground.positions(e.bindings[0].domain, b), bound(b, names)) for b in bindings]
+            self.ground.prefetch(e.body, var, [r for r in requests if r[0]], e.kind in _LARGEST, e.k or 1)
         candidates = self.ground.positions(e.bindings[0].domain, env)
         if not candidates:
             return EMPTY
-        return self.ground.choice(e.body, var, candidates, bound(env, free(e)), e.kind in _LARGEST, e.k or 1)
+        return self.ground.choice(e.body, var, candidates, bound(env, names), e.kind in _LARGEST, e.k or 1)
 
     def knows(self, e: Reduce, choice: Choice, env) -> bool:
-        """Whether the position knows the selection ``choice``: its fact, or every candidate's score."""
-        if self.holding.knows(choice.fact):
+        """Whether the position knows the selection ``choice``: its fact, with the reads of its query side (it
+        knows which selection it holds, not only a winner that equals it on this input), or every candidate's
+        score."""
+        var = e.variables[0]
+        if self.holding.knows(choice.fact) and all(
+                self.value(atom, env) is not None for atom in score_forms.atoms(e.body) if var not in free(atom)):
             return True
         if not (self.positional or isinstance(e.bindings[0].domain, AllPositions)):
             return False
-        var = e.variables[0]
         return all(self.value(e.body, dict(env, **{var: c})) is not None for c in choice.candidates)
 
     def winner(self, e: Reduce, env):
