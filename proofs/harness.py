@@ -246,7 +246,9 @@ def aggregation_exponent(embed_dim: int | sympy.Expr, input_dim: int, tokens: sy
     (T/8 - 1, 0, T/4 - 1)
     """
     width = sympy.sympify(embed_dim) / heads
-    law = sympy.simplify(sympy.sympify(tokens) * input_dim / width - 1)
+    law = sympy.sympify(tokens) * input_dim / width - 1   # at a constant width sympy's own form is the simplest
+    if width.has(T):
+        law = sympy.simplify(law)
     if not law.has(T):
         return sympy.Max(law, 0)
     return law if sympy.limit(law, T, sympy.oo) > 0 else sympy.Integer(0)

@@ -99,7 +99,7 @@ def test_cli_exit_codes_and_report(monkeypatch, capsys, tmp_path):
     (["no_such_proof"], "unknown proof 'no_such_proof'"),
     (["--all", "kth_retrieval"], "not both"),
     (["--frobnicate"], "unrecognized arguments"),
-    (["kth_retrieval", "--report", "/no/such/folder/report.md"], "not a file in an existing folder"),
+    (["kth_retrieval", "--report", "/no/such/folder/report.md"], "the folder /no/such/folder does not exist"),
 ])
 def test_cli_bad_input(argv, message, capsys):
     assert cli.main(argv) == 2
