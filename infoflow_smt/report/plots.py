@@ -85,7 +85,7 @@ def _sources(action, rows) -> list:
 
 
 def _is_verdict(value: object) -> bool:
-    """A verdict of ``decide`` (report/verdict.py), known by its fields: that module draws its picture with
+    """A verdict of ``decide`` (verdict.py), known by its fields: that module draws its picture with
     this one, so this one does not import it."""
     return isinstance(getattr(value, "status", None), Status) and all(
         hasattr(value, name) for name in ("target", "architecture", "witness", "best_program", "reason_unknown"))

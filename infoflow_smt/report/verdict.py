@@ -49,7 +49,7 @@ class Verdict:
     @property
     def one_length(self) -> str | None:
         """What the status and exponent say when decided at one length (``at_one_length``), else None. The
-        views (report/notebook.py) read it here: they import nothing of this module, which imports them."""
+        views (notebook.py) read it here: they import nothing of this module, which imports them."""
         return None if self.seq_len is None else at_one_length(self.status, self.seq_len)
 
     @property
