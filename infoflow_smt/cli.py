@@ -445,9 +445,9 @@ def cmd_sweep(args) -> int:
         for by_dim in _grouped(args, targets):   # one sweep per token dimension (targets may read numbers)
             specs = [args.targets[i] for i in by_dim]
             first = targets[by_dim[0]]
-            archs = [Architecture(heads=(h,) * L, embed_dim=args.embed_dim, input_dim=_input_dim(args, first),
-                                  positional=_positional(args, first), rank_aware=args.rank_aware,
-                                  causal=args.causal)
+            dim, positional = _input_dim(args, first), _positional(args, first)   # once: each reads the tree
+            archs = [Architecture(heads=(h,) * L, embed_dim=args.embed_dim, input_dim=dim, positional=positional,
+                                  rank_aware=args.rank_aware, causal=args.causal)
                      for L, h in grid]
             offset = len(cells)
             result = sweep(specs, archs, timeout=args.timeout, cache=cache, workers=args.workers,
