@@ -28,7 +28,6 @@ layer 2, head 1, at the output token: retrieves the argmin over s in T of min(do
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import time
 from dataclasses import dataclass
@@ -40,13 +39,13 @@ from infoflow_smt.lang.expr import Content, FixedIndex, children
 from infoflow_smt.lang.target import Target
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.verify import flows
+from infoflow_smt.verify.flow_confirm import Acceptance, Counterexample
 from infoflow_smt.verify.flow_menu import menu
 from infoflow_smt.verify.flow_program import (
     INPUTS,
     OUTPUT,
     FlowProgram,
     Head,
-    Mode,
     Place,
     PlaceKind,
     at,
@@ -57,7 +56,6 @@ from infoflow_smt.verify.knowledge import EMPTY, Holding, own
 
 LAST = FixedIndex(0, True)
 MAX_COUNTEREXAMPLES = 16   # fresh inputs a search takes in before it gives up (each restarts it)
-TRIAL_SAMPLES = 16         # inputs per length for each head the minimization tries to drop (then confirmed in full)
 
 
 @dataclass(frozen=True)
@@ -78,12 +76,6 @@ class SearchResult:
 
 class _OutOfBudget(Exception):
     pass
-
-
-class _Counterexample(Exception):
-    def __init__(self, X: np.ndarray):
-        super().__init__("a program reached the answer on the search inputs and failed on another")
-        self.X = X
 
 
 @dataclass(frozen=True)
@@ -248,41 +240,22 @@ def search(target: Target, arch: Architecture, *, seq_len: int = 8, inputs: int 
         raise InvalidSpecError([Problem(f"the search covers a constant width, got embed_dim={arch.embed_dim}")],
                                subject="architecture")
     started = time.monotonic()
-    lengths = (seq_len, seq_len + 3)
-
-    def accept(candidate: FlowProgram) -> FlowProgram:
-        checked = flows.check(candidate, target, arch, seq_lens=lengths, samples=confirm_samples, seed=seed + 1)
-        if not checked.passed:
-            raise _Counterexample(checked.counterexample)
-        if not minimize:
-            return candidate
-        smaller = _minimized(candidate, target, arch, lengths, min(TRIAL_SAMPLES, confirm_samples), seed)
-        if smaller == candidate or flows.check(smaller, target, arch, seq_lens=lengths, samples=confirm_samples,
-                                               seed=seed + 1).passed:
-            return smaller
-        return candidate
-
+    accept = Acceptance(target, arch, (seq_len, seq_len + 3), confirm_samples, seed, minimize)
     setting = flows.Setting.of(arch)
-
-    def pooled(X: np.ndarray) -> tuple[np.ndarray, flows.Knowers]:   # what is computed on an input is kept
-        return X, flows.Knowers(Ground(X, target.realization), setting)
-
-    pool = [pooled(X) for X in np.random.default_rng([seed, seq_len, 7]).standard_normal((inputs, seq_len, arch.input_dim))]
-    base = (LAST,) if arch.positional and arch.readout == "last" and not target.per_position else ()
-    others = [f for f in told_apart(target, arch) if f not in base]
-    sets = [base] + [base + combo for n in range(1, overrides + 1) for combo in itertools.combinations(others, n)]
+    drawn = np.random.default_rng([seed, seq_len, 7]).standard_normal((inputs, seq_len, arch.input_dim))
+    pool = [(X, flows.Knowers(Ground(X, target.realization), setting)) for X in drawn]
     seen = 0
     try:
-        for told in sets:
-            while True:
+        for told in _told_sets(target, arch, overrides):
+            while True:   # again with each counterexample, until a program passes or none is left
                 walk = _Search(target, arch, pool, told, accept, started + budget_s)
                 try:
                     found = walk.run()
-                except _Counterexample as failed:
+                except Counterexample as failed:
                     seen += walk.states_seen
                     if len(pool) - inputs >= MAX_COUNTEREXAMPLES:
                         raise _OutOfBudget from failed
-                    pool.append(pooled(failed.X))
+                    pool.append((failed.X, flows.Knowers(Ground(failed.X, target.realization), setting)))
                     continue
                 seen += walk.states_seen
                 if found is not None:
@@ -293,30 +266,9 @@ def search(target: Target, arch: Architecture, *, seq_len: int = 8, inputs: int 
     return SearchResult(None, True, seen, time.monotonic() - started)
 
 
-def _minimized(found: FlowProgram, target: Target, arch: Architecture, lengths, samples: int, seed: int) -> FlowProgram:
-    """``found`` without the heads, and the gathered positions, it passes without."""
-    layers = [dict(layer) for layer in found.layers]
-
-    def passes() -> bool:
-        trial = program(*layers)
-        return flows.check(trial, target, arch, seq_lens=lengths, samples=samples, seed=seed + 1).passed
-
-    for layer in layers:
-        for place in list(layer):
-            for head in list(layer[place]):
-                kept = layer[place]
-                layer[place] = tuple(h for h in kept if h is not head)
-                if passes():
-                    continue
-                layer[place] = kept
-                if head.mode is Mode.GATHER:
-                    for source in head.sources:
-                        smaller = dataclasses.replace(head, sources=tuple(s for s in head.sources if s != source))
-                        if not smaller.sources:
-                            continue
-                        layer[place] = tuple(smaller if h is head else h for h in layer[place])
-                        if passes():
-                            head = smaller
-                        else:
-                            layer[place] = tuple(head if h is smaller else h for h in layer[place])
-    return program(*layers)
+def _told_sets(target: Target, arch: Architecture, overrides: int) -> list[tuple[FixedIndex, ...]]:
+    """The sets of positions told apart to search with, fewest first (position ``T`` always where the answer
+    is read there with positional encoding)."""
+    base = (LAST,) if arch.positional and arch.readout == "last" and not target.per_position else ()
+    others = [f for f in told_apart(target, arch) if f not in base]
+    return [base] + [base + combo for n in range(1, overrides + 1) for combo in itertools.combinations(others, n)]
