@@ -13,14 +13,20 @@ rank is the numerical rank of that grid of scores.
   for the selector or for no one) per row. Each distinct read is one independent draw, so coincidences of
   a concrete sequence (``t - 1 == s``) do not lower the rank.
 * What softmax ignores: a part of the score that depends on the selector alone shifts every candidate's
-  score alike, so each row is centred before the rank is taken.
-* Scale: tokens are drawn ``SCALE`` times wider than the inputs, so a smooth function of both sides at once
-  (``f1(x[s] + x[t])``) shows its unbounded rank (its ``tanh`` is sharp there) instead of the few singular
-  values a gentle curve would leave above the tolerance.
-
-A rank above half the grid's side is no bounded rank (``None``): a bilinear form of rank ``r`` leaves
-exactly ``r`` singular values above the rounding noise, and every score the language states with a bounded
-rank has at most ``d`` per form plus one per other term, well under the half.
+  score alike, so each row is centred before the rank is taken; then each row and each column is scaled to
+  unit length (the same rank: a row a thousand times larger than another would hide its singular values
+  under the tolerance).
+* Two scales. Drawing the holdings 30 times wider keeps the rank of a bilinear form of bounded rank (it is
+  the same form of rescaled inputs) but not the numerical rank of a smooth function of both sides at once
+  (``f1(x[s] + x[t])``): its ``tanh`` turns sharp, and many more singular values rise above the tolerance.
+  So the rank is read at the inputs' own scale (``GENTLE``: a product of forms and a single coordinate stay
+  within a few orders of magnitude of each other, above the tolerance), and a score with a term whose rank
+  rises at ``SHARP`` times that scale is no bounded rank (``None``). Term by term: at the sharp scale a
+  product of forms in another term would dwarf the ``tanh``; and a sum with an unbounded term is unbounded.
+* Size: a grid of side ``n`` shows a rank up to ``n`` only, so a rank above half the side is read again on a
+  grid twice as wide, up to ``MAX_SIDE`` (or the first side, ``4 d + 48``, when it is wider); a rank still
+  above half of it is taken as none. So a bounded rank above ``MAX_SIDE / 2`` (``dot(x[s], x[t])**2`` at
+  ``d >= 22``) reads as none here, where ``infoflow_smt/lang/rank.py`` counts it.
 """
 from __future__ import annotations
 
@@ -32,8 +38,11 @@ from infoflow_smt.model.program import Mode, Program
 from infoflow_smt.symbols import T
 from infoflow_smt.verify import arithmetic
 
-SCALE = 30.0        # tokens and values are drawn this much wider than N(0, 1) (module docstring)
+GENTLE = 1.0        # the scale the rank is read at: holdings drawn from N(0, 1), as the inputs are
+SHARP = 30.0        # the scale a function of both sides shows its unbounded rank at (module docstring)
 TOLERANCE = 1e-9    # singular values below this fraction of the largest are rounding noise
+CONSTANT = 1e-6     # a row whose centred length is below this fraction of its length is a row of ties
+MAX_SIDE = 512      # the widest grid (module docstring): an SVD of 512 x 512 takes about 0.2 s
 _LARGE_T = (10**6, 10**9)   # a width that depends on T is compared at these lengths
 
 
@@ -49,19 +58,46 @@ def measured_rank(tree, node: str, realization, input_dim: int) -> int | None:
     """
     data = tree.nodes[node]
     side = 4 * input_dim + 48
-    grid = _Grid(tree, data["var"], realization, input_dim, side)
-    scores = sum((sign * np.asarray(grid.value(term), dtype=float) for sign, term in data["terms"]), np.zeros(()))
+    widest = max(side, MAX_SIDE)
+    while True:
+        for term in data["terms"]:  # a function of both sides shows in its own term (module docstring)
+            gentle = _grid_rank(tree, node, [term], realization, input_dim, side, GENTLE)
+            sharp = _grid_rank(tree, node, [term], realization, input_dim, side, SHARP)
+            if gentle is None or sharp is None or sharp > gentle:
+                return None
+        rank = _grid_rank(tree, node, data["terms"], realization, input_dim, side, GENTLE)
+        if rank is None or rank <= side // 2:
+            return rank
+        if side == widest:
+            return None
+        side = min(2 * side, widest)
+
+
+def _grid_rank(tree, node: str, terms, realization, input_dim: int, side: int, scale: float) -> int | None:
+    """The numerical rank of the sum of ``terms`` of ``node``'s score, centred, on a grid of ``side`` by
+    ``side`` holdings drawn from ``N(0, scale**2)``; ``None`` when a score is not finite."""
+    data = tree.nodes[node]
+    grid = _Grid(tree, data["var"], realization, input_dim, side, scale)
+    scores = sum((sign * np.asarray(grid.value(term), dtype=float) for sign, term in terms), np.zeros(()))
     if grid.is_vector(data["score"]):  # a token compared as a number (d = 1): its one coordinate
         scores = scores[..., 0]
     scores = np.broadcast_to(scores, (side, side))
-    centred = scores - scores.mean(axis=1, keepdims=True)
-    if not np.isfinite(centred).all():
+    if not np.isfinite(scores).all():
         return None
-    singular = np.linalg.svd(centred, compute_uv=False)
-    if singular[0] == 0:
-        return 0
-    rank = int(np.sum(singular > TOLERANCE * singular[0]))
-    return None if rank > side // 2 else rank
+    singular = np.linalg.svd(_balanced(scores - scores.mean(axis=1, keepdims=True), scores), compute_uv=False)
+    return int(np.sum(singular > TOLERANCE * singular[0])) if singular[0] else 0
+
+
+def _balanced(centred: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``centred`` with each row, then each column, scaled to unit length: the same rank, and a row or column
+    that its side's powers make a thousandfold larger (``dot(x[t], x[t])**2 * ...``) no longer hides the
+    others' singular values under the tolerance. A row that centring leaves within ``CONSTANT`` of its length
+    is a row of ties (its rounding noise, scaled up, would count): it is zero."""
+    rows = np.linalg.norm(centred, axis=1, keepdims=True)
+    varies = rows > CONSTANT * np.linalg.norm(scores, axis=1, keepdims=True)
+    balanced = np.where(varies, centred / np.where(varies, rows, 1.0), 0.0)
+    columns = np.linalg.norm(balanced, axis=0, keepdims=True)
+    return balanced / np.where(columns > 0, columns, 1.0)
 
 
 def narrow_retrievals(program: Program, tree, arch, realization) -> list[str]:
@@ -96,8 +132,9 @@ def too_narrow(rank: int | None, arch, layer: int) -> str | None:
 class _Grid:
     """A score's terms evaluated on ``side`` selectors (rows) by ``side`` candidates (columns)."""
 
-    def __init__(self, tree, candidate: str, realization, d: int, side: int):
+    def __init__(self, tree, candidate: str, realization, d: int, side: int, scale: float):
         self.tree, self.candidate, self.real, self.d, self.side = tree, candidate, realization, d, side
+        self.scale = scale
         self.rng = np.random.default_rng(0)
         self.draws: dict = {}
 
@@ -131,7 +168,7 @@ class _Grid:
         selector (a row); the same read is the same draw wherever it appears."""
         if read not in self.draws:
             shape = (self.side,) + ((self.d,) if vector else ())
-            values = SCALE * self.rng.standard_normal(shape)
+            values = self.scale * self.rng.standard_normal(shape)
             by_column = self.candidate in variables
             self.draws[read] = values[None] if by_column else values[:, None]
         return self.draws[read]

@@ -1,9 +1,10 @@
 """The rank rule (``Architecture(rank_aware=True)``) on random targets: solver vs brute force vs interpreter.
 
-The solver counts a score's rank from its text (``lang/rank.py``); the brute force and the interpreter
-measure it on numbers (``verify/rank_measure.py``). Widths are drawn small (a head 1 to 4 wide, tokens of
-dimension 2 or 3), so that the rule rules retrievals out on most cases; each case is a random target of the
-differential set (``support.generators``), so a failure reproduces from its index.
+The solver counts a score's rank exactly from its text (``infoflow_smt/lang/rank.py``); the brute force and
+the interpreter measure it on numbers (``infoflow_smt/verify/rank_measure.py``). Widths are drawn small (a
+head 1 to 4 wide, tokens of dimension 2 or 3), so that the rule rules retrievals out on most cases; each
+case is a random target of the differential set (``support.generators``), or a random score of forms,
+products of forms and functions (``random_score``), so a failure reproduces from its index.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from support.generators import random_target
 
 import infoflow_smt as ifs
 from infoflow_smt.lang.rank import score_rank
-from infoflow_smt.lang.trees import comparison_tree
+from infoflow_smt.lang.trees import comparison_tree, selection_nodes
 from infoflow_smt.verify.enumerator import brute_force_decide, enumerate_programs, replay_length
 from infoflow_smt.verify.rank_measure import measured_rank
 
@@ -76,6 +77,115 @@ def test_counted_and_measured_ranks_agree_on_random_scores(index: int) -> None:
         if data["kind"] in ("top1", "kth"):
             assert score_rank(tree, node, d) == measured_rank(tree, node, target.realization, d), \
                 f"{target.text}: node {node} at d={d}"
+
+
+def _vector(rng: random.Random, side: str) -> str:
+    """A vector one side holds: its token, the one before it, a fixed position's (the selector's), or a sum."""
+    held = {"s": ["x[s]", "x[s-1]", "x[T]", "x[1]"], "t": ["x[t]", "x[t-1]"]}[side]
+    vector = rng.choice(held)
+    if rng.random() < 0.25:
+        vector += f" {rng.choice('+-')} {rng.choice(['', '2*'])}{rng.choice(held[:3])}"
+    return vector
+
+
+def _factor(rng: random.Random) -> str:
+    """A form between the two sides, a vector's projection, a function of one side, or now and then a
+    function of both (no bounded rank)."""
+    roll = rng.random()
+    if roll < 0.35:
+        return f"dot({_vector(rng, 's')}, {_vector(rng, 't')})"
+    if roll < 0.5:
+        return f"bilinear(A{rng.randint(1, 2)}, {_vector(rng, 's')}, {_vector(rng, 't')})"
+    if roll < 0.6:
+        return f"dot(a{rng.randint(1, 2)}, {_vector(rng, rng.choice('st'))})"
+    if roll < 0.75:
+        return f"f{rng.randint(1, 3)}({_vector(rng, rng.choice('st'))})"
+    if roll < 0.85:
+        side = rng.choice("st")
+        return f"dot({_vector(rng, side)}, {_vector(rng, side)})"
+    if roll < 0.92:
+        return f"f2({_vector(rng, 't')}, {_vector(rng, 't')})"
+    s, t = _vector(rng, "s"), _vector(rng, "t")
+    return rng.choice([f"f2({s}, {t})", f"f1({s} + {t})"])
+
+
+def random_score(index: int) -> tuple[str, int]:
+    """Random score ``index`` over a selector ``s`` and a candidate ``t``: a sum of 1 to 3 products of 1 to 3
+    factors (``_factor``), now and then squared; and a token dimension of 1 to 3."""
+    rng = random.Random(30_000 + index)
+    terms = []
+    for _ in range(rng.choice([1, 2, 3])):
+        term = " * ".join(_factor(rng) for _ in range(rng.choice([1, 1, 2, 2, 3])))
+        terms.append(f"({term})**2" if rng.random() < 0.25 else term)
+    body = terms[0] + "".join(f" {rng.choice('+-')} {rng.choice(['', '3*', '0.5*'])}{t}" for t in terms[1:])
+    return f"min({body} for s in range(2, T+1) for t in range(2, T+1))", rng.choice([1, 2, 3])
+
+
+# forms that share dimensions in no one vector (issue 37's examples), and products of forms
+RANK_EXAMPLES = [
+    ("min(dot(x[s], x[t]) + dot(a1, x[s]) * dot(a2, x[t]) for s in T for t in T)", 8, 8),
+    ("min(dot(x[s] + x[s-1], x[t] + x[t-1]) for s in range(2, T+1) for t in range(2, T+1))", 8, 8),
+    ("min(dot(x[s], x[t])**2 for s in T for t in T)", 2, 3),
+    ("min(dot(x[s], x[t])**2 for s in T for t in T)", 4, 10),
+    # the candidate's quadratic monomials, x_t x_t^T symmetric: d (d + 1) / 2, not d^2
+    ("min(bilinear(A1, x[s], x[t]) * dot(x[s-1], x[t]) for s in range(2, T+1) for t in T)", 3, 6),
+    ("min(dot(x[s], x[t])**3 + f1(x[t]) * f2(x[s]) for s in T for t in T)", 2, 5),
+]
+
+
+@pytest.mark.parametrize("text, d, rank", RANK_EXAMPLES)
+def test_counted_and_measured_ranks_agree_on_the_issues_examples(text: str, d: int, rank: int) -> None:
+    target = ifs.parse_target(text)
+    tree = comparison_tree(target, {"g0": ("s", "t")})
+    assert score_rank(tree, "g0.t", d) == measured_rank(tree, "g0.t", target.realization, d) == rank
+
+
+@pytest.mark.parametrize("index", range(40))
+def test_counted_and_measured_ranks_agree_on_random_products_of_forms(index: int) -> None:
+    """The two ranks of every selection of ``random_score(index)``, ``None`` included."""
+    text, d = random_score(index)
+    target = ifs.parse_target(text)
+    tree = comparison_tree(target)
+    for node in selection_nodes(tree):
+        assert score_rank(tree, node, d) == measured_rank(tree, node, target.realization, d), \
+            f"{text}: node {node} at d={d}"
+
+
+def test_the_random_scores_reach_every_kind_of_rank() -> None:
+    """Without products of forms, ranks above 2d and scores of no bounded rank, the agreement above would
+    show little."""
+    seen = []
+    for index in range(40):
+        text, d = random_score(index)
+        tree = comparison_tree(ifs.parse_target(text))
+        seen += [(score_rank(tree, node, d), d) for node in selection_nodes(tree)]
+    assert any(rank is None for rank, _ in seen) and any(rank is not None and rank > 2 * d + 1 for rank, d in seen)
+
+
+# Architectures as wide as the rank (8, 2, 3, 10) and one narrower: the first feasible, the second not
+RANK_VERDICTS = [
+    ("min(dot(x[s], x[t]) + dot(a1, x[s]) * dot(a2, x[t]) for s in T for t in T)", (1, 1), 8, 8, True),
+    ("min(dot(x[s], x[t]) + dot(a1, x[s]) * dot(a2, x[t]) for s in T for t in T)", (1, 1), 7, 8, False),
+    ("min(dot(x[s] + x[s-1], x[t] + x[t-1]) for s in range(2, T+1) for t in range(2, T+1))", (1, 1, 1), 2, 2, True),
+    ("min(dot(x[s] + x[s-1], x[t] + x[t-1]) for s in range(2, T+1) for t in range(2, T+1))", (1, 1, 1), 1, 2, False),
+    ("min(dot(x[s], x[t])**2 for s in T for t in T)", (1, 1), 3, 2, True),
+    ("min(dot(x[s], x[t])**2 for s in T for t in T)", (1, 1), 2, 2, False),
+    ("min(dot(x[s], x[t])**2 for s in T for t in T)", (1, 1), 10, 4, True),
+    ("min(dot(x[s], x[t])**2 for s in T for t in T)", (1, 1), 9, 4, False),
+]
+
+
+@pytest.mark.parametrize("text, heads, width, d, feasible", RANK_VERDICTS)
+def test_solver_and_brute_force_agree_on_the_issues_rank_examples(text, heads, width, d, feasible) -> None:
+    arch = ifs.Architecture(heads=heads, embed_dim=width, input_dim=d, rank_aware=True, positional="x[s-1]" in text)
+    target = ifs.parse_target(text)
+    verdict = ifs.decide(target, arch)
+    assert verdict.feasible is feasible, str(verdict)
+    found = enumerate_programs(target, arch, budget_s=60)
+    assert found is not None and (found.found is not None) is feasible, f"{text} on {arch}\n{verdict}"
+    if feasible:
+        report = ifs.check(verdict.witness, target, arch, seq_len=replay_length(target, arch), samples=4, seed=1)
+        assert report.ok, str(report)
 
 
 def test_a_head_as_wide_as_the_rank_holds_it_and_a_narrower_one_does_not() -> None:

@@ -21,12 +21,29 @@ from infoflow_smt.verify.rank_measure import measured_rank, narrow_retrievals, t
     ("min(dot(x[s], x[t]) * f1(x[t]) + dot(x[s], x[t]) for s in T for t in T)", "g0.t", 3, 3),
     ("min(dot(x[s], x[t]) * f1(x[s]) + dot(x[s], x[t]) for s in T for t in T)", "g0.t", 3, 3),
     ("min(dot(x[s], x[t]) * f1(x[s] + x[t]) for s in T for t in T)", "g0.t", 2, None),
+    # issue 37's examples: the form I + a1 a2^T, the block matrix [[I, I], [I, I]], a product of forms
+    ("min(dot(x[s], x[t]) + dot(a1, x[s]) * dot(a2, x[t]) for s in T for t in T)", "g0.t", 4, 4),
+    ("min(dot(x[s] + x[s-1], x[t] + x[t-1]) for s in range(2, T+1) for t in range(2, T+1))", "g0.t", 3, 3),
+    ("min(dot(x[s], x[t])**2 for s in T for t in T)", "g0.t", 9, 45),    # above half the first grid: a wider one
+    # a function of both sides beside a product of forms that dwarfs it at the sharp scale: read term by term
+    ("min(f2(x[s], x[t]) + dot(x[s], x[t])**3 for s in T for t in T)", "g0.t", 2, None),
 ])
 def test_measured_ranks(text: str, node: str, d: int, rank: int | None) -> None:
     target = ifs.parse_target(text)
     tree = comparison_tree(target, {"g0": ("s", "t")}) if "s in" in text else comparison_tree(target)
     assert measured_rank(tree, node, target.realization, d) == rank
     assert score_rank(tree, node, d) == rank  # the encoder's count, which shares nothing with the measure
+
+
+def test_rows_and_columns_far_apart_in_size_are_balanced_before_the_rank_is_read() -> None:
+    """The output token's selection over t compares terms whose columns span a thousandfold in size (powers
+    of x[t]); balanced, the function of both sides, f1(x[1] + x[t]), shows; unbalanced, the measure reads 10."""
+    target = ifs.parse_target("min(f2(x[T], x[t-1]) * dot(x[s-1], x[t-1]) - 3*(dot(x[t] + 2*x[t-1], x[t]) "
+                              "* f1(x[1] + x[t]) * dot(x[1] + x[s-1], x[t]))**2 for s in range(2, T+1) "
+                              "for t in range(2, T+1))")
+    tree = comparison_tree(target, {"g0": ("t", "s")})
+    assert measured_rank(tree, "g0.t", target.realization, 1) is None
+    assert score_rank(tree, "g0.t", 1) is None
 
 
 def test_a_head_narrower_than_the_rank_is_named_and_a_wide_one_is_not() -> None:
