@@ -47,8 +47,14 @@ def main() -> int:
     tally, started = Tally(), time.monotonic()
     try:
         for index in range(args.targets):
-            found = judge(chain_case(index, args.seed), tally, decide_timeout=args.decide_timeout,
-                          search_budget=args.search_budget, also_feasible=args.also_feasible)
+            case = chain_case(index, args.seed)
+            try:
+                found = judge(case, tally, decide_timeout=args.decide_timeout, search_budget=args.search_budget,
+                              also_feasible=args.also_feasible)
+            except Exception as error:  # noqa: BLE001 - a crash is a finding to report, not the end of the run
+                tally.decisions["raised"] += 1
+                print(f"{case}: raised {type(error).__name__}: {error}", flush=True)
+                continue
             if found is not None:
                 print(f"false \"no\" #{len(tally.false_noes)}: {found}", flush=True)
     except KeyboardInterrupt:
