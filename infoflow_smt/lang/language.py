@@ -23,7 +23,7 @@ import tokenize
 from dataclasses import dataclass
 
 from infoflow_smt.errors import InvalidSpecError, Problem
-from infoflow_smt.lang import shift
+from infoflow_smt.lang import refused_names, shift
 from infoflow_smt.lang.expr import (
     ANSWER,
     BUILTIN_FUNCTIONS,
@@ -64,19 +64,7 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**
 _BAD_OPS = {ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
             ast.BitOr: "|", ast.BitXor: "^ (for powers write **)", ast.BitAnd: "&"}
 _SUBSET = re.compile(r"S[1-9][0-9]*\Z")
-# Python builtins and common math names: as uninterpreted functions they would silently mean a random
-# smooth function, never what the writer expected, so they are refused.
-_FORBIDDEN = frozenset((
-    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint", "bytearray", "bytes",
-    "callable", "chr", "classmethod", "compile", "complex", "delattr", "dict", "dir", "divmod",
-    "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset", "getattr", "globals",
-    "hasattr", "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len",
-    "list", "locals", "map", "memoryview", "next", "object", "oct", "open", "ord", "pow", "print",
-    "property", "quit", "repr", "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod",
-    "str", "super", "tuple", "type", "vars", "zip", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-    "softmax", "sin", "cos",
-))
-_RESERVED = _FORBIDDEN | set(_REDUCTIONS) | BUILTIN_FUNCTIONS | {"x", "T", "range"}
+_RESERVED = refused_names.REFUSED | set(_REDUCTIONS) | BUILTIN_FUNCTIONS | {"x", "T", "range"}
 _CONSTRUCTS = {
     ast.Attribute: "attribute access (a.b)", ast.Lambda: "lambda", ast.ListComp: "list comprehension",
     ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
@@ -261,7 +249,9 @@ class _Walker(ast.NodeVisitor):
             self.problem(node, f"{name!r} cannot be used as {what}{hint}")
         elif _SUBSET.match(name):
             self.problem(node, f"subset {name} cannot be used as {what}; write 'for t in {name}'")
-        elif name in _RESERVED:
+        elif what == "a function" and refused_names.refusal(name):
+            self.problem(node, refused_names.refusal(name))
+        elif name in _RESERVED or refused_names.refusal(name):
             self.problem(node, f"{name!r} is reserved and cannot be used as {what}")
         else:
             return False
@@ -416,8 +406,12 @@ class _Walker(ast.NodeVisitor):
         """Whether the call has the reduction's shape, and ``k`` for kth_largest."""
         if kind is not ReduceKind.KTH_LARGEST:
             shape_ok = len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp)
+            values = len(node.args) > 1 and kind in (ReduceKind.MIN, ReduceKind.MAX) \
+                and not any(isinstance(a, ast.GeneratorExp) for a in node.args)
+            why = (f"{name}(a, b) of values is not smooth (not differentiable where they tie), and the model's "
+                   "functions are smooth; ") if values else ""
             if not shape_ok:
-                self.problem(node, f"{name} takes one generator expression: {name}(E for t in D)")
+                self.problem(node, f"{why}{name} takes one generator expression: {name}(E for t in D)")
             return shape_ok, None
         shape_ok = len(node.args) == 2 and isinstance(node.args[1], ast.GeneratorExp)
         first = node.args[0] if node.args else node

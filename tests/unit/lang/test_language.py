@@ -181,8 +181,8 @@ ERRORS = [
     ("x[1:2]", "unsupported index"),
     ("y[1]", "only x can be indexed"),
     ("range(1, T)", "only allowed as a domain"),
-    ("abs(x[1])", "'abs' is reserved"),
-    ("exp(dot(x[1], x[2]))", "'exp' is reserved"),
+    ("abs(x[1])", r"'abs' is not smooth \(not differentiable at 0\)"),
+    ("exp(dot(x[1], x[2]))", "'exp' is reserved: it is a particular smooth function"),
     ("S1 + 1", "subset S1 cannot be used as a value"),
     ("T * 2", "'T' cannot be used as a value"),
     ("_secret", "names starting with '_'"),
@@ -330,3 +330,54 @@ def test_o_is_the_answering_position_and_no_reduction_binds_it():
         parse_target_expr("max(f1(x[o]) for o in T)")
     with pytest.raises(InvalidSpecError, match="used as a value; write x\\[o\\]"):
         parse_target_expr("f1(o)")
+
+
+# ---- names that mean a function of their own (lang/refused_names.py) ------------------------------------------
+NOT_SMOOTH = ["sign", "step", "floor", "ceil", "round", "mod", "heaviside", "abs", "trunc", "frac", "argsort",
+              "clip", "where", "relu", "sqrt", "log", "int", "Floor"]
+SMOOTH_BUT_PARTICULAR = {"exp": r"exp\(a \+ b\) = exp\(a\) \* exp\(b\)", "sin": r"sin\(a \+ b\)",
+                         "cos": r"cos\(a \+ b\)", "tanh": r"tanh\(a \+ b\)", "sigmoid": r"sigmoid\(a\) \+ sigmoid",
+                         "gelu": "obeys identities a generic one does not"}
+
+
+@pytest.mark.parametrize("name", NOT_SMOOTH)
+def test_a_function_that_is_not_smooth_is_refused_and_says_why(name):
+    """Read as an uninterpreted smooth function, ``sign`` would be another target, and the verdict a false
+    "yes" (``max(sign(x[t]) for t in T)`` was FEASIBLE)."""
+    with pytest.raises(InvalidSpecError, match=rf"'{name}' is not smooth \(.+\): the model's uninterpreted "
+                                               "functions are smooth, and a smooth surrogate would be a different"):
+        parse_target_expr(f"max({name}(x[t]) for t in T)")
+
+
+@pytest.mark.parametrize("name, identity", SMOOTH_BUT_PARTICULAR.items())
+def test_a_particular_smooth_function_is_reserved_and_says_why(name, identity):
+    with pytest.raises(InvalidSpecError, match=rf"'{name}' is reserved: it is a particular smooth function, and "
+                                               rf"the model's verdicts hold for generic .*{identity}.*such as f1"):
+        parse_target_expr(f"max({name}(f1(x[t])) for t in T)")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("max(softmax(x[t]) for t in T)", "'softmax' is reserved: it is what an attention head computes"),
+    ("max(pow(f1(x[t]), 2) for t in T)", r"'pow' is reserved: write a power as a \*\* b"),
+    ("max(len(x[t]) for t in T)", "'len' is reserved: a Python builtin"),
+    ("max(f1(x[1]), f1(x[2]))", r"max\(a, b\) of values is not smooth .*max takes one generator expression"),
+    ("min(f1(x[1]), f1(x[2]), f1(x[3]))", r"min\(a, b\) of values is not smooth"),
+    ("dot(exp, x[1])", "'exp' is reserved and cannot be used as a value"),
+])
+def test_other_refused_names_say_why(text, message):
+    with pytest.raises(InvalidSpecError, match=message):
+        parse_target_expr(text)
+
+
+def test_a_name_like_a_refused_one_is_still_an_uninterpreted_function():
+    assert parse_target_expr("max(signal(x[t]) + F0(x[t]) + step2(x[t]) for t in T)") is not None
+
+
+def test_the_cli_refuses_a_name_that_is_not_smooth_in_one_line_with_exit_2():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "infoflow_smt", "decide", "max(sign(x[t]) for t in T)",
+                           "--heads", "1"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "'sign' is not smooth (discontinuous at 0)" in done.stderr
