@@ -14,6 +14,8 @@ The model's state does not depend on ``T`` and is finite, which bounds the quest
   efficient program has at most ``F`` layers, ``F`` the number of facts efficient programs can ever make
   true: every ``L > F`` gets the verdict of ``F``. ``F`` is found as a fixpoint: the facts reachable after
   ``l`` layers with ``H`` heads (every operation at once, efficient ones only) stop growing at some ``l*``.
+  The walk finds ``F`` only when it needs it: once one head is efficient on ``L`` layers, so is every
+  architecture of ``L`` layers or more, and no row beyond is asked.
 
 Within those bounds the grid is decided along its frontier (``sweep``'s walk: efficient cells make every
 larger cell efficient, inefficient ones every smaller one).
@@ -24,6 +26,7 @@ that grows with the heads (``E = n*h``) it is decided at each column's own width
 """
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -31,13 +34,19 @@ from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
 from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.causal import check_supported
-from infoflow_smt.lang.trees import needs_positional
+from infoflow_smt.lang.earliest import earliest_layers
+from infoflow_smt.lang.trees import comparison_tree, needs_positional, outermost, useful_orders
 from infoflow_smt.limits import MAX_HEADS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
-from infoflow_smt.smt.solver import NOT_ESTABLISHED, Questions, validate_question
+from infoflow_smt.smt import encoder
+from infoflow_smt.smt.encoder import goal_needs
+from infoflow_smt.smt.solver import NOT_ESTABLISHED, Questions, maximal_facts, validate_question
+from infoflow_smt.symbols import T
 from infoflow_smt.words import plural
+
+SATURATE_AFTER = 1   # rows the walk decides before it finds the layer bound (where one head is efficient, none)
 
 
 @dataclass(frozen=True)
@@ -51,8 +60,8 @@ class Frontier:
     points: tuple[Verdict, ...]     # the minimal efficient (L, h), each with its witness (empty: none)
     head_bound: int                 # H: heads beyond it change nothing
     layer_bound: int                # F: layers beyond it change nothing
-    fixpoint: int                   # l*: the layer after which no fact becomes reachable
-    facts: int                      # F, the facts efficient programs can make true
+    fixpoint: int | None            # l*: the layer after which no fact becomes reachable (None: not needed)
+    facts: int | None               # F, the facts efficient programs can make true (None: not needed)
     decided: int                    # cells the solver decided (the others follow by monotonicity)
     grid: dict = field(default_factory=dict)   # (L, h) -> status value, over the bounded grid
     explanation: tuple[str, ...] = ()
@@ -156,10 +165,13 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
         target = check_supported(target)
     law = cost.as_law(decode_law)
     try:
-        heads, facts, fixpoint = _saturation(target, probe, law, deadline, width)
+        heads = _head_bound(target, probe, law, deadline)
     except OutOfTime as late:
         raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
-    layers = max(facts, 1)
+    facts = fixpoint = None
+    # rows below the first layer any efficient program can know what the target needs are inefficient
+    shallow = _first_layer(target, probe, width(1), law) - 1
+    layers = shallow + SATURATE_AFTER   # the rows walked before the layer bound is needed
     # only the feasible verdicts are kept: the infeasible ones need no explanation of their own
     shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
                                                     # idle layers is slow
@@ -167,26 +179,53 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     columns = {h: Questions(target, law, reasons=False, context=shared.context)
                for h in range(1, heads + 1)} if head_dim else {}
     grid, decided, verdicts, undecided, why_undecided = {}, 0, {}, [], {}
-    h = heads
-    for L in range(1, layers + 1):  # the frontier walk: most heads first, one row per layer count
-        while h >= 1:
-            arch = Architecture(heads=(h,) * L, embed_dim=width(h), input_dim=input_dim, positional=positional,
-                                rank_aware=probe.rank_aware, causal=probe.causal)
-            verdict = (columns.get(h) or shared).decide(arch, deadline)
-            decided += 1
-            grid[(L, h)] = verdict.status.value
-            if verdict.status is Status.UNKNOWN:   # not shown efficient: the walk goes on as if it were not
-                undecided.append((L, h))
-                why_undecided[verdict.reason_unknown or ""] = None
-                break
-            if verdict.status is not Status.FEASIBLE:
-                break
+    if shallow:
+        grid[(shallow, heads)] = Status.INFEASIBLE.value
+    h, L = heads, shallow
+    def ask(L: int, h: int) -> Verdict:
+        arch = Architecture(heads=(h,) * L, embed_dim=width(h), input_dim=input_dim, positional=positional,
+                            rank_aware=probe.rank_aware, causal=probe.causal)
+        verdict = (columns.get(h) or shared).decide(arch, deadline)
+        grid[(L, h)] = verdict.status.value
+        if verdict.status is Status.UNKNOWN:
+            undecided.append((L, h))
+            why_undecided[verdict.reason_unknown or ""] = None
+        elif verdict.status is Status.FEASIBLE:
             verdicts[(L, h)] = verdict
+        return verdict
+
+    while L < layers and h >= 1:  # the frontier walk: most heads first, one row per layer count
+        L += 1
+        if h > 1:   # one head first: the smallest question, and when it is efficient the row is done
+            decided += 1
+            if ask(L, 1).status is Status.FEASIBLE:
+                h = 0
+                break
+        while h > 1 or (h == 1 and (L, 1) not in grid):
+            decided += 1
+            verdict = ask(L, h)
+            if verdict.status is not Status.FEASIBLE:   # an undecided cell: the walk goes on as if it were not
+                break
             h -= 1
+        if (L, 1) in verdicts:
+            h = 0
+        if h >= 1 and L == layers and facts is None:
+            # one head is not yet efficient: the walk needs the layers beyond which nothing changes
+            try:
+                facts, fixpoint = _saturation(target, probe, law, deadline, width, heads)
+            except OutOfTime as late:
+                raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
+            layers = max(facts, L)
+    layers = L if h < 1 else layers   # (L, 1) efficient: so is every architecture of L layers or more
     _infer(grid, layers, heads)
     points = _minimal(verdicts)
     rule = f"E={head_dim}*h" if head_dim else f"E={embed_dim}"
     why = _explanation(target, points, heads, facts, fixpoint, layers, rule, head_dim is None)
+    if shallow:
+        why = (*why[:1], (f"Depth: no efficient program knows what the target needs before layer {shallow + 1} "
+                          "(a selection is known the layer after what it reads, or copied with a winner that made "
+                          f"it for itself), so every architecture of {plural(shallow, 'layer')} or fewer is "
+                          "inefficient whatever its heads."), *why[1:])
     if probe.rank_aware:
         rank = (f"Rank: every head is {head_dim} wide whatever h (E = {head_dim}*h), so the rank rule rules out "
                 "the same retrievals in every cell, and a head more never hurts.")
@@ -219,30 +258,49 @@ def _minimal(verdicts: dict) -> tuple[Verdict, ...]:
                  if not any((l2, h2) != (L, h) and l2 <= L and h2 <= h for l2, h2 in keys))
 
 
-def _saturation(target, probe: Architecture, law, deadline: Deadline, width) -> tuple[int, int, int]:
-    """(H, F, l*): the heads beyond which nothing changes, the facts efficient programs can make true, and
-    the layer after which none becomes reachable (module docstring). Under the rank rule the facts are
-    those of ``H`` heads each as wide as the grid's (``width(H) / H``), not of ``probe``'s width shared by
-    ``H``."""
-    from infoflow_smt.smt import encoder
+def _first_layer(target, probe: Architecture, width, law) -> int:
+    """The first layer after which an efficient program can know what the target needs (``earliest.py``,
+    the best of the target's variable orders), or 1 where a global aggregation is efficient (a width that
+    grows with ``T``: a position holding every token knows everything at once)."""
+    if cost.is_bounded(cost.decode(T, probe.input_dim, width, law)):
+        return 1
+    per_group = useful_orders(target)
+    best = None
+    for combo in itertools.islice(itertools.product(*per_group.values()), 64):
+        tree = comparison_tree(target, dict(zip(per_group, combo)))
+        first = earliest_layers(tree)
+        reads = [outermost(tree, r.what) for r in goal_needs(target) if r.kind == "group"]
+        need = int(max((first[n] for n in reads), default=1))
+        best = need if best is None else min(best, need)
+    return max(best or 1, 1)
 
-    heads = encoder.encode(target, probe.with_heads((1, 1)), law).widest
+
+def _head_bound(target, probe: Architecture, law, deadline: Deadline) -> int:
+    """H: the heads beyond which nothing changes (module docstring)."""
+    heads = encoder.encode(target, probe.with_heads((1, 1)), law, deadline=deadline).widest
     if heads > MAX_HEADS:   # the bounded grid itself would hold architectures over the limits
         raise InvalidSpecError(f"one layer can run up to {heads} distinct operations for this target, so "
                                f"covering every architecture needs {heads} heads per layer, over the limit of "
                                f"{MAX_HEADS} (infoflow_smt.limits.MAX_HEADS): decide chosen architectures "
                                "with decide or sweep instead", "decide_all")
+    return heads
+
+
+def _saturation(target, probe: Architecture, law, deadline: Deadline, width, heads: int) -> tuple[int, int]:
+    """(F, l*): the facts efficient programs can make true with ``heads`` (H) heads a layer, and the layer
+    after which none becomes reachable (module docstring). Under the rank rule the facts are those of ``H``
+    heads each as wide as the grid's (``width(H) / H``), not of ``probe``'s width shared by ``H``."""
     layers, reached = 2, []
     while True:
         arch = probe.with_heads((heads,) * layers)
         if probe.rank_aware:
             arch = Architecture(heads=arch.heads, embed_dim=width(heads), input_dim=probe.input_dim,
                                 positional=probe.positional, rank_aware=True, causal=probe.causal)
-        enc = encoder.encode(target, arch, law)
+        enc = encoder.encode(target, arch, law, deadline=deadline)
         reached = [_maximal_facts(enc, L, heads, deadline) for L in range(1, layers + 1)]
         for L in range(1, layers):
             if len(reached[L]) == len(reached[L - 1]):
-                return heads, len(reached[L - 1]), L
+                return len(reached[L - 1]), L
         layers *= 2
 
 
@@ -250,7 +308,7 @@ def _maximal_facts(enc, L: int, heads: int, deadline: Deadline) -> set[str]:
     """The facts some efficient program with ``heads`` heads in each of ``L`` layers makes true after layer
     ``L``, named without their layer."""
     try:
-        facts = enc.maximal_facts(L, heads, deadline)
+        facts = maximal_facts(enc, L, heads, deadline)
     except OutOfTime:
         if interrupt_pending():   # a check cut short by Ctrl-C
             raise KeyboardInterrupt from None
@@ -269,10 +327,14 @@ def _shape(layers: int, heads: int) -> str:
 
 def _explanation(target, points, heads, facts, fixpoint, layers, rule, fixed_width) -> tuple[str, ...]:
     lines = [(f"Heads: one class of positions can run at most {heads} distinct operations in a layer, so "
-             f"with h >= {heads} the head budget never binds: every h > {heads} has the status of h = {heads}."),
-             (f"Layers: efficient programs can make at most {facts} facts true (reached after "
-             f"{plural(fixpoint, 'layer')} with every operation at once); a layer that adds no fact can be "
-             f"removed, so every L > {layers} gets the verdict of L = {layers}.")]
+             f"with h >= {heads} the head budget never binds: every h > {heads} has the status of h = {heads}.")]
+    if facts is None:   # the walk reached one head: no layer bound was needed
+        lines.append(f"Layers: {_shape(layers, 1)} is efficient, so every architecture of {layers} layers or more "
+                     "is (a layer or a head more never turns efficient into inefficient).")
+    else:
+        lines.append(f"Layers: efficient programs can make at most {facts} facts true (reached after "
+                     f"{plural(fixpoint, 'layer')} with every operation at once); a layer that adds no fact can be "
+                     f"removed, so every L > {layers} gets the verdict of L = {layers}.")
     if fixed_width:
         lines.append(f"Width: at a constant width the efficient operations are the same for every E, so the "
                      f"answer at {rule} holds at every constant width.")

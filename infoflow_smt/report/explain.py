@@ -23,6 +23,7 @@ from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.trees import comparison_tree, selection_nodes
 from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Mode, Offset, Program, where_text
+from infoflow_smt.model.vocabulary import LAST, OUTPUT, Constraint, Family, PositionClass
 from infoflow_smt.words import plural
 
 
@@ -113,26 +114,29 @@ def _position(ref) -> str:
 
 
 # ---- why a target is out of reach ---------------------------------------------------------------------
-def explain(target, arch, core: set[str], excluded_costs: dict[str, sympy.Expr]) -> tuple[Reason, ...]:
-    """Reasons for an unsat core. ``excluded_costs`` names the operations ruled out by their cost."""
+def explain(target, arch, core: set[Constraint], excluded_costs: dict[str, sympy.Expr]) -> tuple[Reason, ...]:
+    """Reasons for an unsat core (the tracked constraints, ``model.vocabulary``). ``excluded_costs`` names the
+    operations ruled out by their cost."""
     tree = comparison_tree(target)
-    if "positional" in core and "goal" in core and target.needs_positional:
+    families = {c.family for c in core}
+    if Family.POSITIONAL in families and Family.GOAL in families and target.needs_positional:
         # no program computes the target at any cost: no cost sentence may follow (it would contradict)
         return (Reason("positional", (
             "The architecture has no positional encoding, and the target tells positions apart (it reads "
             "fixed positions, offsets or a subset of the positions): without positions every input position "
             "looks alike to every head, so no program computes it at any cost.")),)
     sels = selection_nodes(tree)
-    reasons = _order(tree, sels) + _depth(tree, sels, arch, core)
-    reasons += _budgets(tree, sels, arch, core, target.per_position,
-                        "position T" if readout.reads_at_last(target, arch) else "the output token")
-    if "causal" in core:
+    reasons = _order(tree, sels) + _depth(tree, sels, arch, families)
+    last = readout.reads_at_last(target, arch)
+    reasons += _budgets(tree, sels, arch, core, target.per_position, "position T" if last else "the output token",
+                        LAST if last else OUTPUT)
+    if Family.CAUSAL in families:
         late = causal.late_reads(target) if target.per_position else []  # named by their nodes where they are
         reasons.append(_unseen(_hidden_reads(tree) or late) if late else _masked(tree, sels))
     if getattr(arch, "causal", False) and target.per_position:  # the inputs answer, and none of them aggregates
         excluded_costs = {what: e for what, e in excluded_costs.items() if not what.startswith("global")}
     reasons += _ranks(tree, arch, core)
-    if "goal" in core and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
+    if Family.GOAL in families and not any(len(tree.nodes[n]["bound"]) >= 2 for n in sels):
         needed = [describe_node(tree, n) for n in tree.successors("output")]
         who = (f"every input position must know what its own answer depends on ({ex.ANSWER} is the position "
                "itself; the output token plays no part)") if target.per_position else \
@@ -197,11 +201,11 @@ def _order(tree, sels) -> list[Reason]:
         "attention head can make that selection; only a token holding every position can."))]
 
 
-def _depth(tree, sels, arch, core) -> list[Reason]:
+def _depth(tree, sels, arch, families) -> list[Reason]:
     chain = nx.dag_longest_path(tree.subgraph(sels))[::-1] if sels else []
     if any(h.winner for hs in tree.graph["hostings"].values() for h in hs):
-        return _doubled_depth(tree, chain, arch, core)
-    if "initial" not in core or len(chain) <= arch.layers:  # depth is the obstacle only when the chain is longer
+        return _doubled_depth(tree, chain, arch, families)
+    if Family.INITIAL not in families or len(chain) <= arch.layers:  # depth is the obstacle only when the chain is longer
         return []
     links = ", then ".join(describe_node(tree, n) for n in chain)
     return [Reason("initial", (
@@ -210,10 +214,10 @@ def _depth(tree, sels, arch, core) -> list[Reason]:
         f"gathered, one per layer, and the architecture has {plural(arch.layers, 'layer')}."))]
 
 
-def _doubled_depth(tree, chain: list[str], arch, core) -> list[Reason]:
+def _doubled_depth(tree, chain: list[str], arch, families) -> list[Reason]:
     """The depth sentence where selections hosted at winners are copied with them (``earliest.py``)."""
     first = earliest_layers(tree)
-    if "initial" not in core or not chain or first[chain[-1]] <= arch.layers:
+    if Family.INITIAL not in families or not chain or first[chain[-1]] <= arch.layers:
         return []
     links = ", then ".join(describe_node(tree, n) for n in chain)
     return [Reason("initial", (
@@ -224,7 +228,8 @@ def _doubled_depth(tree, chain: list[str], arch, core) -> list[Reason]:
         f"has {plural(arch.layers, 'layer')}."))]
 
 
-def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "the output token") -> list[Reason]:
+def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "the output token",
+             reader_class: PositionClass = OUTPUT) -> list[Reason]:
     """One sentence per head budget of the core that has something to say: a budget is a reason only
     through the selections that compete for its heads, so a budget with none says nothing and is left out.
     With an answer at every position the inputs answer, so every selection is theirs to make."""
@@ -233,19 +238,19 @@ def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "
     if per_position:
         at_inputs, at_output = [n for n in sels if len(tree.nodes[n]["bound"]) <= 1], []
     reasons = []
-    for name in sorted((n for n in core if n.startswith("budget:")), key=_budget_order):
-        _, layer, where = name.split(":")
-        h = plural(arch.heads[int(layer) - 1], "head")
-        if where in ("out", "aT") and at_output:  # where the answer is read (position T: class aT)
+    for constraint in sorted((c for c in core if c.family is Family.BUDGET), key=lambda c: (c.layer, str(c.where))):
+        name, layer, where = str(constraint), constraint.layer, constraint.where
+        h = plural(arch.heads[layer - 1], "head")
+        if where == reader_class and at_output:  # where the answer is read
             reasons.append(Reason(name, (
                 f"Layer {layer} gives {reader} {h}, while {plural(len(at_output), 'selection')} "
                 f"that bind no variable must reach it, one head each ({_listing(tree, at_output)}).")))
-        elif where != "out" and at_inputs:
+        elif where != reader_class and not where.output and at_inputs:
             reasons.append(Reason(name, (
                 f"Layer {layer} gives each input position {h}, while "
                 f"{plural(len(at_inputs), 'selection')} can only be made at the input positions, one head each "
                 f"({_listing(tree, at_inputs)}), and later layers need them made by then.")))
-        elif where != "out" and at_output:  # docs/model.md, section 10: made at the inputs, handed on
+        elif where != reader_class and not where.output and at_output:  # docs/model.md, section 10: made at the inputs, handed on
             reasons.append(Reason(name, (
                 f"Layer {layer} gives each input position {h}; each can make one selection that binds no variable for "
                 f"a later retrieval to hand on to {reader}, and with {reader}'s own heads that is "
@@ -257,23 +262,17 @@ def _ranks(tree, arch, core) -> list[Reason]:
     """One sentence per rank rule of the core (``rank:<layer>:<node>:<rank>``, only under ``rank_aware``):
     the layer's heads are narrower than the score of a selection they would have to make."""
     reasons = []
-    for name in sorted((n for n in core if n.startswith("rank:")), key=lambda n: (int(n.split(":")[1]), n)):
-        _, layer, node, rank = name.split(":")
-        h = arch.heads[int(layer) - 1]
+    for rule in sorted((c for c in core if c.family is Family.RANK), key=lambda c: (c.layer, str(c))):
+        name, layer, node, rank = str(rule), rule.layer, rule.node, rule.rank
+        h = arch.heads[layer - 1]
         what = describe_node(tree, node) if node in tree.nodes else f"selection {node}"
-        held = (f"the rank-{rank} score of {what}" if rank != "unbounded" else
+        held = (f"the rank-{rank} score of {what}" if rank is not None else
                 f"the score of {what}, which is no bilinear form of bounded rank")
         reasons.append(Reason(name, (
-            f"A head of width {arch.head_dim(int(layer))} (E / h = {arch.embed_dim} / {h}) in layer {layer} cannot "
+            f"A head of width {arch.head_dim(layer)} (E / h = {arch.embed_dim} / {h}) in layer {layer} cannot "
             f"hold {held}: with rank_aware=True no head of that layer may make that retrieval (docs/model.md, "
             f"\"Head width and rank\").")))
     return reasons
-
-
-def _budget_order(name: str) -> tuple[int, str]:
-    """``budget:<layer>:<class>`` by layer number (as text, layer 10 came before layer 2), then class."""
-    _, layer, where = name.split(":")
-    return int(layer), where
 
 
 def last_token_note(target, asked, causal: bool = False) -> Reason:

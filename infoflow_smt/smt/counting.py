@@ -7,13 +7,13 @@ hold only when no position can hold every position (``all``): a global aggregati
 excluded level. Both read the nodes the goal needs, closed under what each needed node reads, when every
 group among them has one variable order (with several the needs depend on the solver's choice; z3 decides).
 
-Depth (``"initial"``). A non-constant node is first known after the layer of an operation that makes it
+Depth (``INITIAL``). A non-constant node is first known after the layer of an operation that makes it
 (``update_know``: before, only copies of it, and layer 0 knows only constant nodes), and that operation needs
 what the node's score reads held after the layer before (``ready``, ``averaged``). So a node whose reads nest
 ``k`` deep is known no earlier than after layer ``k + 1`` (its *release*), and a node the goal needs after
 layer ``L`` through a chain of ``u`` readers must be made by layer ``L - u`` (its *deadline*).
 
-Heads at the input positions (``"budget:<l>:in"``). A node that binds a variable is known at an input
+Heads at the input positions (``budget(l, INPUT)``). A node that binds a variable is known at an input
 position only by that position's own retrieval (its knowledge travels with no copy, ``update_know``), and a
 reader that reads it on the candidates' side needs every candidate, the class ``in`` among them
 (``every_candidate``), to know it; without anchors a selector-side read is the class ``in``'s own too. Each
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from infoflow_smt.lang.earliest import earliest_layers
 from infoflow_smt.lang.trees import comparison_tree, outermost, useful_orders
 from infoflow_smt.model.program import Mode
+from infoflow_smt.model.vocabulary import GOAL, INITIAL, LEVEL, Constraint, budget
 from infoflow_smt.smt.encoder import IN, Encoding, NodeInfo, goal_needs
 
 SELECTIONS = ("top1", "kth")
@@ -48,7 +49,7 @@ class Shortfall:
     """Why no efficient program exists: the tracked constraints the count used (``core``, as an unsat core
     names them), and the count in words for a reader of the code (the explanation comes from ``core``)."""
 
-    core: frozenset[str]
+    core: frozenset[Constraint]
     count: str
 
 
@@ -87,7 +88,7 @@ def shortfall(enc: Encoding, heads: tuple[int, ...], allowed: list[int], anchore
     deadline = _deadlines(enc, needed, len(heads))
     late = [n for n in needed if release[n] > deadline[n]]
     if late:
-        return Shortfall(frozenset({"initial", "goal", "level"}),
+        return Shortfall(frozenset({INITIAL, GOAL, LEVEL}),
                          f"{late[0]} is known after layer {release[late[0]]} at the earliest, "
                          f"needed by layer {deadline[late[0]]}")
     anchored = bool(enc.anchors) if anchored is None else anchored
@@ -105,7 +106,7 @@ def _doubled_depth(enc: Encoding, layers: int) -> Shortfall | None:
     for need in goal_needs(enc.target):
         node = outermost(tree, need.what) if need.kind == "group" else None
         if node is not None and first[node] > layers:
-            return Shortfall(frozenset({"initial", "goal", "level"}),
+            return Shortfall(frozenset({INITIAL, GOAL, LEVEL}),
                              f"{node} is known after layer {first[node]} at the earliest, even copied with winners")
     return None
 
@@ -234,7 +235,7 @@ def _crowded_window(jobs: list[Job], heads: tuple[int, ...]) -> Shortfall | None
             inside = [j for j in jobs if j.release >= a and j.deadline <= b]
             capacity = sum(heads[a - 1:b])
             if len(inside) > capacity:
-                core = frozenset({f"budget:{l}:{IN}" for l in range(a, b + 1)} | {"goal", "level"})
+                core = frozenset({budget(l, IN) for l in range(a, b + 1)} | {GOAL, LEVEL})
                 return Shortfall(core, f"layers {a}..{b} give the input positions {capacity} heads for "
                                        f"{len(inside)} selections")
     return None

@@ -39,7 +39,6 @@ and z3 solved five times slower).
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
 import sympy
@@ -47,7 +46,6 @@ import z3
 
 from infoflow_smt.deadline import OutOfTime
 from infoflow_smt.lang import expr as ex
-from infoflow_smt.lang.hosting import HOST
 from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import (
@@ -61,134 +59,28 @@ from infoflow_smt.lang.trees import (
     walk,
 )
 from infoflow_smt.lang.trees import free_variables as tree_free_variables
-from infoflow_smt.model import cost, readout
+from infoflow_smt.model import cost, readout, vocabulary
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
+from infoflow_smt.model.vocabulary import GOAL, Constraint, Family, PositionClass
 from infoflow_smt.smt import cancel, symmetry
+from infoflow_smt.smt.nodes import (
+    GLOBAL_AGGREGATION,
+    GLOBAL_AVERAGING,
+    Hosts,
+    Need,
+    NodeInfo,
+    OperationName,
+    Reader,
+    Reads,
+)
 from infoflow_smt.symbols import T
 
-IN, OUT = "in", "out"
-LAST_CLASS = "aT"   # position T as a class of its own: the answer read there with positional encoding
+IN, OUT = vocabulary.INPUT, vocabulary.OUTPUT
+LAST_CLASS = vocabulary.LAST   # position T as a class of its own: the answer read there with positional encoding
 TRUE, FALSE = "true", "false"
 _FAR = 10_000  # a sequence length at which a fixed anchor's membership of a domain is settled ...
 _PERIOD = 4    # ... up to the subsets' period (Realization.subset_mask), for a position counted from the end
 _LINES_PER_PARSE = 4_000  # lines z3 parses between two checks of the deadline (a tenth of a second or so)
-
-
-class Reader(enum.Enum):
-    """Who must hold what a score reads (module docstring), by the variables the read is tied to."""
-
-    SELECTOR = "selector"     # the variables the selecting position plays
-    CANDIDATE = "candidate"   # the node's own variable: every candidate reads its own
-    EITHER = "either"         # no variable: the selector, or every candidate
-    BOTH = "both"             # the variables of both sides at once
-
-
-@dataclass(frozen=True)
-class Need:
-    """One thing a position must hold or know: ``("fixed", q)``, ``("offset", k)``, ``("node", key)``
-    (a node of the same order), ``("group", gid)`` (a group's outermost node, under its chosen order)."""
-
-    kind: str
-    what: object
-
-
-@dataclass(frozen=True)
-class Reads:
-    """What evaluating a score reads, by who must hold it (module docstring)."""
-
-    selector: tuple[Need, ...] = ()
-    candidate: tuple[Need, ...] = ()
-    either: tuple[Need, ...] = ()
-    both: bool = False  # a read ties both sides' variables: only candidates holding everything can rank
-
-    @property
-    def empty(self) -> bool:
-        return not (self.selector or self.candidate or self.either or self.both)
-
-
-@dataclass(frozen=True)
-class OperationName:
-    """What one operation variable does (at some class, in some layer): a retrieval of ``node`` (a
-    ``NodeInfo.key``; a k-th retrieval when ``mode`` is ``KTH``), the global aggregation or averaging, or the
-    ``slot``-th specific-position head. ``text`` is its part of the SMT names; names sort by their text."""
-
-    mode: Mode
-    node: str | None = None
-    slot: int | None = None
-
-    def __post_init__(self):
-        if (self.node is not None) != (self.mode in (Mode.RETRIEVE, Mode.KTH)) or self.mode is Mode.IDLE:
-            raise ValueError(f"a {self.mode.name} operation with node {self.node!r}")
-        if (self.slot is not None) != (self.mode is Mode.POSITIONS) or (self.slot is not None and self.slot < 1):
-            raise ValueError(f"a {self.mode.name} operation with slot {self.slot!r}")
-
-    @classmethod
-    def selection(cls, info: NodeInfo) -> OperationName:
-        """The retrieval that makes selection ``info``."""
-        return cls(Mode.KTH if info.kind == "kth" else Mode.RETRIEVE, node=info.key)
-
-    @property
-    def selects(self) -> bool:
-        return self.node is not None
-
-    @property
-    def text(self) -> str:
-        """``RETRIEVE:<node>``, ``KTH:<node>``, ``AGGREGATE``, ``AVERAGE`` or ``POSITIONS#<slot>``."""
-        if self.node is not None:
-            return f"{self.mode.name}:{self.node}"
-        return self.mode.name if self.slot is None else f"{self.mode.name}#{self.slot}"
-
-    def __lt__(self, other: OperationName) -> bool:  # the order of the SMT names, so of the witness's heads
-        return self.text < other.text
-
-
-GLOBAL_AGGREGATION = OperationName(Mode.AGGREGATE)
-GLOBAL_AVERAGING = OperationName(Mode.AVERAGE)
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One single-variable node of one group under one variable order."""
-
-    key: str                    # unique: group|order|var
-    node: str                   # the tree's node id (g0.t)
-    group: str
-    order: tuple[str, ...]
-    kind: str                   # top1, kth, aggregate
-    bound: frozenset[str]
-    k: int
-    domain: ex.Domain
-    reads: Reads                # ranking its candidates (a selection), or one token's value (an aggregate)
-    constant: bool              # its score reads nothing: known everywhere from the start
-    rank: int | None = None     # under the rank rule: its score's bilinear rank (None: unbounded), as
-                                # infoflow_smt/lang/rank.py counts it
-
-    @property
-    def restricted(self) -> bool:  # candidates restricted to a subset or range: positions tell them apart
-        return not isinstance(self.domain, ex.AllPositions)
-
-    @property
-    def hosted(self) -> bool:  # a hosted form (``trees.py``): made by input positions for themselves
-        return HOST in self.bound
-
-
-@dataclass(frozen=True)
-class Hosts:
-    """How the nodes of an encoding are one another elsewhere (``trees.Hosting``), by node key: ``same``
-    pairs are one selection at each position (two nodes of one hosted form, each at its own bound
-    variable); a ``copies`` triple ``(m, a, n)`` says that node ``n`` is the hosted node ``a`` made at the
-    winner of node ``m``, so a retrieval of ``m`` whose candidates all know ``a`` brings ``n``."""
-
-    same: tuple[tuple[str, str], ...] = ()
-    copies: tuple[tuple[str, str, str], ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.same or self.copies)
-
-    def groups(self, nodes: dict[str, NodeInfo]) -> set[str]:
-        """The groups with a node in a relation."""
-        keys = {k for pair in self.same for k in pair} | {k for triple in self.copies for k in triple}
-        return {nodes[k].group for k in keys}
 
 
 @dataclass
@@ -203,7 +95,7 @@ class Encoding:
     solver: z3.Solver
     nodes: dict[str, NodeInfo]
     outer: dict[str, dict[tuple[str, ...], str]]            # group -> order -> key of its outermost node
-    hosts: Hosts = Hosts()                                 # which nodes are one another elsewhere
+    hosts: Hosts = field(default_factory=Hosts)            # which nodes are one another elsewhere
     text: str = ""                                         # the SMT-LIB declarations and assertions
     classes: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
@@ -218,7 +110,7 @@ class Encoding:
     gather_limits: list[int | None] = field(default_factory=list)  # per level: the largest size costing
                                                                    # no more (None: grows with T)
     gather_floor: int = 0  # the largest size whose decoding costs nothing (exponents are clamped at 0)
-    tracked: dict[str, str] = field(default_factory=dict)  # constraint name -> assumption literal
+    tracked: dict[Constraint, str] = field(default_factory=dict)  # constraint -> assumption literal
     heads: dict[tuple[int, int], str] = field(default_factory=dict)   # (layer, h) -> "h heads in layer"
     depth: dict[int, str] = field(default_factory=dict)               # L -> "the program has L layers"
     facts: dict[int, list[str]] = field(default_factory=dict)         # layer -> every fact after it
@@ -288,29 +180,6 @@ class Encoding:
             self._weights[names] = parsed[0].arg(1)
         bits = model.eval(self._weights[names], model_completion=True).as_long()
         return {n: bool(bits >> i & 1) for i, n in enumerate(names)}
-
-    def maximal_facts(self, layers: int, heads: int, deadline) -> set[str]:
-        """The facts some efficient program with ``heads`` heads in each of ``layers`` layers makes true
-        after its last layer. All of them hold at once (every operation can run beside the others), so one
-        model is grown until no further fact can join it."""
-        base = self.assumptions((heads,) * layers, [n for k, n in self.tracked.items() if k != "goal"])
-        base += [x for i, x in enumerate(self.excluded_levels()) if not cost.is_bounded(self.levels[i])]
-        names = tuple(self.facts[layers])
-        held: set[str] = set()
-        while True:
-            deadline.check("finding the saturation bound")
-            others = [self.var(n) for n in names if n not in held]
-            if not others:
-                return held
-            self.solver.set("timeout", deadline.milliseconds())
-            self.solver.set("rlimit", 0)   # a bound an earlier question set stays on the solver
-            with cancel.interruptible(self.ctx):
-                result = self.solver.check(*base, *(self.var(n) for n in held), self.any_of(others))
-            if result == z3.unknown:  # not "no further fact": a set cut short is no fixpoint
-                raise OutOfTime("finding the saturation bound")
-            if result == z3.unsat:
-                return held
-            held = {n for n, v in self.values(self.solver.model(), names).items() if v}
 
     def any_of(self, literals: list[z3.BoolRef]) -> z3.BoolRef:
         """The disjunction of ``literals``, built through z3's C API (``z3.Or`` checks and converts each
@@ -576,11 +445,6 @@ def anchor_positions(named: tuple[ex.FixedIndex, ...], free: int, masked: bool) 
     return sorted(found, key=lambda q: (q.from_end, q.position))
 
 
-def anchor_name(q: ex.FixedIndex) -> str:
-    """An anchor's class name: ``a3`` for position 3, ``aT`` for position T, ``aT-1`` for T-1."""
-    if q.from_end:
-        return "aT" if q.position == 0 else f"aT-{q.position}"
-    return f"a{q.position}"
 
 
 def _ref_name(q) -> str:
@@ -682,21 +546,22 @@ class _Builder:
         if formula != TRUE:
             self.lines.append(f"(assert {formula})")
 
-    def track(self, name: str, formula: str) -> None:
-        lit = self.enc.tracked.setdefault(name, self.declare_bool(f"track:{name}"))
+    def track(self, constraint: Constraint, formula: str) -> None:
+        lit = self.enc.tracked.setdefault(constraint, self.declare_bool(f"track:{constraint}"))
         self.add(implies(quoted(lit), formula))
 
     # ---- the families, in order -------------------------------------------------------------------------
     def build(self, deadline=None) -> Encoding:
         self.deadline = deadline
         if self.ordered:
-            self.pairs = symmetry.adjacent_pairs(self.enc, goal_needs(self.enc.target))
+            self.pairs = symmetry.adjacent_pairs(self.enc.nodes, self.enc.outer, goal_needs(self.enc.target),
+                                                 self.enc.hosts.groups(self.enc.nodes))
         self.orders()
         self.state_variables(range(self.enc.arch.layers + 1))
         self.initial_state()
         self.add_layers(range(1, self.enc.arch.layers + 1))
         if needs_positional(self.enc.target, self.mask):  # else no program at any cost
-            self.track("goal", self.positional_ok)
+            self.track(GOAL, self.positional_ok)
         self.costs()
         self.enc.text = "\n".join(self.lines)
         self.hand_over(self.lines)
@@ -780,7 +645,7 @@ class _Builder:
         enc.fixed, enc.offsets = position_reads(comparison_tree(enc.target))
         if self.use_anchors and self.pe and enc.arch.layers >= 2:
             free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
-            enc.anchors = {anchor_name(q): q for q in anchor_positions(enc.fixed, free, self.mask)}
+            enc.anchors = {PositionClass.fixed(q): q for q in anchor_positions(enc.fixed, free, self.mask)}
         if self.pe and readout.reads_at_last(enc.target, enc.arch):  # in every encoding: the goal is stated there
             enc.anchors[LAST_CLASS] = ex.FixedIndex(0, True)
         enc.inputs = [IN] + list(enc.anchors)
@@ -843,12 +708,12 @@ class _Builder:
                     for (c, l, q), v in self.xfix.items() if l == 0]
         # an offset outside the sequence reads padding, which every position has
         initial += [neg(v) if self.neighbour(c, k) else v for (c, l, k), v in self.xoff.items() if l == 0]
-        self.track("initial", conj(initial))
+        self.track(vocabulary.INITIAL, conj(initial))
         if not self.pe:  # an assumption, so that an unsat core can say when positions were the obstacle
-            denied = self.enc.tracked["positional"] = self.declare_bool("deny:positional")
+            denied = self.enc.tracked[vocabulary.POSITIONAL] = self.declare_bool("deny:positional")
             self.add(implies(quoted(denied), neg(self.positional_ok)))
         if self.mask:  # likewise for what the causal mask hides from the input positions
-            denied = self.enc.tracked["causal"] = self.declare_bool("deny:causal")
+            denied = self.enc.tracked[vocabulary.CAUSAL] = self.declare_bool("deny:causal")
             self.add(implies(quoted(denied), neg(self.causal_ok)))
 
     # ---- what a class holds ---------------------------------------------------------------------------
@@ -964,7 +829,7 @@ class _Builder:
             self.add(f"(= {count} {total(f'(ite {x} 1 0)' for x in used)})")
         for h in range(1, self.enc.arch.heads[l - 1] + 1):
             bound = at_most(used, h, False) if not self.portable or len(used) <= 1 else f"(<= {count} {h})"
-            self.track(f"budget:{l}:{c}", implies(quoted(self.enc.heads[(l, h)]), bound if len(used) > h else TRUE))
+            self.track(vocabulary.budget(l, c), implies(quoted(self.enc.heads[(l, h)]), bound if len(used) > h else TRUE))
 
     def operation(self, l: int, c: str, name: OperationName, info: NodeInfo | None) -> str:
         """One operation variable, its preconditions and cost, and (at an anchor) the inputs' head it keeps.
@@ -997,12 +862,12 @@ class _Builder:
     def rank_rule(self, l: int, var: str, info: NodeInfo) -> None:
         """Under the rank rule a retrieval head ranks only by a score whose rank fits its width ``E / h``: at
         each head count of layer ``l`` too narrow for ``info``'s score, the retrieval ``var`` is ruled out
-        (tracked as ``rank:<layer>:<node>:<rank>``, so that an unsat core can name it)."""
+        (tracked as a ``Family.RANK`` constraint, so that an unsat core can name it)."""
         enc = self.enc
         for h in range(1, enc.arch.heads[l - 1] + 1):
             if not enc.arch.holds_rank(info.rank, h):
-                name = f"rank:{l}:{info.node}:{'unbounded' if info.rank is None else info.rank}"
-                self.track(name, neg(smt_and(quoted(var), quoted(enc.heads[(l, h)]))))
+                rule = Constraint(Family.RANK, layer=l, node=info.node, rank=info.rank)
+                self.track(rule, neg(smt_and(quoted(var), quoted(enc.heads[(l, h)]))))
 
     def cost_of(self, l: int, name: OperationName, info: NodeInfo | None) -> dict[int, sympy.Expr]:
         """The operation's cost exponent for each head count of layer ``l``: k-th retrieval and global
@@ -1219,7 +1084,7 @@ class _Builder:
             enc.depth[L] = self.declare_bool(f"layers:{L}")
             reachable = conj([smt_or(self.all[(c, L)], conj([self.holds(c, L, nd) for nd in needs]))
                               for c in answering_classes(enc)])
-            self.track("goal", implies(quoted(enc.depth[L]), reachable))
+            self.track(GOAL, implies(quoted(enc.depth[L]), reachable))
 
     def costs(self) -> None:
         """Cost levels: every operation implies that its level (at the layer's head count) is allowed.

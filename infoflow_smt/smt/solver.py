@@ -40,6 +40,7 @@ from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
 from infoflow_smt.model import cost, readout
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
+from infoflow_smt.model.vocabulary import GOAL, LEVEL, Constraint, Family, budget
 from infoflow_smt.report import explain
 from infoflow_smt.report.verdict import Stats, Status, Verdict
 from infoflow_smt.smt import cancel, contexts, counting, encoder
@@ -199,17 +200,33 @@ CORE_WORK = 1_000_000
 CHEAPER_WORK = 2_000_000
 
 
-_LAST = ("initial", "positional", "causal", "goal")  # tracked constraints dropped last, in this order
+_LAST = (Family.INITIAL, Family.POSITIONAL, Family.CAUSAL, Family.GOAL)  # tracked constraints dropped last, in order
 
 
-def _drop_order(name: str) -> tuple:
+def _drop_order(constraint: Constraint) -> tuple:
     """The order ``_Session.minimal_core`` tries to drop tracked constraints: the head budgets of the input
     positions (latest layer first), then the output token's, then depth, positions and the goal last, so
     that an explanation names the fewest budgets and prefers depth and positions when they suffice."""
-    if name.startswith("budget:"):
-        _, layer, where = name.split(":")
-        return (1 if where == "out" else 0, -int(layer), where)
-    return (2, _LAST.index(name) if name in _LAST else -1, name)
+    if constraint.family is Family.BUDGET:
+        return (1 if constraint.where == encoder.OUT else 0, -constraint.layer, str(constraint.where))
+    family = constraint.family
+    return (2, _LAST.index(family) if family in _LAST else -1, str(constraint))
+
+
+@dataclass(frozen=True)
+class Search:
+    """What a search for the cheapest program found: the level (an index into the encoding's levels; -1 for
+    a program that needs no operation with a cost) and z3's model, or neither, with z3's reason when it could
+    not tell (``unknown``), and the session whose encoding the model belongs to."""
+
+    session: _Session | None = None
+    level: int | None = None
+    model: object = None
+    unknown: str | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.model is not None
 
 
 class _Session:
@@ -251,7 +268,7 @@ class _Session:
     def model(self):
         return self.enc.solver.model()
 
-    def cheapest(self, allowed: list[int]):
+    def cheapest(self, allowed: list[int]) -> Search:
         """The lowest level (in the encoding's order) at which a program exists, with its model.
 
         A binary search over prefixes of ``allowed``: a program within a prefix is within every longer one.
@@ -260,16 +277,16 @@ class _Session:
         if result == z3.unsat:
             self.refuted = (allowed, self.core_names())
         if result != z3.sat:
-            return None, None, (self.unknown() if result == z3.unknown else None)
+            return Search(self, unknown=self.unknown() if result == z3.unknown else None)
         if not allowed:  # a target that needs no operation with a cost at all
-            return -1, self.model(), None
+            return Search(self, -1, self.model())
         model, lo, hi = self.model(), 0, len(allowed) - 1  # invariant: a program within [:hi+1]
         if hi > 0:  # most answers lie at the cheapest level: ask it first
             result = self.ask(allowed[:1])
             if result == z3.sat:
-                return allowed[0], self.model(), None
+                return Search(self, allowed[0], self.model())
             if result == z3.unknown:
-                return None, None, self.unknown()
+                return Search(self, unknown=self.unknown())
             lo = 1
         while lo < hi:
             mid = (lo + hi) // 2
@@ -277,28 +294,28 @@ class _Session:
             if result == z3.sat:
                 model, hi = self.model(), mid
             elif result == z3.unknown:
-                return None, None, self.unknown()
+                return Search(self, unknown=self.unknown())
             else:
                 lo = mid + 1
-        return allowed[hi], model, None
+        return Search(self, allowed[hi], model)
 
-    def cheapest_beyond(self, every: list[int], work: int | None = None):
+    def cheapest_beyond(self, every: list[int], work: int | None = None) -> Search:
         """``cheapest(every)`` when no program exists within the bounded levels (the efficient question was
         refuted, by z3 or by a count). Only the prefixes that end at a level an operation of this architecture
         costs are asked (``Encoding.usable_levels``: another prefix has the models of the one before it), the
         cheapest first: a prefix with no program is refuted in milliseconds, while finding a program with
         every level allowed took z3 seconds (the freer the question, the longer its search), and most answers
-        lie at the first level that grows with T."""
+        lie at the first level that grows with T. ``work`` bounds each question (z3's resource units)."""
         bounded, usable = set(self.bounded), self.enc.usable_levels(self.heads)
         refuted = next((j for j, i in enumerate(every) if i not in bounded), len(every))
         ends = [j for j in range(refuted, len(every)) if every[j] in usable] or [len(every) - 1]
         for end in ends:
             result = self.ask(every[: end + 1], work=work)
             if result == z3.sat:
-                return every[end], self.model(), None
+                return Search(self, every[end], self.model())
             if result == z3.unknown:
-                return None, None, self.unknown()
-        return None, None, None   # no program at any level
+                return Search(self, unknown=self.unknown())
+        return Search(self)   # no program at any level
 
     def tightest_gather(self, level: int, allowed: list[int], model):
         """At the cheapest ``level``, the smallest sets specific-position heads must gather (the levels
@@ -404,12 +421,12 @@ class _Session:
     def program(self, model):
         return encoder.extract(self.enc, model, self.heads)
 
-    def core_names(self) -> set[str]:
+    def core_names(self) -> set[Constraint]:
         """The tracked constraints in z3's unsat core of the last question (the others, the architecture and
-        the excluded levels, are named "level")."""
-        names = {v: name for name, v in self.enc.tracked.items()}
+        the excluded levels, are ``LEVEL``)."""
+        names = {v: constraint for constraint, v in self.enc.tracked.items()}
         # a literal's name, without z3's pretty printer (slow, and it quotes names with a colon)
-        return {names.get(c.decl().name(), "level") for c in self.enc.solver.unsat_core()}
+        return {names.get(c.decl().name(), LEVEL) for c in self.enc.solver.unsat_core()}
 
     def settled_under_mask(self) -> bool:
         """Whether a "no" under a causal mask holds for the programs the model leaves out as well.
@@ -422,9 +439,9 @@ class _Session:
         itself, at least one layer earlier, with heads of its own: so when no efficient program exists even
         with the output token's head budgets dropped in every layer but the last, none of them is efficient
         either. A question left open counts as not settled."""
-        last = f"budget:{self.layers}:{encoder.OUT}"  # what inputs select in a layer is collected in a later one
-        kept = [literal for name, literal in self.enc.tracked.items()
-                if not (name.startswith("budget:") and name.endswith(f":{encoder.OUT}")) or name == last]
+        last = budget(self.layers, encoder.OUT)  # what inputs select in a layer is collected in a later one
+        kept = [literal for constraint, literal in self.enc.tracked.items()
+                if not (constraint.family is Family.BUDGET and constraint.where == encoder.OUT) or constraint == last]
         return self.ask(self.bounded, base=self.enc.assumptions(self.heads, kept)) == z3.unsat
 
     def minimal_core(self) -> set[str]:
@@ -445,7 +462,7 @@ class _Session:
                 trial = [n for n in kept if n != name]
                 if name in core:
                     base = self.enc.assumptions(self.heads, [self.enc.tracked[n] for n in trial])
-                    idle = [self.enc.at_most_operations(self.layers, 0)] if name == "goal" else []
+                    idle = [self.enc.at_most_operations(self.layers, 0)] if name == GOAL else []
                     if idle and self.ask(allowed, idle, work=CORE_WORK, base=base) == z3.sat:
                         continue
                     if self.ask(allowed, base=base, work=CORE_WORK) != z3.unsat:
@@ -454,7 +471,31 @@ class _Session:
                 kept = trial
         except OutOfTime:
             pass
-        return set(kept) | {"level"}
+        return set(kept) | {LEVEL}
+
+
+def maximal_facts(enc: encoder.Encoding, layers: int, heads: int, deadline: Deadline) -> set[str]:
+    """The facts some efficient program with ``heads`` heads in each of ``layers`` layers makes true
+    after its last layer. All of them hold at once (every operation can run beside the others), so one
+    model is grown until no further fact can join it."""
+    base = enc.assumptions((heads,) * layers, [n for k, n in enc.tracked.items() if k != GOAL])
+    base += [x for i, x in enumerate(enc.excluded_levels()) if not cost.is_bounded(enc.levels[i])]
+    names = tuple(enc.facts[layers])
+    held: set[str] = set()
+    while True:
+        deadline.check("finding the saturation bound")
+        others = [enc.var(n) for n in names if n not in held]
+        if not others:
+            return held
+        enc.solver.set("timeout", deadline.milliseconds())
+        enc.solver.set("rlimit", 0)   # a bound an earlier question set stays on the solver
+        with cancel.interruptible(enc.ctx):
+            result = enc.solver.check(*base, *(enc.var(n) for n in held), enc.any_of(others))
+        if result == z3.unknown:  # not "no further fact": a set cut short is no fixpoint
+            raise OutOfTime("finding the saturation bound")
+        if result == z3.unsat:
+            return held
+        held = {n for n, v in enc.values(enc.solver.model(), names).items() if v}
 
 
 @dataclass
@@ -514,8 +555,17 @@ class Questions:
         try:
             return self._decide(arch, deadline, effort)
         except OutOfTime as late:
-            return Verdict(Status.UNKNOWN, self.target, arch, sympy.nan, stats=effort.stats(), seq_len=self.seq_len,
-                           reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
+            return self.verdict(Status.UNKNOWN, arch, effort,
+                                reason_unknown=f"the deadline of {deadline.seconds:g} s passed during {late.what}")
+
+    def verdict(self, status: Status, arch: Architecture, effort: _Effort | None = None, exponent=sympy.nan,
+                program=None, reasons=(), note: dict | None = None, **fields) -> Verdict:
+        """The one place a ``Verdict`` is made: a feasible one's program is its witness, any other's the
+        cheapest program shown beside its exponent."""
+        stats = effort.stats(note) if effort is not None else Stats(extra=fields.pop("extra", {}))
+        witness = program if status is Status.FEASIBLE else None
+        return Verdict(status, self.target, arch, exponent, witness=witness, best_program=program,
+                       explanation=tuple(reasons), stats=stats, seq_len=self.seq_len, **fields)
 
     def reuse(self, arch: Architecture, deadline: Deadline) -> Verdict | None:
         """The verdict ``arch`` gets from an optimal witness found for an architecture that covers it, when
@@ -529,9 +579,8 @@ class Questions:
             if bigger.covers(arch) and program.layers == arch.layers and not validate(program, arch):
                 exponent = self.replayed_exponent(program, arch, deadline)
                 notes = self.notes(program, arch)
-                return Verdict(Status.FEASIBLE, self.target, arch, exponent, witness=program, best_program=program,
-                               seq_len=self.seq_len, stats=Stats(extra={"reused_from": str(bigger.heads)}),
-                               explanation=notes)
+                return self.verdict(Status.FEASIBLE, arch, exponent=exponent, program=program, reasons=notes,
+                                    extra={"reused_from": str(bigger.heads)})
         return None
 
     def _width_free(self, arch: Architecture) -> bool:
@@ -542,7 +591,7 @@ class Questions:
         return not arch.positional and self.seq_len is None and not arch.width.has(T)
 
     def _decide(self, arch, deadline, effort: _Effort) -> Verdict:
-        target, seq_len = self.target, self.seq_len
+        target = self.target
         reused = self.reuse(arch, deadline)
         if reused is not None:
             return reused
@@ -552,27 +601,21 @@ class Questions:
         session = plain = _Session(self.encoding(arch, False, deadline), arch.heads, deadline, effort, self.fewest)
         # position T read as a class of its own is in every encoding: counted like an anchor
         counted = counting.shortfall(session.enc, arch.heads, session.bounded, anchored or bool(session.enc.anchors))
-        if counted is None:  # z3 decides what the counts leave open
-            level, model, unknown = session.cheapest(session.bounded)
-        else:
-            level, model, unknown = None, None, None
-        if model is None and unknown is None and anchored:
+        # z3 decides what the counts leave open
+        search = session.cheapest(session.bounded) if counted is None else Search(session)
+        if not search.found and search.unknown is None and anchored:
             session = _Session(self.encoding(arch, True, deadline), arch.heads, deadline, effort, self.fewest)
             if counted is None:
-                level, model, unknown = session.cheapest(session.bounded)
-        if unknown is not None:
-            return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=effort.stats(), seq_len=seq_len,
-                           reason_unknown=unknown)
-        if model is not None:
-            program, exponent, note = self._cheapest_program(session, level, session.bounded, model, arch)
+                search = session.cheapest(session.bounded)
+        if search.unknown is not None:
+            return self.verdict(Status.UNKNOWN, arch, effort, reason_unknown=search.unknown)
+        if search.found:
+            program, exponent, note = self._cheapest_program(session, search.level, session.bounded, search.model, arch)
             if not note:  # fully minimized: the answer of every smaller architecture the witness fits
                 self.optimal.append((arch, program))
-            notes = self.notes(program, arch)
-            return Verdict(Status.FEASIBLE, target, arch, exponent, witness=program, stats=effort.stats(note),
-                           best_program=program, seq_len=seq_len, explanation=notes)
+            return self.verdict(Status.FEASIBLE, arch, effort, exponent, program, self.notes(program, arch), note)
         if arch.causal and arch.layers >= 2 and causal.binds_nothing(target) and not session.settled_under_mask():
-            return Verdict(Status.UNKNOWN, target, arch, sympy.nan, stats=effort.stats(), seq_len=seq_len,
-                           reason_unknown=OPEN_UNDER_MASK)
+            return self.verdict(Status.UNKNOWN, arch, effort, reason_unknown=OPEN_UNDER_MASK)
         # no efficient program: say why (the unsat core of the efficient question), then look for the cheapest
         # program at any cost: with every level allowed, since such a program may retrieve (a bounded level)
         # besides what grows with T; no prefix of bounded levels alone has one
@@ -582,46 +625,51 @@ class Questions:
             core = set(counted.core) if counted is not None else session.minimal_core()
             reasons = explain.explain(target, arch, core,
                                       explain.growing_costs(arch, self.law, has_kth))
-        session, level, model, unknown, cut = self.cheapest_inefficient(plain, session)
-        every = list(range(len(session.enc.levels)))
+        search, cut = self.cheapest_inefficient(plain, session)
         prefix = self.prefix_aggregation(arch)
         if prefix is not None:
             reasons += (explain.prefix_aggregation_note(arch, prefix),)
-        if unknown is not None or model is None:
-            note = f"best exponent not found: {unknown}" if unknown else None
-            return Verdict(Status.INFEASIBLE, target, arch, sympy.oo if prefix is None else prefix,
-                           explanation=reasons, stats=effort.stats(), seq_len=seq_len, reason_unknown=note)
-        program, exponent, note = self._cheapest_program(session, level, every, model, arch, prune=True)
+        if not search.found:
+            note = f"best exponent not found: {search.unknown}" if search.unknown else None
+            return self.verdict(Status.INFEASIBLE, arch, effort, sympy.oo if prefix is None else prefix,
+                                reasons=reasons, reason_unknown=note)
+        every = list(range(len(search.session.enc.levels)))
+        program, exponent, note = self._cheapest_program(search.session, search.level, every, search.model, arch,
+                                                         prune=True)
         if cut:
             note = {"minimized": False, "note": "; ".join([cut] + ([note["note"]] if note else []))}
         reasons += self.notes(program, arch)
         if prefix is not None and cost.asymptotic_key(prefix) < cost.asymptotic_key(exponent):
             exponent, program = prefix, None   # cheaper than every program the encoding holds
-        return Verdict(Status.INFEASIBLE, target, arch, exponent, explanation=reasons, stats=effort.stats(note),
-                       best_program=program, seq_len=seq_len)
+        return self.verdict(Status.INFEASIBLE, arch, effort, exponent, program, reasons, note)
 
-    def cheapest_inefficient(self, plain: _Session, session: _Session):
+    def cheapest_inefficient(self, plain: _Session, session: _Session) -> tuple[Search, str | None]:
         """The cheapest program at any cost once no efficient one exists: asked first of the encoding without
         anchors (``plain``: its programs are programs of the full one, and its questions far smaller), then of
         the anchored encoding (``session``, when it is another) only below the exponent found, within
-        ``CHEAPER_WORK``. Returns the session the model belongs to, the level, the model, z3's reason when
-        unknown, and a note when the anchored question was cut short (the exponent is then an upper bound)."""
-        level, model, unknown = plain.cheapest_beyond(list(range(len(plain.enc.levels))))
-        if session is plain or unknown is not None:
-            return plain, level, model, unknown, None
-        if model is None:  # none without anchors: the anchored encoding decides alone
-            level, model, unknown = session.cheapest_beyond(list(range(len(session.enc.levels))))
-            return session, level, model, unknown, None
-        found = cost.asymptotic_key(plain.enc.levels[level]) if level >= 0 else None
-        cheaper = [i for i, e in enumerate(session.enc.levels) if found is not None and cost.asymptotic_key(e) < found]
+        ``CHEAPER_WORK``. Returns the search, and a note when the anchored question was cut short (the exponent
+        is then an upper bound)."""
+        search = plain.cheapest_beyond(list(range(len(plain.enc.levels))))
+        if session is plain or search.unknown is not None:
+            return search, None
+        if not search.found:  # none without anchors: the anchored encoding decides alone
+            return session.cheapest_beyond(list(range(len(session.enc.levels)))), None
+        if search.level < 0:
+            return search, None
+        found = self.level_key(plain.enc.levels[search.level])
+        cheaper = [i for i, e in enumerate(session.enc.levels) if self.level_key(e) < found]
         if not cheaper:
-            return plain, level, model, None, None
-        better, better_model, unknown = session.cheapest_beyond(cheaper, work=CHEAPER_WORK)
-        if better_model is not None:
-            return session, better, better_model, None, None
-        cut = (None if unknown is None else "the anchored encoding's question for a cheaper program ran out of its "
-               "work: the exponent is that of the cheapest program without anchors, an upper bound")
-        return plain, level, model, None, cut
+            return search, None
+        better = session.cheapest_beyond(cheaper, work=CHEAPER_WORK)
+        if better.found:
+            return better, None
+        cut = (None if better.unknown is None else "the anchored encoding's question for a cheaper program ran out "
+               "of its work: the exponent is that of the cheapest program without anchors, an upper bound")
+        return search, cut
+
+    def level_key(self, level: sympy.Expr) -> tuple:
+        """The order of cost levels: asymptotic, or at the question's one length (``encoder._Builder.costs``)."""
+        return cost.asymptotic_key(level) if self.seq_len is None else (float(cost.at(level, self.seq_len)), 0.0)
 
     def prefix_aggregation(self, arch) -> sympy.Expr | None:
         """Under the mask, with an answer at every position that reads nothing after its own position: the cost

@@ -25,50 +25,49 @@ own lines and a grown encoding equals a fresh one (``tests/properties/test_growt
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the encoder imports this module: its types only
-    from infoflow_smt.smt.encoder import Encoding, Need
+from infoflow_smt.smt.nodes import Need, NodeInfo
 
 
-def adjacent_pairs(enc: Encoding, goal_needs: tuple[Need, ...]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+def adjacent_pairs(nodes: dict[str, NodeInfo], outer: dict[str, dict], goal_needs: tuple[Need, ...],
+                   related: set[str] = frozenset()) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """Each interchangeable class of groups, sorted by name, as pairs of neighbours: (the node keys of
     one group, those of the next), node by node in order. ``goal_needs``: what the output token must hold
     (``encoder.goal_needs``)."""
-    readers = _read_from_outside(enc)
+    readers = _read_from_outside(nodes) | set(related)   # a group one selection elsewhere is not renamed alone
     goal = {n.what for n in goal_needs if n.kind == "group"}
     classes: dict[tuple, list[tuple[str, ...]]] = {}
-    for gid in sorted(enc.outer):
+    for gid in sorted(outer):
         if gid in readers or gid not in goal:
             continue
-        found = _shape(enc, gid)
+        found = _shape(nodes, outer, gid)
         if found is not None:
             shape, keys = found
             classes.setdefault(shape, []).append(keys)
     return [(a, b) for groups in classes.values() for a, b in itertools.pairwise(groups)]
 
 
-def _read_from_outside(enc: Encoding) -> set[str]:
+def _read_from_outside(nodes: dict[str, NodeInfo]) -> set[str]:
     """The groups some node of another group reads."""
     found = set()
-    for info in enc.nodes.values():
+    for info in nodes.values():
         r = info.reads
         for need in (*r.selector, *r.candidate, *r.either):
             other = need.what if need.kind == "group" else (
-                enc.nodes[need.what].group if need.kind == "node" and need.what in enc.nodes else None)
+                nodes[need.what].group if need.kind == "node" and need.what in nodes else None)
             if other is not None and other != info.group:
                 found.add(other)
     return found
 
 
-def _shape(enc: Encoding, gid: str) -> tuple[tuple, tuple[str, ...]] | None:
+def _shape(nodes: dict[str, NodeInfo], outer: dict[str, dict], gid: str) -> tuple[tuple, tuple[str, ...]] | None:
     """A group's nodes in order and their shape with the group's own names left out; None when it has
     several orders or reads another group."""
-    per_order = enc.outer[gid]
+    per_order = outer[gid]
     if len(per_order) != 1:
         return None
     order = next(iter(per_order))
-    keys = tuple(k for var in order for k, i in enc.nodes.items()
+    keys = tuple(k for var in order for k, i in nodes.items()
                  if i.group == gid and i.order == order and i.node == f"{gid}.{var}")
     if len(keys) != len(order):
         return None
@@ -89,7 +88,7 @@ def _shape(enc: Encoding, gid: str) -> tuple[tuple, tuple[str, ...]] | None:
 
     shape = []
     for k in keys:
-        i, r = enc.nodes[k], enc.nodes[k].reads
+        i, r = nodes[k], nodes[k].reads
         sides = [needs(r.selector), needs(r.candidate), needs(r.either)]
         if any(s is None for s in sides):
             return None

@@ -256,6 +256,6 @@ def test_a_frontier_with_undecided_cells_leaves_the_general_claim_unknown(monkey
     real = frontier.Questions.decide
     monkeypatch.setattr(frontier.Questions, "decide",
                         lambda self, arch, deadline: real(self, arch, Deadline(1e-9) if arch.layers == 1 else deadline))
-    check = harness.FrontierCheck("min_pairwise_dot", {"embed_dim": 16, "input_dim": 4}, ((2, 1),))
+    check = harness.FrontierCheck("linear_max_sum:D=2", {"embed_dim": 16, "input_dim": 4}, ((1, 2), (2, 1)))
     claim = harness.general_claim("A claim.", [check])
-    assert not claim.holds and claim.unknown and claim.undecided == ("min_pairwise_dot {'embed_dim': 16, 'input_dim': 4}",)
+    assert not claim.holds and claim.unknown and claim.undecided == ("linear_max_sum:D=2 {'embed_dim': 16, 'input_dim': 4}",)

@@ -67,31 +67,32 @@ def _undecided_in_layer_1(monkeypatch) -> None:
 
 
 def test_an_undecided_cell_is_carried_and_the_frontier_is_then_a_bound(monkeypatch) -> None:
-    full = ifs.decide_all("min_pairwise_dot")
-    assert full.complete and full.shapes == ((2, 1),) and full.to_json()["undecided"] == []
+    full = ifs.decide_all("linear_max_sum:D=2")
+    assert full.complete and full.shapes == ((1, 2), (2, 1)) and full.to_json()["undecided"] == []
     _undecided_in_layer_1(monkeypatch)
-    part = ifs.decide_all("min_pairwise_dot")
+    part = ifs.decide_all("linear_max_sum:D=2")
     H = full.head_bound
-    assert not part.complete and part.undecided == ((1, H),) and part.shapes == ((2, 1),)
+    # the walk asks one head first, then the most heads: both undecided, the row is left there
+    assert not part.complete and part.undecided == ((1, 1), (1, H)) and part.shapes == ((2, 1),)
     assert all(part.grid[(1, h)] == "unknown" for h in range(1, H + 1))   # never read as infeasible
     assert all(part.grid[cell] == full.grid[cell] for cell in full.grid if cell[0] > 1)
     doc = part.to_json()
-    assert doc["complete"] is False and doc["undecided"] == [[1, H]]
-    assert str(part).startswith(f"incomplete: 1 cell undecided by the deadline (1 layer of {H} heads)")
+    assert doc["complete"] is False and doc["undecided"] == [[1, 1], [1, H]]
+    assert str(part).startswith(f"incomplete: 2 cells undecided by the deadline (1 layer of 1 head, 1 layer of {H} heads)")
 
 
 def test_the_frontier_command_exits_3_on_an_undecided_cell(monkeypatch, capsys) -> None:
     from infoflow_smt import cli
 
     _undecided_in_layer_1(monkeypatch)
-    assert cli.main(["frontier", "min_pairwise_dot", "--json"]) == 3
+    assert cli.main(["frontier", "linear_max_sum:D=2", "--json"]) == 3
     doc = json.loads(capsys.readouterr().out)
-    assert doc["complete"] is False and len(doc["undecided"]) == 1
+    assert doc["complete"] is False and len(doc["undecided"]) == 2
 
 
 def test_the_notebook_view_shows_an_undecided_cell_as_unknown(monkeypatch) -> None:
     _undecided_in_layer_1(monkeypatch)
-    view = ifs.decide_all("min_pairwise_dot")._repr_html_()
+    view = ifs.decide_all("linear_max_sum:D=2")._repr_html_()
     assert "incomplete:" in view and "?</td>" in view
 
 

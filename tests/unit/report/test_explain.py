@@ -10,6 +10,7 @@ import pytest
 from support.generators import random_case
 
 import infoflow_smt as ifs
+from infoflow_smt.model.vocabulary import GOAL, INPUT, OUTPUT, budget
 from infoflow_smt.lang import catalogue
 from infoflow_smt.model.program import Action, Mode, Op, Program
 from infoflow_smt.report.explain import Reason, _budgets, describe_program, innermost_first
@@ -153,7 +154,7 @@ def test_every_selection_comes_after_every_selection_it_reads(index: int):
     for case in map(random_case, range(index, index + 50)):
         tree = ifs.parse_target(case.text).tree()
         order = innermost_first(tree)
-        expected = {n for n, kind in tree.nodes(data="kind") if kind not in ("output", "fixed")}
+        expected = {n for n, d in tree.nodes(data=True) if d["kind"] not in ("output", "fixed") and not d["hosted"]}
         assert len(order) == len(set(order)) and set(order) == expected, str(case)
         assert _reads_before_readers(tree, order) == [], str(case)
 
@@ -166,7 +167,7 @@ def test_budget_reasons_follow_the_layer_numbers_past_nine():
     tree = target.tree()
     sels = [n for n, kind in tree.nodes(data="kind") if kind == "top1"]
     arch = ifs.Architecture(heads=(1,) * 12, input_dim=2)
-    core = {"budget:10:out", "budget:2:out", "budget:11:in", "budget:2:in", "goal"}
+    core = {budget(10, OUTPUT), budget(2, OUTPUT), budget(11, INPUT), budget(2, INPUT), GOAL}
     reasons = _budgets(tree, sels, arch, core)
     assert [r.constraint for r in reasons] == ["budget:2:in", "budget:2:out", "budget:10:out", "budget:11:in"]
     assert reasons[1].sentence.startswith("Layer 2 gives the output token 1 head")

@@ -33,14 +33,14 @@ def _shortfall(text: str, heads: tuple[int, ...]) -> counting.Shortfall | None:
 
 def test_intrinsic_dimension_needs_its_inner_selections_made_at_the_inputs_before_the_last_layer():
     found = _shortfall("intrinsic_dimension:D=3", (1, 1, 1))
-    assert found is not None and found.core == {"budget:1:in", "budget:2:in", "goal", "level"}
+    assert found is not None and set(map(str, found.core)) == {"budget:1:in", "budget:2:in", "goal", "level"}
     assert _shortfall("intrinsic_dimension:D=3", (1, 1, 1, 1)) is None  # three heads before the last layer
     assert _shortfall("intrinsic_dimension:D=4", (2, 2, 1)) is None
 
 
 def test_a_chain_of_dependent_selections_needs_as_many_layers():
     found = _shortfall(chain(4), (3, 3, 3))
-    assert found is not None and found.core == {"initial", "goal", "level"}
+    assert found is not None and set(map(str, found.core)) == {"initial", "goal", "level"}
     assert _shortfall(chain(4), (1, 1, 1, 1)) is None
 
 

@@ -11,6 +11,7 @@ from support.fresh import on_a_new_thread
 
 import infoflow_smt as ifs
 from infoflow_smt.model import cost
+from infoflow_smt.model.vocabulary import LEVEL
 from infoflow_smt.smt import solver
 from infoflow_smt.smt.solver import forget_recent
 
@@ -212,8 +213,8 @@ def test_the_explained_core_is_minimal(target, arch):
     questions = solver.Questions(target)
     deadline = solver.Deadline(60)
     session = solver._Session(questions.encoding(arch, False, deadline), arch.heads, deadline, solver._Effort())
-    assert session.cheapest(session.bounded)[1] is None
-    kept = sorted(session.minimal_core() - {"level"})
+    assert not session.cheapest(session.bounded).found
+    kept = sorted(session.minimal_core() - {LEVEL}, key=str)
     assert kept
     enc = session.enc
     for name in kept:
@@ -251,10 +252,10 @@ def test_the_cheapest_program_beyond_the_bounded_levels_is_at_the_level_every_pr
     architecture costs: it finds the level the binary search over every prefix finds."""
     session = _session(spec, built, heads, positional)
     every = list(range(len(session.enc.levels)))
-    assert session.cheapest(session.bounded)[1] is None   # infeasible: the search goes beyond
-    searched, model, unknown = session.cheapest_beyond(every)
-    assert unknown is None and model is not None
-    assert searched == session.cheapest(every)[0]
+    assert not session.cheapest(session.bounded).found   # infeasible: the search goes beyond
+    searched = session.cheapest_beyond(every)
+    assert searched.unknown is None and searched.found
+    assert searched.level == session.cheapest(every).level
 
 
 def test_a_question_bounded_by_work_ends_by_work_and_leaves_no_bound_behind():

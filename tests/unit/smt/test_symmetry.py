@@ -15,7 +15,7 @@ from infoflow_smt.smt.encoder import goal_needs
 def _pairs(text: str) -> list:
     target = ifs.catalogue.as_target(text)
     enc = encoder.encode(target, ifs.Architecture(heads=(1, 1), embed_dim=32, input_dim=2), ordered=False)
-    return symmetry.adjacent_pairs(enc, goal_needs(target))
+    return symmetry.adjacent_pairs(enc.nodes, enc.outer, goal_needs(target))
 
 
 def test_a_min_and_a_max_that_read_alike_are_interchangeable():  # the encoding ranks both by a score
