@@ -27,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from infoflow_smt.errors import InfoflowError, InvalidSpecError, WitnessCheckError
+from infoflow_smt.deadline import on_terminate, terminated
+from infoflow_smt.errors import InfoflowError, InvalidSpecError, Terminated, WitnessCheckError
 from infoflow_smt.limits import MAX_DIGITS, MAX_TIMEOUT
 from infoflow_smt.words import printable
 
@@ -46,10 +47,6 @@ class Exit(enum.IntEnum):
 
 class BadInput(Exception):
     """A user error: one line on stderr, exit code 2."""
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread (a BaseException, as KeyboardInterrupt is)."""
 
 
 class OutputFailed(Exception):
@@ -179,7 +176,10 @@ def _answer(command, prog: str, debug: bool, hint, interrupted: str) -> int:
     except InfoflowError as err:   # the solver could not answer where an answer was required
         say(f"{prog}: {printable(err)}")
         return Exit.UNKNOWN
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:   # a remembered SIGTERM may come back as one (deadline.on_terminate)
+        if terminated():
+            say(f"{prog}: terminated (SIGTERM){interrupted}")
+            return Exit.TERMINATED
         say(f"{prog}: interrupted{interrupted}")
         return Exit.INTERRUPTED
     except Terminated:
@@ -244,10 +244,6 @@ class _ReaderMayLeave:
         return getattr(self._stream, name)
 
 
-def _on_sigterm(signum, frame) -> None:
-    raise Terminated
-
-
 def console(main: Callable[[list[str]], int], prog: str) -> NoReturn:
     """Run ``main(argv)`` as a console script and exit with its code (module docstring: closed pipes, a full
     standard output, SIGTERM)."""
@@ -256,7 +252,7 @@ def console(main: Callable[[list[str]], int], prog: str) -> NoReturn:
         sys.exit(Exit.BAD_INPUT)
     out = sys.stdout = _ReaderMayLeave(sys.stdout)
     with contextlib.suppress(ValueError):   # off the main thread a handler cannot be set: SIGTERM then kills
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGTERM, on_terminate)
     try:
         code = main(sys.argv[1:])
         out.flush()

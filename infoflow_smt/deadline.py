@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from infoflow_smt.errors import InfoflowError, InvalidSpecError, Problem
+from infoflow_smt.errors import InfoflowError, InvalidSpecError, Problem, Terminated
 from infoflow_smt.limits import DEFAULT_TIMEOUT, MAX_TIMEOUT
 
 
@@ -42,19 +42,35 @@ def seconds(timeout, subject: str = "timeout") -> float:
     return float(timeout)
 
 
-_interrupted = threading.Event()   # Ctrl-C seen by ``on_interrupt`` (the command's SIGINT handler)
+_interrupted = threading.Event()   # Ctrl-C or SIGTERM seen by the command's handlers (``on_interrupt``, ...)
+_received = [signal.SIGINT]        # which of the two it was
 
 
 def on_interrupt(signum, frame) -> None:
     """A SIGINT handler that remembers the interrupt before raising KeyboardInterrupt: Python drops an
     exception raised inside a destructor (z3 frees its terms in ``__del__``), and every ``Deadline.check``
     after that raises it again, so an interrupt is never lost."""
+    _received[0] = signal.SIGINT
     _interrupted.set()
     raise KeyboardInterrupt
 
 
+def on_terminate(signum, frame) -> None:
+    """The SIGTERM handler of a command: remembered as a Ctrl-C is (``on_interrupt``), and raised as
+    ``Terminated``. Code that re-raises a remembered interrupt as KeyboardInterrupt still ends the command;
+    ``terminated`` then tells the two apart."""
+    _received[0] = signal.SIGTERM
+    _interrupted.set()
+    raise Terminated
+
+
 def interrupt_pending() -> bool:
     return _interrupted.is_set()
+
+
+def terminated() -> bool:
+    """Whether the interrupt remembered is SIGTERM (not Ctrl-C)."""
+    return _interrupted.is_set() and _received[0] == signal.SIGTERM
 
 
 @contextlib.contextmanager
@@ -84,7 +100,7 @@ def _unraisable_unless_remembered(hook):
     (the next ``Deadline.check`` raises it again): Python would print it as "Exception ignored in ...", and
     a Ctrl-C must end a command with its one line."""
     def unraisable(info) -> None:
-        if not (isinstance(info.exc_value, KeyboardInterrupt) and _interrupted.is_set()):
+        if not (isinstance(info.exc_value, (KeyboardInterrupt, Terminated)) and _interrupted.is_set()):
             hook(info)
     return unraisable
 
@@ -109,9 +125,10 @@ class Deadline:
         return self.left() <= 0
 
     def check(self, what: str) -> None:
-        """Raise ``OutOfTime`` when the deadline has passed (KeyboardInterrupt after an interrupt)."""
+        """Raise ``OutOfTime`` when the deadline has passed (KeyboardInterrupt after a Ctrl-C, ``Terminated``
+        after a SIGTERM)."""
         if _interrupted.is_set():
-            raise KeyboardInterrupt
+            raise Terminated if terminated() else KeyboardInterrupt
         if self.passed:
             raise OutOfTime(what)
 

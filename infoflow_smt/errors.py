@@ -8,6 +8,11 @@ class InfoflowError(Exception):
     """Root of every error infoflow_smt raises on purpose."""
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread by the command's handler (a BaseException, as KeyboardInterrupt is:
+    no ``except Exception`` stops it)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with an input: what, and where (a character offset into the text, if any)."""

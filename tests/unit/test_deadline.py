@@ -84,3 +84,27 @@ def test_an_unremembered_exception_in_a_destructor_still_reaches_the_hook(monkey
         obj = _RaisesInItsDestructor()
         del obj
     assert [type(r.exc_value) for r in reported] == [KeyboardInterrupt]
+
+
+def test_a_sigterm_swallowed_by_a_destructor_still_ends_the_command():
+    """Python drops an exception raised in ``__del__`` (z3 frees its terms there): a SIGTERM that landed there
+    let the command run on to its end (a SIGTERM'd minimize ran past 50 s). It is remembered, as Ctrl-C is, and
+    the next check raises it; a command's KeyboardInterrupt after it is reported as the SIGTERM it was."""
+    from infoflow_smt import deadline as module
+    from infoflow_smt.command import Exit, answer
+    from infoflow_smt.errors import Terminated
+
+    class Freed:
+        def __del__(self):
+            module.on_terminate(15, None)
+
+    with interrupts_remembered():
+        Freed()   # the handler raises inside a destructor: Python prints it as unraisable and goes on
+        assert module.terminated()
+        with pytest.raises(Terminated):
+            Deadline(5).check("encoding")
+
+        def reraised() -> int:
+            raise KeyboardInterrupt   # as code that re-raises any remembered interrupt does (smt/solver.py)
+        assert answer(reraised, "prog") == Exit.TERMINATED == 143
+    assert not module.terminated()   # the block ends: the next command starts afresh
