@@ -31,7 +31,7 @@ from pathlib import Path
 import sympy
 
 from infoflow_smt.command import SECONDS, WHOLE, BadInput, Bound, Exit, Parser, answer, console
-from infoflow_smt.deadline import interrupts_remembered
+from infoflow_smt.deadline import Deadline, interrupts_remembered
 from infoflow_smt.files import output_file, write_atomic
 from infoflow_smt.limits import MAX_DIGITS, MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS, MAX_WORKERS
 from infoflow_smt.symbols import T
@@ -441,6 +441,7 @@ def cmd_sweep(args) -> int:
     cache = False if args.no_cache else args.cache
     grid = [(L, h) for L in args.layers for h in args.heads]
     cells, seconds, cache_path = [], 0.0, None
+    deadline = Deadline(args.timeout)   # one for every group of targets (each group is one sweep)
     with _progress(len(grid) * len(targets)) as progress:
         for by_dim in _grouped(args, targets):   # one sweep per token dimension (targets may read numbers)
             specs = [args.targets[i] for i in by_dim]
@@ -450,7 +451,7 @@ def cmd_sweep(args) -> int:
                                   rank_aware=args.rank_aware, causal=args.causal)
                      for L, h in grid]
             offset = len(cells)
-            result = sweep(specs, archs, timeout=args.timeout, cache=cache, workers=args.workers,
+            result = sweep(specs, archs, timeout=max(deadline.left(), 1e-3), cache=cache, workers=args.workers,
                            backend=args.backend, address=args.address, infer=not args.no_infer,
                            seq_len=args.seq_len, progress=lambda done, _total, o=offset: progress(o + done))
             cells += result.cells

@@ -528,12 +528,24 @@ def _run_local(jobs: list[_Job], workers: int | None, progress) -> list[list[Cel
     if workers <= 1:
         return [_run_job(job, settled) for job in jobs]
     results: list = [None] * len(jobs)
-    with worker_pool(workers) as pool:  # spawned (no z3 state crosses a fork), dying with this process
-        futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            settled(len(jobs[futures[future]].archs))
+    end = max(job.end for job in jobs)
+    try:
+        with worker_pool(workers) as pool:  # spawned (no z3 state crosses a fork), dying with this process
+            futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures, timeout=max(end - time.time(), 0) + _GRACE):
+                results[futures[future]] = future.result()
+                settled(len(jobs[futures[future]].archs))
+    except TimeoutError:   # past the deadline: the pool and its workers (even those still starting) are killed
+        pass
+    for i, job in enumerate(jobs):   # a job its worker did not finish by the deadline: its cells are unknown
+        if results[i] is None:
+            results[i] = [Cell(job.spec, arch, Status.UNKNOWN, "", "unknown", reason_unknown=_LATE)
+                          for arch in job.archs]
+            settled(len(job.archs))
     return results
+
+
+_GRACE = 0.25   # seconds a worker's answer may take to come back after the deadline
 
 
 def _run_ray(jobs: list[_Job], address: str | None, progress) -> list[list[Cell]]:

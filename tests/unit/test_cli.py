@@ -410,3 +410,19 @@ def test_readout_last_decides_the_question_read_at_position_T(capsys):
     assert code == 0 and "at input position T: retrieves" in out
     code, _, err = run(capsys, "decide", "x[o]", "--heads", "1", "--readout", "last", "--positional")
     assert code == 2 and "not supported yet" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_sweep_over_targets_of_several_token_dimensions_shares_one_deadline(monkeypatch, capsys):
+    """Targets that read tokens as numbers and as vectors are two sweeps (one per token dimension): each was
+    given the whole --timeout, so two of them took twice the deadline."""
+    from infoflow_smt.explore import sweeps
+    given, real = [], sweeps.sweep
+
+    def recording(*args, timeout, **kwargs):
+        given.append(timeout)
+        time.sleep(0.3)
+        return real(*args, timeout=timeout, **kwargs)
+    monkeypatch.setattr(sweeps, "sweep", recording)
+    code, _, _ = run(capsys, "sweep", "max(x[t] for t in T)", "min_pairwise_dot", "--layers", "1", "--heads", "1",
+                     "--no-cache", "--workers", "1", "--timeout", "20")
+    assert code == 0 and len(given) == 2 and given[0] <= 20 and given[1] <= given[0] - 0.3
