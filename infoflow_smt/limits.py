@@ -19,7 +19,9 @@ MAX_JOINT = 8             # variables of one joint reduction (its variable order
 MAX_EVALUATION = 10**8    # index tuples one evaluation of a target may visit per input (Target.evaluate)
 MAX_REPLAY_WORK = 8**6     # the same, for the replay of a solver's answer (many per decision, at T >= 8)
 MAX_INPUT_DIM = 1024      # d: a replay holds samples x T x d numbers, a bilinear form d x d
-MAX_LAYERS = 32           # layers of an architecture (the encoding grows linearly with them)
+# layers of an architecture (the encoding grows linearly with them): the diagonal of the catalogue's widest target,
+# intrinsic_dimension:D=64, needs D + 1 layers of one head, and decide_all walks to it
+MAX_LAYERS = 65
 MAX_HEADS = 256           # heads in one layer
 DEFAULT_TIMEOUT = 60.0    # seconds: the deadline of one answer when the caller gives none
 MAX_TIMEOUT = 1_000_000.0  # seconds (11.6 days): z3 takes its timeout in milliseconds as a 32-bit number

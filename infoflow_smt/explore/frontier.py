@@ -36,7 +36,7 @@ from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.causal import check_supported
 from infoflow_smt.lang.earliest import earliest_layers
 from infoflow_smt.lang.trees import comparison_tree, needs_positional, outermost, useful_orders
-from infoflow_smt.limits import MAX_HEADS, whole
+from infoflow_smt.limits import MAX_HEADS, MAX_LAYERS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
 from infoflow_smt.report.verdict import Status, Verdict
@@ -170,7 +170,10 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
         raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
     facts = fixpoint = None
     # rows below the first layer any efficient program can know what the target needs are inefficient
-    shallow = _first_layer(target, probe, width(1), law) - 1
+    try:
+        shallow = _first_layer(target, probe, width(1), law, deadline) - 1
+    except OutOfTime as late:
+        raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
     layers = shallow + SATURATE_AFTER   # the rows walked before the layer bound is needed
     # only the feasible verdicts are kept: the infeasible ones need no explanation of their own
     shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
@@ -195,6 +198,10 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
         return verdict
 
     while L < layers and h >= 1:  # the frontier walk: most heads first, one row per layer count
+        if L == MAX_LAYERS:   # the rows left are past what an architecture may hold: undecided, not bad input
+            undecided += [(L + 1, h)]
+            why_undecided[f"{L + 1} layers is over the limit of {MAX_LAYERS} (infoflow_smt.limits.MAX_LAYERS)"] = None
+            break
         L += 1
         if h > 1:   # one head first: the smallest question, and when it is efficient the row is done
             decided += 1
@@ -220,7 +227,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     _infer(grid, layers, heads)
     points = _minimal(verdicts)
     rule = f"E={head_dim}*h" if head_dim else f"E={embed_dim}"
-    why = _explanation(target, points, heads, facts, fixpoint, layers, rule, head_dim is None)
+    why = _explanation(target, points, heads, facts if h >= 1 else None, fixpoint, layers, rule, head_dim is None)
     if shallow:
         why = (*why[:1], (f"Depth: no efficient program knows what the target needs before layer {shallow + 1} "
                           "(a selection is known the layer after what it reads, or copied with a winner that made "
@@ -258,7 +265,7 @@ def _minimal(verdicts: dict) -> tuple[Verdict, ...]:
                  if not any((l2, h2) != (L, h) and l2 <= L and h2 <= h for l2, h2 in keys))
 
 
-def _first_layer(target, probe: Architecture, width, law) -> int:
+def _first_layer(target, probe: Architecture, width, law, deadline: Deadline) -> int:
     """The first layer after which an efficient program can know what the target needs (``earliest.py``,
     the best of the target's variable orders), or 1 where a global aggregation is efficient (a width that
     grows with ``T``: a position holding every token knows everything at once)."""
@@ -267,6 +274,7 @@ def _first_layer(target, probe: Architecture, width, law) -> int:
     per_group = useful_orders(target)
     best = None
     for combo in itertools.islice(itertools.product(*per_group.values()), 64):
+        deadline.check("the depth bound")
         tree = comparison_tree(target, dict(zip(per_group, combo)))
         first = earliest_layers(tree)
         reads = [outermost(tree, r.what) for r in goal_needs(target) if r.kind == "group"]

@@ -82,7 +82,7 @@ BAD = {
     "zero input dimension": ["decide", "min_pairwise_dot", "--heads", "1", "--input-dim", "0"],
     "plot to a folder that is missing": ["decide", "min_pairwise_dot", "--heads", "1", "--plot", "/no/such/a.png"],
     "plot to a text file": ["decide", "min_pairwise_dot", "--heads", "1", "--plot", "flow.txt"],
-    "too many layers": ["decide", "min_pairwise_dot", "--heads", ",".join(["1"] * 40)],
+    "too many layers": ["decide", "min_pairwise_dot", "--heads", ",".join(["1"] * 70)],
     "bad range": ["sweep", "min_pairwise_dot", "--layers", "3..1"],
     "cache and no cache": ["sweep", "min_pairwise_dot", "--cache", "c.jsonl", "--no-cache"],
     "unknown backend": ["sweep", "min_pairwise_dot", "--backend", "spark"],

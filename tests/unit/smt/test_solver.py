@@ -265,7 +265,7 @@ def test_a_question_bounded_by_work_ends_by_work_and_leaves_no_bound_behind():
     every = list(range(len(session.enc.levels)))
     assert session.ask(every, work=1) == z3.unknown
     assert session.ask(every) == z3.sat
-    assert session.enc.maximal_facts(2, 2, session.deadline)   # the saturation search asks its own way
+    assert solver.maximal_facts(session.enc, 2, 2, session.deadline)   # the saturation search asks its own way
 
 
 def test_an_infeasible_verdicts_pruned_program_runs_no_operation_at_the_output_token_it_can_do_without(monkeypatch):
