@@ -12,7 +12,7 @@
 
 Each command is a function returning an exit code:
   0  done (report: every transition check holds; confirm: every judged row agrees)
-  1  a failing check (report: a transition check FAILS; confirm: a row disagrees)
+  1  a failing check (report: a transition check FAILS; confirm: a row disagrees, or no row is judged)
   3  confirm: the solver could not decide the architecture (UNKNOWN: nothing is trained), or a neighbour
      (that row is not judged and the table says so)
   2  bad input, an unusable results store (corrupt, truncated, foreign) or an unwritable path:
@@ -188,8 +188,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
                      device=args.device, threads=args.threads, workers=args.workers, seeds=args.seeds,
                      against=args.against or ())
     print(json.dumps(result.to_json(), indent=1) if args.json else f"{verdict}\n\n{result}")
-    good, total = result.agreement
-    if good != total:
+    if not result.confirms:   # a row disagrees, or no row could be judged: nothing confirmed
         return EXIT_FAILED
     return EXIT_UNKNOWN if result.undecided else EXIT_OK
 

@@ -1,8 +1,8 @@
 """Check one decided case against trained networks, by its trend over T: ``experiments.confirm(verdict)``.
 
 Given a ``Verdict`` of ``ifs.decide`` (any target: a catalogue entry or any target text), train the decided
-architecture and its neighbours (``neighbours``) at several lengths (default T = 8, 16, 32; the same width
-and recipe at each, and about the same number of steps) and set the measured NMSE beside the solver's
+architecture and its neighbours (``neighbours``) at several lengths (default T = 8, 16, 32; the same width,
+recipe, number of training sequences and steps at each) and set the measured NMSE beside the solver's
 verdict. The steps, in order:
 
 1. ``neighbours``: the rows, each decided by the solver, and their exponents at every length;
@@ -13,9 +13,10 @@ verdict. The steps, in order:
    what training found;
 4. ``trend``: each row judged by the rule fixed before training; ``table``: the rows as the table returned.
 
-A feasible row stays below the threshold and flat across T, an infeasible one rises with T or sits above the
-efficient row at the longest T; a length where the solver's exponents do not differ cannot separate the rows
-and is not counted. A single length still works (``seq_len=16``): the table then says that one length cannot
+A feasible row stays below the threshold and flat across T. An infeasible one is judged beside its control,
+the efficient row trained the same way, and only when that control meets its own test: then it rises with T
+or sits above the control at the longest T; a length where the solver's exponents do not differ cannot
+separate the rows and is not counted. A table that judges no row confirms nothing (``Confirmation.confirms``). A single length still works (``seq_len=16``): the table then says that one length cannot
 show a trend. The recipe is ``profiles.confirm_setup``'s for the target (the cpu profile's measured recipe
 where there is one), scaled to the budget.
 
@@ -34,8 +35,8 @@ from typing import cast
 from experiments.compilation.check import CompiledCheck, check_compiled
 from experiments.confirmation import neighbours, run, schedule
 from experiments.confirmation.budget import parse_budget
-from experiments.confirmation.table import NOT_COMPILED, Confirmation, ConfirmRow
-from experiments.confirmation.trend import DEFAULT_THRESHOLD, THRESHOLD_REASON, Cell, TrendRule, judge
+from experiments.confirmation.table import NOT_COMPILED, Confirmation, ConfirmRow, judged
+from experiments.confirmation.trend import DEFAULT_THRESHOLD, THRESHOLD_REASON, Cell, TrendRule
 from experiments.tables.profiles import confirm_setup
 from experiments.training.data import target_label
 from experiments.training.devices import configure_threads, device_name, pick_device
@@ -84,14 +85,12 @@ def confirm(verdict: Verdict, budget: float | str = 60, *, seq_len: int | Sequen
     planned = cast(int, train["steps"])
     cells = [tuple(_cell(T, e, text, trained[T][i], compiled[i][1].get(T), planned)
                    for T, (e, text) in zip(lengths, exponents[i])) for i in range(len(rows))]
-    ref = next((i for i, (_, v) in enumerate(rows) if v.status.value == "feasible"), None)
-    out = tuple(_row(role, v, cells[i], compiled[i][0], rule, cells[ref] if ref is not None else None, lengths)
-                for i, (role, v) in enumerate(rows))
-    reference = None if ref is None else f"{rows[ref][0]}, {','.join(map(str, out[ref].heads))}"
+    out, control = judged(rule, [_row(role, v, cells[i], compiled[i][0], lengths, threshold)
+                                  for i, (role, v) in enumerate(rows)])
     return Confirmation(target_label(verdict.target), lengths[-1], arch.input_dim, bool(arch.positional), threshold,
                         THRESHOLD_REASON if threshold == DEFAULT_THRESHOLD else "given by the caller",
                         budget_s, time.perf_counter() - start, train, device_name(dev), out, lengths, rule,
-                        reference=reference, model=_model_switches(model), decided_at=verdict.seq_len)
+                        control=control, model=_model_switches(model), decided_at=verdict.seq_len)
 
 
 def _cell(T: int, exponent: float, text: str, runs: list[RunMetrics], compiled: float | None,
@@ -104,13 +103,13 @@ def _cell(T: int, exponent: float, text: str, runs: list[RunMetrics], compiled: 
                 seed_nmse=nmse)
 
 
-def _row(role: str, v: Verdict, cells: tuple[Cell, ...], compiled: str, rule: TrendRule,
-         reference: tuple[Cell, ...] | None, lengths: tuple[int, ...]) -> ConfirmRow:
+def _row(role: str, v: Verdict, cells: tuple[Cell, ...], compiled: str, lengths: tuple[int, ...],
+         threshold: float) -> ConfirmRow:
+    """One row as measured, not yet judged (``table.judged`` judges every row beside the table's control)."""
     last = cells[-1]
     E = int(v.architecture.width_at(lengths[-1]))
     return ConfirmRow(role, tuple(v.architecture.heads), E, v.status.value, str(v.exponent), last.exponent_text,
-                      last.nmse, last.steps, rule.threshold, cells, judge(rule, v.status.value, cells, reference),
-                      compiled)
+                      last.nmse, last.steps, threshold, cells, compiled=compiled)
 
 
 def _model_switches(model: ModelConfig) -> dict[str, object]:

@@ -1,12 +1,13 @@
 """The training ``confirm`` judges: every row at every length, by the plan of ``schedule``, in worker processes.
 
-Labels for every length first, then one batched job per (T, depth): every model (and every seed of it) of
-that depth trains in it. Each job is probed (a short and a longer run: their difference is the steps alone),
-the jobs are dealt out to ``workers`` processes, and every model trains the same number of steps at every
-length, each with a 5 % warm-up and a cosine to zero; the budget's end is a hard deadline. The jobs run in
-``workers`` processes (default one per CPU core: these small models gain nothing from a second thread, and two
-single-threaded jobs on two cores run as fast as one alone; under ``POOL_MIN_BUDGET_S``, one: a spawned
-process spends seconds importing torch, which a short budget would pay in steps).
+Labels for every length first (as many sequences at every length), then one batched job per (T, depth):
+every model (and every seed of it) of that depth trains in it. Each job is probed (a short and a longer
+run: their difference is the steps alone), the jobs are dealt out to ``workers`` processes, and every model
+trains the same number of steps at every length, each with a 5 % warm-up and a cosine to zero; the budget's
+end is a hard deadline. The jobs run in ``workers`` processes (default one per CPU core: these small models
+gain nothing from a second thread, and two single-threaded jobs on two cores run as fast as one alone; under
+``POOL_MIN_BUDGET_S``, one: a spawned process spends seconds importing torch, which a short budget would
+pay in steps).
 """
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def train_lengths(verdict: Verdict, lengths: tuple[int, ...], verdicts: list[Ver
     arch, target = verdict.architecture, verdict.target
     data: dict[int, Dataset] = {}
     jobs: dict[JobKey, list[Member]] = {}
+    n_train = schedule.train_size(target, lengths, arch.input_dim, budget_s)   # the same at every length
     for T in lengths:
-        n_train = schedule.train_size(target, T, arch.input_dim, budget_s / len(lengths))
         data[T] = make_dataset(target, T, arch.input_dim, n_train, min(2000, max(200, n_train // 5)),
                                seed=seeds[0], target_seed=int(getattr(target, "seed", 0)))
         models = [replace(model, input_dim=arch.input_dim, seq_len=T, heads=tuple(v.architecture.heads),

@@ -4,9 +4,10 @@ trains. Pure arithmetic on seconds and steps (no torch: ``run`` trains by it).
 The budget is for training alone. Labels get about a sixth of it (``LABEL_SHARE``); a short probe of every
 batched job then measures its seconds per step and per evaluation (``PROBE_SHARE`` of the budget for their
 longer runs: longer ones vary less); the rest is shared by the jobs, dealt out to the worker processes
-(``shares``), so that every model trains the same number of steps at every length (``planned_steps``). With
-equal time per length a step at T = 32, dearer than one at T = 8, would leave the longest length the fewest
-steps, and the trend over T would measure the machine instead of the architecture. The plan takes
+(``shares``), so that every model trains the same number of steps at every length (``planned_steps``) on as
+many training sequences (``train_size``). With equal time per length a step at T = 32, dearer than one at
+T = 8, would leave the longest length the fewest steps (with an equal share of label time, the fewest
+sequences), and the trend over T would measure the machine instead of the architecture. The plan takes
 ``PLAN_SHARE`` of what the probes say the budget holds, since a job can run slower than its probe on a machine
 whose load changes; when it does anyway, the jobs still to run get a few fewer steps each
 (``fitted_steps``), where the budget's end would otherwise stop the last one after a step or two.
@@ -62,12 +63,16 @@ def check_budget(budget_s: float, n_lengths: int) -> None:
                                f"({MIN_SECONDS_PER_LENGTH:g} s of training per length)", subject="budget")
 
 
-def train_size(target: Target, seq_len: int, input_dim: int, budget_s: float) -> int:
-    """Training sequences whose labels take about ``LABEL_SHARE`` of ``budget_s`` (labels are timed)."""
-    X = np.random.default_rng(0).standard_normal((64, seq_len, input_dim))
-    start = time.perf_counter()
-    target.evaluate(X)
-    per_seq = max(1e-7, (time.perf_counter() - start) / 64)
+def train_size(target: Target, seq_lens: Sequence[int], input_dim: int, budget_s: float) -> int:
+    """Training sequences per length, the same at every length, whose labels take about ``LABEL_SHARE`` of
+    ``budget_s`` in all (labels are timed at each length). One count for every length: a length with fewer
+    sequences than another would train a different problem, and the trend over T would measure the data."""
+    per_seq = 0.0
+    for T in seq_lens:
+        X = np.random.default_rng(0).standard_normal((64, T, input_dim))
+        start = time.perf_counter()
+        target.evaluate(X)
+        per_seq += max(1e-7, (time.perf_counter() - start) / 64)
     return int(min(MAX_TRAIN, max(MIN_TRAIN, LABEL_SHARE * budget_s / per_seq)))
 
 

@@ -2,18 +2,23 @@
 
 ``ConfirmRow`` holds what the solver said (status, exponent), what training measured at every T
 (``trend.Cell``) and the trend rule's judgement; ``Confirmation`` the rows with the run's settings, printed by
-``str()`` (the rule first, then the table, a ``why:`` line under every row) and recorded by ``to_json()``.
-An ``=`` after a cell marks a length where the solver's exponents do not separate the row from the efficient
-one (``trend.unseparated``); ``short`` a length that trained too few of its planned steps (``Cell.short``).
+``str()`` (the rule first, then the table, a ``why:`` line under every row) and recorded by ``to_json()``;
+``from_json`` reads a record back and ``judged_again`` judges its measured cells anew (the committed runs
+under the rule of today, or with the solver's answers flipped: a wrong verdict must not pass). An ``=``
+after a cell marks a length where the solver's exponents do not separate the row from its control
+(``trend.unseparated``); ``short`` a length that trained too few of its planned steps (``Cell.short``).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from experiments.confirmation.trend import FACTOR_REASON, Cell, Judgement, TrendRule
+from experiments.confirmation.trend import FACTOR_REASON, Cell, Judgement, TrendRule, judge_rows
 
 NOT_COMPILED = "not compiled"
+NOTHING_JUDGED = ("nothing judged: no row's measurements could be set against its verdict (the reasons are under "
+                  "the rows); a table that judges nothing confirms nothing")
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ class Confirmation:
     seq_lens: tuple[int, ...] = ()
     rule: TrendRule = field(default_factory=TrendRule)
     factor_reason: str = FACTOR_REASON
-    reference: str | None = None        # the efficient row the gap clause compares with
+    control: str | None = None          # the efficient row infeasible rows are judged beside
     model: dict[str, Any] | None = None  # the model family's switches (token embedding, FFN, temperature)
     decided_at: int | None = None       # the T the solver's status and exponent columns were decided at (None: all)
 
@@ -72,6 +77,12 @@ class Confirmation:
         """(agreeing rows, judged rows)."""
         decided = [r.agree for r in self.rows if r.agree is not None]
         return sum(decided), len(decided)
+
+    @property
+    def confirms(self) -> bool:
+        """At least one row judged, and every judged row agrees: a table that judges nothing confirms nothing."""
+        good, total = self.agreement
+        return total > 0 and good == total
 
     @property
     def undecided(self) -> tuple[str, ...]:
@@ -88,15 +99,51 @@ class Confirmation:
             for cell, c in zip(row["cells"], r.cells):
                 cell.update(separates=c.seq_len not in r.judgement.unseparated, short=c.short)
         doc.update(seq_lens=list(self.seq_lens), agreement=list(self.agreement), undecided=list(self.undecided),
-                   rule_text=self.rule.describe(self.seq_lens, self.reference))
+                   rule_text=self.rule.describe(self.seq_lens, self.control))
         return doc
+
+    def judged_again(self, statuses: Sequence[str] | None = None) -> Confirmation:
+        """The same measured cells judged by this table's rule, with the solver's answers ``statuses`` (one per
+        row; default: each row's own). Nothing is trained: the mutation test flips the answers of committed
+        runs and requires every flipped row to disagree."""
+        answers = statuses or [r.status for r in self.rows]
+        rows, control = judged(self.rule, [replace(r, status=s) for r, s in zip(self.rows, answers)])
+        return replace(self, rows=rows, control=control)
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Confirmation:
+        """A table back from its ``to_json()`` record (a committed ``results/confirm_*.json``); the derived
+        fields of the record (agreement, the rule's text, each cell's marks) are left out."""
+        names = {f.name for f in fields(cls)}
+        rows = tuple(_row_from_json(r) for r in doc["rows"])
+        kept = {k: v for k, v in doc.items() if k in names and k not in ("rows", "rule", "seq_lens")}
+        return cls(**{**kept, "rows": rows, "rule": TrendRule(**doc["rule"]), "seq_lens": tuple(doc["seq_lens"])})
+
+    def to_markdown(self) -> str:
+        """The rows as a Markdown table (docs/reproduction.md quotes the committed ones): each cell the best
+        seed's NMSE with every seed's in brackets, ``(=)`` where the length cannot separate the row."""
+        head = ["heads", "solver", *[f"T = {T}" for T in self.seq_lens], "steps", "compiled", "agrees"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in self.rows:
+            flat = set(row.judgement.unseparated)
+            cells = [f"{c.nmse:.3g}" + (" (=)" if c.seq_len in flat else "") + (" short" if c.short else "")
+                     + (f" [{', '.join(f'{x:.3g}' for x in c.seed_nmse)}]" if len(c.seed_nmse) > 1 else "")
+                     for c in row.cells]
+            compiled = [c.compiled_nmse for c in row.cells if c.compiled_nmse is not None]
+            agrees = "not judged" if row.agree is None else "yes" if row.agree else "no"
+            lines.append("| " + " | ".join([
+                f"({', '.join(map(str, row.heads))}{',' if len(row.heads) == 1 else ''})",
+                f"{row.status}, {row.exponent}", *cells, " / ".join(str(c.steps) for c in row.cells),
+                f"<= {max(compiled):.1e}" if compiled else row.compiled.removeprefix("none: "),
+                f"{agrees}: {row.judgement.reason}"]) + " |")
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         r = self.recipe
         lines = [(f"confirm {self.target} at T = {', '.join(map(str, self.seq_lens))}, d = {self.input_dim}"
                   f"{', positional' if self.positional else ''} on {self.device}"),
                  f"threshold fixed before training: efficient = best validation NMSE < {self.threshold:g}",
-                 *self.rule.describe(self.seq_lens, self.reference),
+                 *self.rule.describe(self.seq_lens, self.control),
                  _solver_columns(self.decided_at),
                  *([f"model: {_model_text(self.model)}"] if self.model else []),
                  (f"recipe: AdamW lr {r['lr']:g} wd {r['weight_decay']:g}, batch {r['batch_size']}, training "
@@ -109,9 +156,28 @@ class Confirmation:
             lines.extend(_row_lines(row))
         good, total = self.agreement
         lines.append(f"agreement: {good}/{total} judged rows ('?': not judged; the reason is under the row)")
+        if not total:
+            lines.append(NOTHING_JUDGED)
         if self.undecided:
             lines.append(f"undecided by the solver (unknown, not judged): {'; '.join(self.undecided)}")
         return "\n".join(lines)
+
+
+def judged(rule: TrendRule, rows: Sequence[ConfirmRow]) -> tuple[tuple[ConfirmRow, ...], str | None]:
+    """Every row judged by ``rule`` beside the table's control (``trend.judge_rows``), and the control's name."""
+    at, judgements = judge_rows(rule, [r.status for r in rows], [r.cells for r in rows])
+    control = None if at is None else f"{rows[at].role}, {','.join(map(str, rows[at].heads))}"
+    return tuple(replace(r, judgement=j) for r, j in zip(rows, judgements)), control
+
+
+def _row_from_json(doc: dict[str, Any]) -> ConfirmRow:
+    cell_names = {f.name for f in fields(Cell)}
+    cells = tuple(Cell(**{**{k: v for k, v in c.items() if k in cell_names},
+                          "seed_nmse": tuple(c.get("seed_nmse", ()))}) for c in doc["cells"])
+    j = doc["judgement"]
+    return ConfirmRow(doc["role"], tuple(doc["heads"]), doc["embed_dim"], doc["status"], doc["exponent"],
+                      doc["exponent_at_T"], doc["nmse"], doc["steps"], doc["threshold"], cells,
+                      Judgement(j["agree"], j["reason"], tuple(j["unseparated"])), doc["compiled"])
 
 
 def _model_text(m: dict[str, Any]) -> str:

@@ -105,7 +105,7 @@ def test_confirm_command_line_with_lengths_and_more_architectures(capsys: pytest
                  "--seq-len", "16,4", "--against", "2", "--budget", "4s", "--json"])
     doc = json.loads(capsys.readouterr().out)
     good, total = doc["agreement"]
-    assert code == (0 if good == total else 1)
+    assert code == (0 if good == total and total > 0 else 1)   # a table that judges nothing confirms nothing
     assert doc["seq_lens"] == [4, 16] and [row["heads"] for row in doc["rows"]] == [[1, 1], [1], [2]]
     assert [cell["seq_len"] for cell in doc["rows"][2]["cells"]] == [4, 16]
     assert doc["rows"][1]["cells"][0]["separates"] is False and doc["rows"][1]["cells"][1]["separates"] is True
@@ -132,11 +132,11 @@ def test_rows_are_judged_by_their_trend(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(run, "train_lengths", fake_training(FIGURES))
     monkeypatch.setattr(confirming, "compiled_checker", lambda: None)     # nothing compiled
     result = experiments.confirm(MPD, budget=60, against=[(1,), (2,)])
-    assert result.seq_lens == (8, 16, 32) and result.reference == "decided, 1,1"
+    assert result.seq_lens == (8, 16, 32) and result.control == "decided, 1,1"
     assert [(r.heads, r.agree) for r in result.rows] == [((1, 1), True), ((1,), True), ((2,), False)]
     assert result.agreement == (2, 3) and result.rows[2].role == "asked for"
     assert "rises 9.0x from T = 8 to 32 (>= 4x)" in result.rows[1].judgement.reason
-    assert "0.9x the efficient row at T = 32 (< 4x)" in result.rows[2].judgement.reason
+    assert "0.9x the control at T = 32 (< 4x)" in result.rows[2].judgement.reason
     assert result.rows[1].judgement.unseparated == (8,)   # one head: T/4 - 1 = 1 = 1 at T = 8
     assert result.rows[2].judgement.unseparated == ()     # two heads of width 8: T/2 - 1 = 3 at T = 8
     text = str(result)
