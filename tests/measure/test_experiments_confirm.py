@@ -206,6 +206,22 @@ def test_a_verdict_at_one_T_is_confirmed_at_that_T(monkeypatch: pytest.MonkeyPat
             "some program's cost stays bounded as T grows") in str(result)
 
 
+def test_a_table_that_judges_no_row_says_so_and_exits_1(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # one layer of one head and its stronger neighbour, one layer of two: both infeasible, so no control shows
+    # that the training teaches the target, however their errors rise with T
+    from experiments.__main__ import main
+
+    monkeypatch.setattr(run, "train_lengths", fake_training({(1,): (0.1, 0.5, 0.97), (2,): (0.1, 0.4, 0.9)}))
+    monkeypatch.setattr(confirming, "compiled_checker", lambda: None)
+    code = main(["confirm", "min_pairwise_dot", "--heads", "1", "--embed-dim", "16", "--input-dim", "4",
+                 "--budget", "60s"])
+    out = capsys.readouterr().out
+    assert code == 1 and "agreement: 0/0 judged rows" in out
+    assert "nothing judged: no row's measurements could be set against its verdict" in out
+    assert out.count("no efficient row trained beside it") == 2
+
+
 # ---- budgets too small to train, and verdicts the solver could not give --------------------------------
 
 def test_a_machine_slower_than_its_probes_cuts_every_remaining_job_a_little_not_the_last_one_to_nothing(
