@@ -7,8 +7,9 @@ position standing as the variable ``@`` (``HOST``), it is a *hosted form*, the s
 hosted. Two rules of the model (a retrieval copies what the winner held and knew) follow:
 
 * **Same form, same selection.** Two selections whose hosted forms at their bound variables are equal (the
-  same function: equal once normalized, up to the names of their variables) are one selection at each
-  position: a position that makes one knows the other. ``min_b dot(x[a], x[b])``, the inner selection of
+  same function: equal once normalized, up to the names of their variables, a ``max`` and an ``argmax`` of one
+  score alike) are one selection at each position: a position that makes one knows the other; two that bind
+  no variable are one selection everywhere. ``min_b dot(x[a], x[b])``, the inner selection of
   ``min(dot(x[a], x[b]) for a in T for b in T)``, is the reduction ``min(dot(x[a], x[b]) for b in T)`` written
   elsewhere in the same target.
 * **Hosted at a winner.** A selection that reads the token of another selection's winner ``w`` is its hosted
@@ -82,9 +83,17 @@ def closure(selections: Iterable[tuple[ex.Reduce, frozenset[str]]]) -> tuple[ex.
 
 @lru_cache(maxsize=8192)
 def canonical(selection: ex.Expr) -> str:
-    """One text per function: the normal form with every reduction's variables named by their place
-    (``v0``, ``v1``, ... in preorder), so that spellings that differ only in their names coincide."""
-    return to_text(_named_by_place(normalize(selection), itertools.count()))
+    """One text per selection: the normal form of the position it chooses (a ``min`` read as the ``argmin``
+    of the same score: one selection, whether the target reads its value or its winner's token), with every
+    reduction's variables named by their place (``v0``, ``v1``, ... in preorder), so that spellings that
+    differ only in their names, a positive scale or a constant coincide."""
+    chosen = selection
+    if isinstance(selection, ex.Reduce) and selection.kind in _ARGUMENT:
+        chosen = ex.Reduce(_ARGUMENT[selection.kind], selection.body, selection.bindings, selection.k)
+    return to_text(_named_by_place(normalize(chosen), itertools.count()))
+
+
+_ARGUMENT = {ex.ReduceKind.MIN: ex.ReduceKind.ARGMIN, ex.ReduceKind.MAX: ex.ReduceKind.ARGMAX}
 
 
 def _named_by_place(e: ex.Expr, counter: Iterator[int]) -> ex.Expr:

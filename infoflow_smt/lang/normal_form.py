@@ -45,6 +45,13 @@ arithmetic on opaque atoms (contents, calls, reductions):
    terms are such a form. Only ``dot`` is an inner product: ``bilinear(A1, ...)`` has an unknown matrix, and
    a ``min`` of ``dot`` over a pair is not on the diagonal.
 
+11. **A reduction over the neighbours of its candidates is one over the candidates**: a ``min``, ``max``,
+   ``kth_largest``, ``sum`` or ``mean`` (not an ``argmin``/``argmax``: its value is the position) of one
+   variable that reads it only at offsets, the largest ``m``, is the same reduction over ``u = t + m``, its
+   range shifted by ``m``, when the shifted range stays inside the sequence:
+   ``max(f1(x[t-1]) for t in range(2, T+1)) = max(f1(x[t]) for t in range(1, T))``. Every candidate then
+   reads its own token and the ones before it, what the causal mask lets it see.
+
 Joint reductions of more than ``MAX_LABELLED`` variables are labelled by a signature of the terms each
 variable reads instead of by trying every labelling.
 
@@ -82,7 +89,63 @@ def normalize(expression: ex.Expr) -> ex.Expr:
     '2 * min(dot(x[s], x[t]) for s in T for t in T)'
     """
     normalizer = _Normalizer()
-    return normalizer.display(tidy(normalizer.expr(normalizer.value(expression))))
+    found = normalizer.display(tidy(normalizer.expr(normalizer.value(expression))))
+    shifted = _reindexed(found)
+    return found if shifted == found else normalize(shifted)
+
+
+def _reindexed(e: ex.Expr) -> ex.Expr:
+    """Rule 11, bottom up."""
+    e = ex.map_children(e, _reindexed)
+    if not (isinstance(e, ex.Reduce) and len(e.bindings) == 1 and not e.kind.returns_index):
+        return e
+    (binding,) = e.bindings
+    offsets = _offsets(e.body, binding.var)
+    if not offsets or max(offsets) == 0:
+        return e
+    m = max(offsets)
+    domain = _shifted(binding.domain, m)
+    if domain is None:
+        return e
+    return ex.Reduce(e.kind, _read_at(e.body, binding.var, -m), (ex.Binding(binding.var, domain),), e.k)
+
+
+def _offsets(e: ex.Expr, var: str) -> set[int] | None:
+    """The offsets at which ``e`` reads ``var``'s neighbours (0: its own token); None when ``var`` bounds a
+    nested range (its reads are then not all tokens)."""
+    found: set[int] = set()
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ex.Content) and isinstance(node.index, (ex.VarIndex, ex.OffsetIndex)):
+            if node.index.name == var:
+                found.add(node.index.offset if isinstance(node.index, ex.OffsetIndex) else 0)
+        if isinstance(node, ex.Reduce) and any(var in ex.domain_variables(b.domain) for b in node.bindings):
+            return None
+        stack += ex.children(node)
+    return found
+
+
+def _shifted(domain: ex.Domain, m: int) -> ex.Range | None:
+    """``domain`` moved by ``m`` positions, where it stays inside ``1..T`` at every length (fixed bounds only)."""
+    if not isinstance(domain, ex.Range) or ex.domain_variables(domain):
+        return None
+
+    def move(b: ex.FixedIndex) -> ex.FixedIndex:
+        return ex.FixedIndex(b.position - m, True) if b.from_end else ex.FixedIndex(b.position + m)
+
+    start, stop = move(domain.start), move(domain.stop)
+    if (not start.from_end and start.position < 1) or (stop.from_end and stop.position < -1):
+        return None
+    return ex.Range(start, stop)
+
+
+def _read_at(e: ex.Expr, var: str, by: int) -> ex.Expr:
+    """``e`` with every read of ``var``'s neighbours moved ``by`` positions."""
+    if isinstance(e, ex.Content) and isinstance(e.index, (ex.VarIndex, ex.OffsetIndex)) and e.index.name == var:
+        offset = (e.index.offset if isinstance(e.index, ex.OffsetIndex) else 0) + by
+        return ex.Content(ex.OffsetIndex(var, offset) if offset else ex.VarIndex(var))
+    return ex.map_children(e, lambda c: _read_at(c, var, by))
 
 
 def _expand(value: sympy.Expr) -> sympy.Expr:

@@ -88,10 +88,11 @@ class Hosting:
     """What a node is elsewhere: node ``node`` with its variable ``variable`` bound to the position of a
     host. The host is the position playing this node's own bound variable ``own`` (two nodes of one hosted
     form are one selection at each position), or the winner of node ``winner`` (this node reads that winner's
-    token where ``node`` reads its host's: ``node`` made at the winner is this node)."""
+    token where ``node`` reads its host's: ``node`` made at the winner is this node). Two nodes that bind no
+    variable and make one selection name each other with neither (``variable``, ``own`` and ``winner`` None)."""
 
     node: str
-    variable: str
+    variable: str | None
     own: str | None = None
     winner: str | None = None
 
@@ -472,11 +473,11 @@ def _hosted_forms(expression) -> tuple[ex.Reduce, ...]:
 
 
 def _repeats(tree: nx.DiGraph) -> set[str]:
-    """The selections that bind one variable each and could be one hosted form with a selection of another
+    """The selections that bind at most one variable and could be one selection with a selection of another
     group (same ``_shape``); within a group the normal form already makes a selection once (its rule 9)."""
     groups: dict[tuple, set[str]] = {}
     for n, d in tree.nodes(data=True):
-        if d["kind"] in SELECTION_KINDS and len(d["bound"]) == 1:
+        if d["kind"] in SELECTION_KINDS and len(d["bound"]) <= 1:
             groups.setdefault(_shape(tree, n), set()).add(n)
     return {n for members in groups.values() if len({tree.nodes[m]["group"] for m in members}) > 1 for n in members}
 
@@ -487,7 +488,8 @@ def _shape(tree: nx.DiGraph, node: str) -> tuple:
     d = tree.nodes[node]
     leaves = sorted(e.name if isinstance(e, ex.Call) else type(e).__name__ for _, t in d["terms"] for e in walk(t)
                     if isinstance(e, (ex.Call, ex.Content, ex.Param, ex.Num)))
-    return (d["sense"], d["k"], repr(ex.rename_domain(d["domain"], dict.fromkeys(d["bound"], hosting.HOST))),
+    sense = {"argmin": "min", "argmax": "max"}.get(d["sense"], d["sense"])   # a value and its winner alike
+    return (sense, d["k"], len(d["bound"]), repr(ex.rename_domain(d["domain"], dict.fromkeys(d["bound"], hosting.HOST))),
             len(nx.descendants(tree, node)), tuple(leaves))
 
 
@@ -503,9 +505,9 @@ def _hostings(tree: nx.DiGraph) -> dict[str, tuple[Hosting, ...]]:
         if d["kind"] not in SELECTION_KINDS:
             continue
         expression = node_expression(tree, n)
-        own = hosting.variable_form(expression, d["bound"])
+        own = hosting.variable_form(expression, d["bound"]) if d["bound"] else expression
         if own is not None and n in repeated:   # a form no node of another group has names nothing else
-            same.setdefault(hosting.canonical(own), []).append((n, next(iter(d["bound"]))))
+            same.setdefault(hosting.canonical(own), []).append((n, next(iter(d["bound"]), None)))
         for index, form in hosting.winner_forms(expression, d["bound"]):
             made = forms.get(hosting.canonical(form))
             if made is not None and made != n and index in outer:

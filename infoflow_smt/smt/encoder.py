@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 import sympy
 import z3
 
-from infoflow_smt.deadline import OutOfTime
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.realization import Realization
@@ -62,7 +61,7 @@ from infoflow_smt.lang.trees import free_variables as tree_free_variables
 from infoflow_smt.model import cost, readout, vocabulary
 from infoflow_smt.model.program import Action, Mode, Offset, Op, Program
 from infoflow_smt.model.vocabulary import GOAL, Constraint, Family, PositionClass
-from infoflow_smt.smt import cancel, symmetry
+from infoflow_smt.smt import symmetry
 from infoflow_smt.smt.nodes import (
     GLOBAL_AGGREGATION,
     GLOBAL_AVERAGING,
@@ -989,9 +988,17 @@ class _Builder:
                       for k in self.neighbour(c, q.offset)]
         # made by the winner of a retrieval for itself: the retrieval copies it (``Hosts.copies``)
         for m, a, n in self.copies.get(key, ()):
-            retrieves = acting.get(OperationName.selection(self.enc.nodes[m]))
-            if retrieves is not None:
-                gains.append(smt_and(retrieves, self.known_by_candidates(self.enc.nodes[m], l - 1, a)))
+            made_at_m = self.enc.nodes[m]
+            retrieves = acting.get(OperationName.selection(made_at_m))
+            if retrieves is None:
+                continue
+            every = self.known_by_candidates(made_at_m, l - 1, a)
+            makes_it = acting.get(OperationName.selection(self.enc.nodes[a]))
+            if c in self.enc.anchors and c in self.candidates(made_at_m) and makes_it is not None:
+                # a fixed position that may win its own retrieval makes the form for itself in this layer
+                others = conj([self.know[(k, l - 1, a)] for k in self.candidates(made_at_m) if k != c])
+                every = smt_or(every, smt_and(others, makes_it))
+            gains.append(smt_and(retrieves, every))
         return gains
 
     def update_positions(self, c: str, l: int, chosen: dict, winners: list) -> None:

@@ -356,11 +356,13 @@ class ScalarReplay:
                 winner_env = {v: env[v] for v in self.tree.nodes[h.winner]["bound"]}
                 host, done = self._known(h.winner, winner_env, who, layer, open_)
                 final &= done
-            else:
+            elif h.own is not None:
                 host = env[h.own]
+            else:   # one selection under two names, made for no binding
+                host = ()
             if host is None:
                 continue
-            found, done = self._known(h.node, {h.variable: host}, who, layer, open_)
+            found, done = self._known(h.node, {h.variable: host} if h.variable else {}, who, layer, open_)
             final &= done
             if found is not None:
                 final = True

@@ -229,3 +229,18 @@ def test_an_unsound_rewrite_does_not_apply_over_bounded_ranges(one, other):
 
 def evaluate_normal(target, X):
     return evaluate_expr(target.normal_form, X, target.realization)
+
+
+@pytest.mark.parametrize("text, form", [
+    ("max(f1(x[t-1]) for t in range(2, T+1))", "max(f1(x[t]) for t in range(1, T))"),
+    ("max(f1(x[t+1]) for t in range(1, T))", "max(f1(x[t]) for t in range(2, T+1))"),
+    ("max(f1(x[t-2], x[t-1]) for t in range(3, T+1))", "max(f1(x[t-1], x[t]) for t in range(2, T))"),
+    ("max(f1(x[t-1]) for t in T)", "max(f1(x[t-1]) for t in T)"),          # x[0] is padding: no range to move to
+    ("sum(dot(x[t-1], x[t]) for t in T)", "sum(dot(x[t-1], x[t]) for t in T)"),   # reads its own token already
+    ("x[argmax(f1(x[t-1]) for t in range(2, T+1))]", "x[argmax(f1(x[t-1]) for t in range(2, T+1))]"),  # a position
+])
+def test_a_reduction_over_its_candidates_neighbours_reads_their_own_tokens(text, form):
+    """Rule 11: the same function, and every candidate reads its own token and the ones before it."""
+    assert to_text(normalize(parse_target_expr(text))) == form
+    X = np.random.default_rng(0).standard_normal((3, 9, 2))
+    assert np.allclose(parse_target(text).evaluate(X), parse_target(form).evaluate(X))

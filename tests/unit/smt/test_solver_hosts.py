@@ -92,3 +92,27 @@ def test_max_spelt_as_minus_min_of_minus_keeps_the_verdict(text, spelt):
         arch = _arch(heads, positional=True)
         a, b = ifs.decide(target, arch), ifs.decide(spelt, arch)
         assert (a.status, a.exponent) == (b.status, b.exponent), (heads, a, b)
+
+
+# ---- found by the independent checker (infoflow_smt/verify/flow_search.py) against the solver -------------------
+def test_a_value_and_a_winner_of_one_score_are_one_selection():
+    """``max(...)`` and ``x[argmax(...)]`` of one score: one retrieval serves both (checker case s0 #773)."""
+    text = "max(dot(x[v], x[2]) for v in T) + f1(x[argmax(dot(x[w], x[2]) for w in T)])"
+    for causal in (False, True):
+        assert ifs.decide(text, _arch((1, 1), positional=True, causal=causal)).status is ifs.Status.FEASIBLE
+
+
+def test_a_selection_over_its_candidates_neighbours_is_one_over_the_neighbours():
+    """``max(f1(x[t-1]) ... for t in range(2, T+1))`` is the same selection over ``range(1, T)`` (normal form
+    rule 11): each candidate reads its own token, so no layer gathers the one before it (checker case s0 #339)."""
+    text = "max(f1(x[t-1]) + dot(x[t-1], x[1]) for t in range(2, T+1)) + min(dot(x[u], x[1]) for u in T)"
+    assert ifs.decide(text, _arch((2, 1), positional=True)).status is ifs.Status.FEASIBLE
+    assert ifs.decide("sum(f1(x[s-1]) for s in range(2, T+1))", _arch((1,), positional=True)).exponent == 1
+
+
+def test_a_fixed_position_that_may_win_its_own_retrieval_makes_the_copied_form_itself():
+    """Read at position T: T retrieves w, whose own layer-1 selection is the target's; where w is T itself,
+    T makes that selection for itself in the same layer (checker case s0 #162)."""
+    text = "dot(a2, x[argmax(f1(x[u]) + dot(x[u], x[argmin(bilinear(A1, x[1], x[t]) for t in T)]) for u in T)])"
+    arch = ifs.Architecture(heads=(1, 2), embed_dim=32, input_dim=3, positional=True, readout="last")
+    assert ifs.decide(text, arch).status is ifs.Status.FEASIBLE
