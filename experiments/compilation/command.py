@@ -1,9 +1,12 @@
 """``infoflow compile`` (and ``python -m experiments compile``): compile a decided witness and check it.
 
-  infoflow compile TARGET --heads 2,2 [--embed-dim E] [--input-dim d] [--positional] [--causal] [--beta 4,16,64,256]
+  infoflow compile TARGET --heads 2,2 [--embed-dim E] [--input-dim d] [--[no-]positional] [--causal]
+                          [--beta 4,16,64,256]
                           [--seq-len 8,32,128,512] [--samples N] [--ffn exact|mlp] [--distribution NAME]
                           [--save model.pt] [--plot errors.png] [--timeout S] [--json]
 
+The architecture's defaults are ``infoflow decide``'s: ``--input-dim`` 1 for a target that reads tokens as numbers,
+else 2; positions on exactly when the target tells positions apart (under ``--causal``, as the mask leaves them).
 Prints the verdict, the residual stream's slot allocation and the NMSE table. Exit codes (the command-line
 policy of infoflow_smt.command): 0 the criterion holds (docs/compile.md), 1 it does not or the witness cannot
 compile (the reason names the term; an infeasible verdict names its cheapest program), 2 bad input (one line, no
@@ -77,8 +80,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p.add_argument("target", help="catalogue spec (intrinsic_dimension:D=2) or target text")
     p.add_argument("--heads", type=HEADS.several(), required=True, help="heads per layer, e.g. 2,2")
     p.add_argument("--embed-dim", type=WIDTH, default=32)
-    p.add_argument("--input-dim", type=INPUT_DIM, default=2)
-    p.add_argument("--positional", action="store_true")
+    p.add_argument("--input-dim", type=INPUT_DIM, default=None, metavar="d",
+                   help="dimension of each input token (default: 1 for targets that read tokens as numbers, else 2)")
+    p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
+                   help="positional encoding (default: on exactly when the target tells positions apart, as for "
+                        "infoflow decide)")
     p.add_argument("--causal", action="store_true",
                    help="a causal mask: each input position attends to itself and earlier positions only")
     p.add_argument("--beta", type=BETA.several(increasing=True), default=(4.0, 16.0, 64.0, 256.0))
@@ -111,9 +117,10 @@ def run(argv: Sequence[str], prog: str = PROG) -> int:
     import infoflow_smt as ifs
     from infoflow_smt.errors import CompileRefusal
 
-    arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
-                            positional=args.positional, causal=args.causal)
-    verdict = ifs.decide(args.target, arch, timeout=args.timeout)   # decided before torch is imported
+    target = ifs.catalogue.parse_spec(args.target)
+    arch = ifs.Architecture(heads=args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
+                            positional=_positional(args, target), causal=args.causal)
+    verdict = ifs.decide(target, arch, timeout=args.timeout)   # decided before torch is imported
     try:
         if verdict.status is ifs.Status.UNKNOWN:
             raise CompileRefusal.undecided(str(verdict.target))
@@ -140,6 +147,22 @@ def run(argv: Sequence[str], prog: str = PROG) -> int:
     else:
         print(f"{verdict}\n\n{result.allocation}\n\n{result}")
     return EXIT_OK if result.holds else EXIT_FAILED
+
+
+def _input_dim(args, target) -> int:
+    """``--input-dim``, else ``infoflow decide``'s default: 1 for a target that reads tokens as numbers, else 2."""
+    return target.token_dim if args.input_dim is None else args.input_dim
+
+
+def _positional(args, target) -> bool:
+    """``--[no-]positional``, else ``infoflow decide``'s default: on exactly when the target tells positions apart
+    (under a causal mask, a range ``range(1, s+1)`` at ``s`` is the mask's and needs no position)."""
+    if args.positional is not None:
+        return args.positional
+    if args.causal:
+        from infoflow_smt.lang.trees import needs_positional
+        return bool(needs_positional(target, True))
+    return bool(target.needs_positional)
 
 
 def _plot(result, path, form: str) -> None:

@@ -2,30 +2,48 @@
 weights are written from. No torch here.
 
 Every fact a later map reads gets a slot of its own, and so does every head's query, key and outbox. When
-the stream is too narrow for that, each layer's queries, keys and outboxes share one scratch region (a
-layer's are dead once its attention has read them, and the next map overwrites them); when it is still too
-narrow, a fact whose last reader has run leaves its coordinates to a fact written later (``last_use``).
+the stream is too narrow for that, a slot whose last reader has run leaves its coordinates to one written later
+(``last_use``): a layer's queries, keys and outboxes are dead once its attention has read them, a fact once the
+last map or head that reads it has run.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from experiments.compilation.plan import Flow, HeadPlan, fixed_name
+from experiments.compilation.facts import (
+    ANSWER,
+    ONE,
+    OUTPUT_FLAG,
+    POSITION,
+    TOKEN,
+    Role,
+    SlotId,
+    Where,
+    flag,
+    position_text,
+)
+from experiments.compilation.head_plan import HeadKind, HeadPlan, fixed_key
+from experiments.compilation.plan import Flow
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.language import fixed_to_text
 from infoflow_smt.model.program import Program
 
 
 @dataclass(frozen=True)
 class Slot:
-    name: str
+    id: SlotId
     start: int
     width: int
     what: str
 
+    @property
+    def span(self) -> slice:
+        return slice(self.start, self.start + self.width)
+
     def __str__(self) -> str:
-        return f"{self.start:>4}..{self.start + self.width - 1:<4} {self.name:<14} {self.what}"
+        return f"{self.start:>4}..{self.start + self.width - 1:<4} {self.id!s:<14} {self.what}"
 
 
 @dataclass(frozen=True)
@@ -39,187 +57,170 @@ class Plan:
     flags: tuple[ex.FixedIndex, ...]              # positions with a flag of their own (classes and sources)
     skips: tuple[str, ...]                        # retrieved nodes, each with a non-candidate mask
     head_plans: tuple[HeadPlan, ...]
-    locations: tuple[dict, ...]                   # per layer: class -> path -> (slot, offset, scale)
+    locations: tuple[dict, ...]                   # per layer: class -> fact -> Where
     slots: tuple[Slot, ...]
     answer_width: int
+    written: tuple[tuple[int, tuple[str, ...]], ...] = ()  # per map (after layer m), the values it writes
     realization: object = None                    # the target's parameters (bilinear matrices in W_Q)
-    scratch: slice | None = None                  # coordinates each layer's queries, keys and outboxes share
-    frees: tuple[tuple[str, ...], ...] = ()       # per map (0: after the embedding): facts it clears, dead
-                                                  # there, whose coordinates a later fact reuses
+    frees: tuple[tuple[SlotId, ...], ...] = ()    # per map (0: after the embedding): slots it clears, dead
+                                                  # there, whose coordinates a later slot reuses
+    causal: bool = False
 
-    def slot(self, name: str) -> Slot:
-        return next(s for s in self.slots if s.name == name)
+    def slot(self, id: SlotId) -> Slot:
+        return next(s for s in self.slots if s.id == id)
 
-    def span(self, name: str) -> slice:
-        """The coordinates of slot ``name``."""
-        s = self.slot(name)
-        return slice(s.start, s.start + s.width)
+    def has(self, id: SlotId) -> bool:
+        return any(s.id == id for s in self.slots)
+
+    def span(self, id: SlotId) -> slice:
+        """The coordinates of slot ``id``."""
+        return self.slot(id).span
+
+    def start(self, id: SlotId) -> int:
+        return self.slot(id).start
+
+    def at(self, where: Where) -> int:
+        """The first coordinate of a fact."""
+        return self.slot(where.slot).start + where.offset
 
     def non_candidate(self, node: str) -> int:
         """The coordinate of the mask of ``node``'s non-candidates: the output flag for a node over every
         position, its own flag otherwise."""
-        return self.slot(f"skip {node}" if node in self.skips else "output").start
+        return self.start(SlotId(Role.SKIP, node) if node in self.skips else OUTPUT_FLAG)
 
     def head(self, layer: int, head: int) -> HeadPlan | None:
         return next((h for h in self.head_plans if (h.layer, h.head) == (layer, head)), None)
 
+    def head_of(self, slot: SlotId) -> HeadPlan:
+        """The head part whose output (or whose output separated) ``slot`` is."""
+        return next(h for h in self.head_plans if slot.role in (Role.HEAD, Role.SEPARATED) and h.ref == slot.owner)
+
+    def values_written(self, layer: int) -> tuple[str, ...]:
+        return dict(self.written).get(layer, ())
+
     def used(self) -> int:
-        if self.scratch is not None:
-            return self.scratch.stop
-        return sum(s.width for s in self.slots)
+        return max((s.start + s.width for s in self.slots), default=0)
 
     def __str__(self) -> str:
         lines = [f"residual stream: {self.used()} of E = {self.width} dimensions in {len(self.slots)} slots"]
-        if self.scratch is not None:
-            lines.append(f"  (each layer's queries, keys and outboxes share {self.scratch.start}.."
-                         f"{self.scratch.stop - 1}: the map before a layer overwrites them)")
-        lines += [f"  (the map after {'the embedding' if m == 0 else f'layer {m}'} clears {', '.join(names)}: "
-                  "nothing reads them later, and later facts reuse their dimensions)"
-                  for m, names in enumerate(self.frees) if names]
+        lines += [f"  (the map after {'the embedding' if m == 0 else f'layer {m}'} clears "
+                  f"{', '.join(str(s) for s in ids)}: nothing reads them later, and later slots reuse their dimensions)"
+                  for m, ids in enumerate(self.frees) if ids]
         return "\n".join(lines + [f"  {s}" for s in self.slots])
 
 
-def lay_out(flow: Flow, width: int, check: bool = True, last_use: dict[str, int] | None = None) -> Plan:
-    """``flow`` placed in a stream of ``width`` dimensions: a slot per fact, else a shared scratch region,
-    else, given ``last_use`` (fact slot -> the last time anything reads it, ``fact_time``'s clock), the room
-    of dead facts reused (``_allocate_live``). ``check``: refuse (``CompileRefusal``) a stream or a head too
-    narrow for what it holds."""
-    wanted = (flow.head_plans, flow.flags, flow.skips, flow.input_dim, flow.answer_width, flow.counts)
-    slots, scratch, frees = _allocate(*wanted), None, ()
-    if sum(s.width for s in slots) > width:
-        slots, scratch = _allocate_reusing(*wanted)
-    if scratch is not None and scratch.stop > width and last_use is not None:
-        slots, scratch, frees = _allocate_live(*wanted, last_use, flow.program.layers)
+def lay_out(flow: Flow, width: int, check: bool = True, last_use: dict[SlotId, int] | None = None) -> Plan:
+    """``flow`` placed in a stream of ``width`` dimensions: a slot per fact, query, key and outbox, else, given
+    ``last_use`` (fact slot -> the last time anything reads it, ``SlotId.written``'s clock), the room of what is
+    dead reused (``_allocate_live``). ``check``: refuse (``CompileRefusal``) a stream or a head too narrow for
+    what it holds."""
+    wanted = wanted_slots(flow)
+    slots, frees = _placed(wanted), ()
+    if sum(s.width for s in slots) > width and last_use is not None:
+        slots, frees = _allocate_live(wanted, last_use, flow.program.layers)
     plan = Plan(flow.program, flow.tree, width, flow.input_dim, flow.heads, flow.classes, flow.flags, flow.skips,
-                flow.head_plans, flow.locations, slots, flow.answer_width, flow.realization, scratch, frees)
+                flow.head_plans, flow.locations, slots, flow.answer_width, flow.written, flow.realization, frees,
+                flow.causal)
     if check:
         _refuse_widths(plan)
     return plan
 
 
-def _allocate(plans, flags, skips, d, answer_width, counts=()) -> tuple[Slot, ...]:
-    return _placed(_wanted(plans, flags, skips, d, answer_width, counts))
+def lifetime(id: SlotId, layers: int, last_use: dict[SlotId, int]) -> tuple[int, float]:
+    """(when a slot is written, when the map that clears it runs) on ``SlotId.written``'s clock: a query, key or
+    outbox from the map before its layer to the map after it; a fact from when it is written to the first map
+    at or after its last reader; the answer to the end."""
+    if id.role.scratch:
+        return 2 * id.layer - 2, 2 * id.layer
+    written = id.written(layers)
+    if id.role is Role.ANSWER:
+        return written, math.inf
+    # a slot a map writes stays until the next map at least: the map that writes it cannot also clear it
+    return written, 2 * math.ceil(max(written + 1, last_use.get(id, written)) / 2)
 
 
-def _scratch(name: str) -> bool:
-    """A head's query, key or outbox: written by the map before its layer, read by that layer alone."""
-    return name[0] in "qko" and name[1:2].isdigit()
-
-
-def _allocate_reusing(plans, flags, skips, d, answer_width, counts=()) -> tuple[tuple[Slot, ...], slice]:
-    """Every fact a later map reads in a slot of its own; the queries, keys and outboxes of each layer in a
-    scratch region all layers share (a layer's are dead once its attention has read them, and the next map
-    overwrites them): as wide as the widest layer's."""
-    wanted = _wanted(plans, flags, skips, d, answer_width, counts)
-    kept = _placed([w for w in wanted if not _scratch(w[0])])
-    return _with_scratch(kept, wanted, plans)
-
-
-def _with_scratch(kept, wanted, plans) -> tuple[tuple[Slot, ...], slice]:
-    """``kept`` and, after them, each layer's scratch slots from the same start: (slots, scratch region)."""
-    start = max((s.start + s.width for s in kept), default=0)
-    slots, widest = list(kept), 0
-    for layer in sorted({h.layer for h in plans}):
-        mine = _placed([w for w in wanted if _scratch(w[0]) and w[0][1:].split(".")[0] == str(layer)], start)
-        slots += mine
-        widest = max(widest, sum(s.width for s in mine))
-    return tuple(slots), slice(start, start + widest)
-
-
-def is_fact(name: str) -> bool:
-    """A slot holding what a position knows (its token, what a head copied, the answer), written once."""
-    return name in ("x", "answer") or (name[0] == "h" and name[1:2].isdigit())
-
-
-def fact_time(name: str, layers: int) -> int:
-    """When a fact is written, on a clock where the map after layer ``m`` runs at ``2 m`` (the embedding's at
-    0) and the attention of layer ``L`` at ``2 L - 1``: the token before everything, a head's output at its
-    layer, the answer at the last map."""
-    if name == "x":
-        return -1
-    if name == "answer":
-        return 2 * layers
-    return 2 * int(name[1:].split(".")[0]) - 1
-
-
-def _allocate_live(plans, flags, skips, d, answer_width, counts, last_use: dict, layers: int):
-    """As ``_allocate_reusing``, and a fact whose last reader has run leaves its coordinates to a fact
-    written later: the first map at or after its last use clears them (subtracts them, as it does the
-    scratch region), and a fact written after that map may take them. First fit, in the order facts are
-    written. Returns (slots, scratch, frees)."""
-    wanted = _wanted(plans, flags, skips, d, answer_width, counts)
-    kept = list(_placed([w for w in wanted if not _scratch(w[0]) and not is_fact(w[0])]))
+def _allocate_live(wanted, last_use: dict, layers: int):
+    """Every slot but the positional ones alive from when it is written to the map that clears it
+    (``lifetime``), and a slot written at or after that map may take its coordinates: the map clears them
+    (subtracts them) before it writes. First fit, in the order slots are written. Returns (slots, frees)."""
+    kept = list(_placed([w for w in wanted if not (w[0].role.scratch or w[0].role.fact)]))
     base = sum(s.width for s in kept)
-    placed: list[tuple[Slot, float]] = []   # (slot, the map that clears it: inf for the answer, read at the end)
-    reused: set[str] = set()
-    for name, width, what in sorted((w for w in wanted if is_fact(w[0])), key=lambda w: fact_time(w[0], layers)):
-        written = fact_time(name, layers)
-        clears = math.inf if name == "answer" else math.ceil(max(written, last_use.get(name, written)) / 2)
+    placed: list[tuple[Slot, float]] = []   # (slot, the time of the map that clears it)
+    reused: set[SlotId] = set()
+    timed = sorted(((lifetime(w[0], layers, last_use), w) for w in wanted if w[0].role.scratch or w[0].role.fact),
+                   key=lambda t: t[0][0])
+    for (written, clears), (id, width, what) in timed:
         for start in sorted({base, *(s.start + s.width for s, _ in placed)}):
             clash = [(s, c) for s, c in placed if s.start < start + width and start < s.start + s.width]
-            if all(2 * c < written for _, c in clash):
-                reused |= {s.name for s, _ in clash}
+            if all(c <= written for _, c in clash):   # a map clears before it writes
+                reused |= {s.id for s, _ in clash}
                 break
-        placed.append((Slot(name, start, width, what), clears))
-    slots, scratch = _with_scratch(kept + [s for s, _ in placed], wanted, plans)
-    frees = tuple(tuple(s.name for s, c in placed if s.name in reused and c == m) for m in range(layers + 1))
-    return slots, scratch, frees
+        placed.append((Slot(id, start, width, what), clears))
+    frees = tuple(tuple(s.id for s, c in placed if s.id in reused and c == 2 * m) for m in range(layers + 1))
+    return tuple(kept + [s for s, _ in placed]), frees
 
 
 def _placed(wanted, start: int = 0) -> tuple[Slot, ...]:
     slots = []
-    for name, width, what in wanted:
-        slots.append(Slot(name, start, width, what))
+    for id, width, what in wanted:
+        slots.append(Slot(id, start, width, what))
         start += width
     return tuple(slots)
 
 
-def _wanted(plans, flags, skips, d, answer_width, counts=()) -> list[tuple[str, int, str]]:
-    wanted = [("one", 1, "the constant 1"), ("output", 1, "1 at the output token"), ("x", d, "the token")]
-    wanted += [(f"at {fixed_name(q)}", 1, f"1 at position {fixed_name(q)}") for q in flags]
-    if any(h.kind in ("offset", "mixed") for h in plans):
-        wanted.append(("pos", 2, "cos and sin of (position * 2 pi / 4096)"))
-    wanted += [(f"skip {n}", 1, f"1 where a position is no candidate of {n}") for n in skips]
-    wanted += [(f"count {n}", 1, f"the count {n}, at every position") for n in counts]
+def wanted_slots(flow: Flow) -> list[tuple[SlotId, int, str]]:
+    """Every slot the flow needs, with its width and what it holds, in allocation order."""
+    d, plans = flow.input_dim, flow.head_plans
+    wanted = [(ONE, 1, "the constant 1"), (OUTPUT_FLAG, 1, "1 at the output token"), (TOKEN, d, "the token")]
+    wanted += [(flag(q), 1, f"1 at position {fixed_to_text(q)}") for q in sorted(flow.flags, key=fixed_key)]
+    if any(h.kind in (HeadKind.OFFSET, HeadKind.MIXED) for h in plans):
+        wanted.append((POSITION, 2, "cos and sin of (position * 2 pi / 4096)"))
+    wanted += [(SlotId(Role.SKIP, n), 1, f"1 where a position is no candidate of {n}") for n in flow.skips]
+    wanted += [(SlotId(Role.COUNT, n), 1, f"the count {n}, at every position") for n in flow.counts]
     for h in plans:
-        if h.kind == "retrieve":
+        where = f"layer {h.layer} head {h.head}"
+        if h.kind is HeadKind.RETRIEVE:
             nodes = ", ".join(s.node for s in h.selections)
             if h.query_slot_width():
-                wanted.append((f"q{h.name}", h.query_slot_width(), (f"layer {h.layer} head {h.head} query: host "
-                                                                    f"features of {nodes}")))
+                wanted.append((h.slot(Role.QUERY), h.query_slot_width(), f"{where} query: host features of {nodes}"))
             if h.key_slot_width():
-                wanted.append((f"k{h.name}", h.key_slot_width(), (f"layer {h.layer} head {h.head} key: candidate "
-                                                                 f"features of {nodes}")))
-        elif h.kind == "mixed":
-            fixed = fixed_name(h.blocks[1][0])
-            wanted.append((f"k{h.name}", 2, f"layer {h.layer} head {h.head} key: the positional features, 0 at {fixed}"))
-            wanted.append((f"o{h.name}", len(h.blocks[1][1]) * d + 1, (f"layer {h.layer} head {h.head} outbox: the "
-                                                                     f"facts position {fixed} sends, and 1 there")))
-        elif h.kind == "offset":
-            pass  # W_Q and W_K read the positional features, W_V the source's facts: no slot of its own
-        elif h.kind == "average":
+                wanted.append((h.slot(Role.KEY), h.key_slot_width(), f"{where} key: candidate features of {nodes}"))
+        elif h.kind is HeadKind.MIXED:
+            fixed = ", ".join(fixed_to_text(q) for q in h.fixed_sources)
+            wanted.append((h.slot(Role.KEY), 2, f"{where} key: the positional features, 0 at {fixed}"))
+            wanted.append((h.slot(Role.OUTBOX), h.outbox_width(), (f"{where} outbox: the facts, flag and position "
+                                                                  f"each of {fixed} sends")))
+        elif h.kind is HeadKind.AVERAGE:
             nodes = ", ".join(n for n, _ in h.averages)
-            wanted.append((f"o{h.name}", h.value_width(d) - 1, (f"layer {h.layer} head {h.head} outbox: per-token "
-                                                               f"values of {nodes}")))
-        else:
-            where = ", ".join(fixed_name(q) for q, _ in h.blocks)
-            wanted.append((f"o{h.name}", h.value_width(d) - h.shared_width, (f"layer {h.layer} head {h.head} outbox: the facts "
-                                                         f"positions {where} send")))
-        wanted.append((f"h{h.name}", h.value_width(d), f"layer {h.layer} head {h.head} output: what it copied"))
-    wanted.append(("answer", answer_width, "the output token's answer"))
+            wanted.append((h.slot(Role.OUTBOX), h.outbox_width(), f"{where} outbox: per-token values of {nodes}"))
+        elif h.kind is HeadKind.POSITIONS:
+            sources = ", ".join(fixed_to_text(q) for q, _ in h.blocks)
+            wanted.append((h.slot(Role.OUTBOX), h.outbox_width(), f"{where} outbox: the facts positions {sources} send"))
+        # an offset head's W_Q and W_K read the positional features, its W_V the source's facts: no slot of its own
+        if h.head_width():
+            wanted.append((h.slot(Role.HEAD), h.head_width(), f"{where} output: what it copied"
+                           + (" (what it gathered is added onto its outbox)" if h.accumulates else "")))
+        if h.separates:
+            wanted.append((h.slot(Role.SEPARATED), h.separated_width(),
+                           (f"{where}: the facts of {', '.join(position_text(q) for q, _ in h.blocks)}, separated by "
+                           f"the map after layer {h.layer}")))
+    wanted += [(SlotId(Role.VALUES, m), len(nodes), (f"the values of {', '.join(nodes)}, as the map after layer {m} "
+                                                    "computed them")) for m, nodes in flow.written]
+    wanted.append((ANSWER, flow.answer_width, "the output token's answer"))
     return wanted
 
 
 def roomy_width(plan: Plan) -> int:
     """A width with room for every slot and every head's query, key and value (the first, unpruned pass)."""
-    widest = [plan.heads[h.layer - 1] * max(h.query_width(), h.value_width(plan.input_dim)) for h in plan.head_plans]
+    widest = [plan.heads[h.layer - 1] * max(h.query_at + h.query_width(), h.value_at + h.value_width())
+              for h in plan.head_plans]
     return max([plan.width, plan.used(), *widest])
 
 
 def _refuse_widths(plan: Plan) -> None:
     for h in plan.head_plans:
         head_dim = plan.width // plan.heads[h.layer - 1]
-        query, value = h.query_at + h.query_width(), h.value_at + h.value_width(plan.input_dim)
+        query, value = h.query_at + h.query_width(), h.value_at + h.value_width()
         need = max(query, value)  # the last part of a head ends where the whole head does
         if need > head_dim:
             what = "its query and key" if query > head_dim else "the facts its value copies"

@@ -26,15 +26,27 @@ from torch import nn
 
 from experiments.compilation.exact_maps import ExactMap
 from experiments.compilation.factors import Factor, is_count
+from experiments.compilation.facts import (
+    ANGLE,
+    ANSWER,
+    INPUT,
+    ONE,
+    OUTPUT,
+    OUTPUT_FLAG,
+    POSITION,
+    TOKEN,
+    Role,
+    SlotId,
+    flag,
+)
+from experiments.compilation.head_plan import HeadKind, HeadPlan
 from experiments.compilation.layout import Plan
-from experiments.compilation.plan import INPUT, OUTPUT, HeadPlan, common_paths, fixed_name
+from experiments.compilation.parts import common_facts
 from infoflow_smt.lang import expr as ex
 
 MASK = 1e9                 # the score of a position that is no candidate: far below beta * score at beta 16384
 
 POSITION_SHARPNESS = 60.0  # a positional head's score on its sources: the others weigh exp(-60) each
-
-ANGLE = 2 * np.pi / 4096   # positional features cos, sin of p * ANGLE: distinct positions up to T = 2048
 
 # an offset head's scale: the source beats the sink and the sink every other position by 40
 OFFSET_SHARPNESS = 80.0 / (1 - np.cos(ANGLE))
@@ -51,7 +63,7 @@ class CompiledTransformer(nn.Module):
         self.plan, self.target, self.beta, self.positional, self.causal = plan, target, beta, positional, causal
         E, d = plan.width, plan.input_dim
         self.embed = nn.Parameter(_zeros(d, E), requires_grad=False)
-        self.embed.data[:, plan.span("x")] = torch.eye(d, dtype=torch.float64)
+        self.embed.data[:, plan.span(TOKEN)] = torch.eye(d, dtype=torch.float64)
         self.layers = nn.ModuleList(Attention(plan, layer, beta) for layer in range(1, plan.program.layers + 1))
         self.maps = nn.ModuleList(ExactMap(plan, target.realization, layer, reads)
                                   for layer in range(plan.program.layers + 1))
@@ -94,31 +106,31 @@ class CompiledTransformer(nn.Module):
         return states
 
     def answer(self, R: torch.Tensor) -> torch.Tensor:
-        out = R[:, -1, self.plan.span("answer")]
+        out = R[:, -1, self.plan.span(ANSWER)]
         return out[:, 0] if self.plan.answer_width == 1 else out
 
     def positions(self, T: int) -> torch.Tensor:
         """The positional features for a sequence of ``T`` tokens: the constant, the output flag, a flag per
         fixed position the program reads, a non-candidate mask per retrieved node."""
         plan, P = self.plan, _zeros(T + 1, self.plan.width)
-        P[:, plan.span("one")] = 1.0
-        P[T, plan.span("output")] = 1.0
+        P[:, plan.span(ONE)] = 1.0
+        P[T, plan.span(OUTPUT_FLAG)] = 1.0
         for q in plan.flags:
             at = q.resolve(T)
             if 1 <= at <= T:
-                P[at - 1, plan.span(f"at {fixed_name(q)}")] = 1.0
-        if any(s.name == "pos" for s in plan.slots):
+                P[at - 1, plan.span(flag(q))] = 1.0
+        if plan.has(POSITION):
             angle = torch.arange(1, T + 1, dtype=torch.float64) * ANGLE
-            P[:T, plan.span("pos")] = torch.stack([torch.cos(angle), torch.sin(angle)], dim=1)
+            P[:T, plan.span(POSITION)] = torch.stack([torch.cos(angle), torch.sin(angle)], dim=1)
         for node in plan.skips:
             domain = plan.tree.nodes[node]["domain"]
             inside = np.zeros(T + 1, dtype=bool)
             inside[self.target.realization.domain_positions(domain, T) - 1] = True
-            P[torch.as_tensor(~inside), plan.span(f"skip {node}")] = 1.0
+            P[torch.as_tensor(~inside), plan.span(SlotId(Role.SKIP, node))] = 1.0
         for node in (n for n in plan.tree.nodes if is_count(n, plan.tree)):
             data = plan.tree.nodes[node]
             size = len(self.target.realization.domain_positions(data["domain"], T))
-            P[:, plan.span(f"count {node}")] = size * data["score"].value
+            P[:, plan.span(SlotId(Role.COUNT, node))] = size * data["score"].value
         return P
 
     def parameter_count(self) -> int:
@@ -176,62 +188,80 @@ class Attention(nn.Module):
 
 def _write_head(plan: Plan, hp: HeadPlan, W_Q: tuple, W_K, W_V, W_O) -> None:
     """``W_Q`` is the pair (coefficients of beta, fixed part)."""
-    o0, d = plan.slot(f"h{hp.name}").start, plan.input_dim
-    if hp.kind == "retrieve":
+    if hp.kind is HeadKind.RETRIEVE:
         _write_retrieval(plan, hp, W_Q, W_K, W_V)
-    elif hp.kind == "offset":
+    elif hp.kind is HeadKind.OFFSET:
         _write_offset(plan, hp, W_Q[1], W_K, W_V)
-    elif hp.kind == "mixed":
+    elif hp.kind is HeadKind.MIXED:
         _write_mixed(plan, hp, W_Q[1], W_K, W_V)
-    elif hp.kind == "average":  # W_Q = 0: every position weighs 1/(T+1)
-        outbox, width = plan.slot(f"o{hp.name}").start, hp.value_width(d)
+    elif hp.kind is HeadKind.AVERAGE:  # W_Q = 0: every position weighs 1/(T+1)
+        outbox, width = plan.start(hp.slot(Role.OUTBOX)), hp.value_width()
         for j in range(width - 1):
             W_V[outbox + j, j] = 1.0
-        W_V[plan.slot("output").start, width - 1] = 1.0
+        W_V[plan.start(OUTPUT_FLAG), width - 1] = 1.0
     else:
         for j, (q, _) in enumerate(hp.blocks):
-            W_K[plan.slot(f"at {fixed_name(q)}").start, j] = 1.0
+            W_K[plan.start(flag(q)), j] = 1.0
             for c, gathers in hp.by_class:  # the query is on where the class gathers q: read from the flags
                 if q in gathers:
                     for row, sign in class_indicator(plan, c):
                         W_Q[1][row, j] += POSITION_SHARPNESS * sign
-        outbox = plan.slot(f"o{hp.name}")
+        outbox = plan.slot(hp.slot(Role.OUTBOX))
         for j in range(outbox.width):
             W_V[outbox.start + j, j] = 1.0
         _write_shared(plan, hp, W_V, outbox.width)
-    for j in range(hp.value_width(d)):
-        W_O[j, o0 + j] = 1.0
+    for j, row in enumerate(_outputs(plan, hp)):
+        W_O[j, row] = 1.0
+
+
+def _outputs(plan: Plan, hp: HeadPlan) -> list[int]:
+    """The stream coordinate ``W_O`` writes each value column to: the head's output slot, and for an accumulating
+    head (``HeadPlan.accumulates``) its outbox's own coordinates for the outbox's copy."""
+    own = plan.start(hp.slot(Role.HEAD)) if hp.head_width() else 0
+    if not hp.accumulates:
+        return [own + j for j in range(hp.value_width())]
+    box = plan.start(hp.slot(Role.OUTBOX))
+    head = iter(range(own, own + hp.head_width()))
+    return [box + j - hp.outbox_at if hp.outbox_at <= j < hp.outbox_at + hp.outbox_width() else next(head)
+            for j in range(hp.value_width())]
 
 
 def _write_offset(plan: Plan, hp: HeadPlan, W_Q, W_K, W_V) -> None:
     """q_p = S (cos, sin of (p + offset) * ANGLE, c) from the position's own features (a rotation), k_t = (cos,
     sin of t * ANGLE, 1 at the output token): q.k = S cos((t - p - offset) * ANGLE), peaked at the source,
-    and S c at the output token, the sink that wins where the source is outside the sequence."""
-    (offset, paths), = hp.blocks
-    pos, out = plan.slot("pos").start, plan.slot("output").start
+    and S c at the output token, the sink that wins where the source is outside the sequence. Under a causal
+    mask (``gate``) the value also copies the source's positional features."""
+    (offset, facts), = hp.blocks
+    pos, out = plan.start(POSITION), plan.start(OUTPUT_FLAG)
     _offset_query(plan, offset, W_Q)
     if hp.part:  # the head does something else at the output token: no query of this part there
-        W_Q[out, 2] = -W_Q[plan.slot("one").start, 2]
+        W_Q[out, 2] = -W_Q[plan.start(ONE), 2]
     W_K[pos, 0] = W_K[pos + 1, 1] = W_K[out, 2] = 1.0
-    _copy_paths(plan, hp, paths, W_V)
+    _copy_facts(plan, hp, facts, W_V)
+    if hp.gate:
+        W_V[pos, hp.block_width] = W_V[pos + 1, hp.block_width + 1] = 1.0
 
 
 def _write_mixed(plan: Plan, hp: HeadPlan, W_Q, W_K, W_V) -> None:
-    """The offset's query and sink as in ``_write_offset`` but on a key that is 0 at the fixed source, which
-    scores ``OFFSET_SHARPNESS`` by its flag instead: the height of the offset's source. The value is the
-    mixture of the tokens, then the fixed source's outbox (its tokens alone and its weight)."""
-    (offset, paths), (fixed, _) = hp.blocks
-    one, out, key = plan.slot("one").start, plan.slot("output").start, plan.slot(f"k{hp.name}").start
+    """The offset's query and sink as in ``_write_offset`` but on a key that is 0 at every fixed source, each
+    of which scores ``OFFSET_SHARPNESS`` by its flag instead: the height of the offset's source. The value is
+    the mixture of the facts (and of the positional features), then the fixed sources' outbox."""
+    (offset, facts), = hp.blocks[:1]
+    one, out, key = plan.start(ONE), plan.start(OUTPUT_FLAG), plan.start(hp.slot(Role.KEY))
     _offset_query(plan, offset, W_Q)
     W_Q[one, 3] = OFFSET_SHARPNESS
     if hp.part:  # the head does something else at the output token: no query of this part there
         W_Q[out, 2:4] = -W_Q[one, 2:4]
     W_K[key, 0] = W_K[key + 1, 1] = W_K[out, 2] = 1.0
-    W_K[plan.slot(f"at {fixed_name(fixed)}").start, 3] = 1.0
-    _copy_paths(plan, hp, paths, W_V)
-    outbox = plan.slot(f"o{hp.name}")
+    for q in hp.fixed_sources:
+        W_K[plan.start(flag(q)), 3] = 1.0
+    _copy_facts(plan, hp, facts, W_V)
+    if hp.gate:
+        pos, n = plan.start(POSITION), hp.block_width
+        W_V[pos, n] = W_V[pos + 1, n + 1] = 1.0
+    outbox = plan.slot(hp.slot(Role.OUTBOX))
     for j in range(outbox.width):
-        W_V[outbox.start + j, len(paths) * plan.input_dim + j] = 1.0
+        W_V[outbox.start + j, hp.outbox_at + j] = 1.0
 
 
 def _offset_query(plan: Plan, offset, W_Q) -> None:
@@ -239,31 +269,31 @@ def _offset_query(plan: Plan, offset, W_Q) -> None:
     output token's sink height on the constant coordinate."""
     a = offset.offset * ANGLE
     rotation = torch.tensor([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]], dtype=torch.float64)
-    pos = plan.slot("pos").start
+    pos = plan.start(POSITION)
     W_Q[pos:pos + 2, 0:2] = OFFSET_SHARPNESS * rotation
-    W_Q[plan.slot("one").start, 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
+    W_Q[plan.start(ONE), 2] = OFFSET_SHARPNESS * (1 - (1 - np.cos(ANGLE)) / 2)
 
 
-def _copy_paths(plan: Plan, hp: HeadPlan, paths, W_V, at: int = 0) -> None:
-    """The tokens along ``paths`` into a head's value from column ``at`` on, ``input_dim`` columns each,
-    read from where the layer's inputs hold them."""
-    sources = common_paths(plan.locations[hp.layer - 1])
-    d = plan.input_dim
-    for i, path in enumerate(paths):
-        slot, offset_in, scale = sources[path]
-        start = plan.slot(slot).start + offset_in
-        for j in range(d):
-            W_V[start + j, at + i * d + j] = scale
+def _copy_facts(plan: Plan, hp: HeadPlan, facts, W_V, at: int = 0) -> None:
+    """The facts ``facts`` (with their widths) into a head's value from column ``at`` on, read from where the
+    layer's inputs hold them."""
+    sources = common_facts(plan.locations[hp.layer - 1])
+    for f, width in facts:
+        where = sources[f]
+        start, scale = plan.at(where), where.scale
+        for j in range(width):
+            W_V[start + j, at + j] = scale
+        at += width
 
 
 def _write_retrieval(plan: Plan, hp: HeadPlan, W_Q: tuple, W_K, W_V) -> None:
     """Query and key coordinates factor by factor (``beta * sign * coefficient`` is in the host's features
     or, read directly from the token, in ``W_Q``), a mask coordinate per node, and a value that copies the
-    winner's candidate features and the tokens read later."""
-    x0, d = plan.slot("x").start, plan.input_dim
-    q_at = plan.slot(f"q{hp.name}").start if hp.query_slot_width() else 0
+    winner's candidate features and the facts read later."""
+    x0, d = plan.start(TOKEN), plan.input_dim
+    q_at = plan.start(hp.slot(Role.QUERY)) if hp.query_slot_width() else 0
     k_at, coord, v_at = 0, 0, 0
-    k0 = plan.slot(f"k{hp.name}").start if hp.key_slot_width() else 0
+    k0 = plan.start(hp.slot(Role.KEY)) if hp.key_slot_width() else 0
     for s in hp.selections:
         for f in s.factors:
             if f.query_direct:
@@ -292,29 +322,28 @@ def _write_retrieval(plan: Plan, hp: HeadPlan, W_Q: tuple, W_K, W_V) -> None:
         W_K[plan.non_candidate(s.node), coord] = 1.0
         coord += 1
 
-    _copy_paths(plan, hp, hp.values, W_V, v_at)
-    _write_shared(plan, hp, W_V, v_at + len(hp.values) * d)
+    _copy_facts(plan, hp, hp.values, W_V, v_at)
+    _write_shared(plan, hp, W_V, v_at + sum(w for _, w in hp.values))
 
 
 def class_indicator(plan: Plan, c) -> list[tuple[int, float]]:
     """1 at the positions of class ``c``, 0 elsewhere, as a linear form of the flags: the output flag, a
     fixed position's flag, or (every other input position) the constant less all of them."""
     if c == OUTPUT:
-        return [(plan.slot("output").start, 1.0)]
+        return [(plan.start(OUTPUT_FLAG), 1.0)]
     if isinstance(c, ex.FixedIndex):
-        return [(plan.slot(f"at {fixed_name(c)}").start, 1.0)]
+        return [(plan.start(flag(c)), 1.0)]
     others = [k for k in plan.classes if isinstance(k, ex.FixedIndex)]
-    return [(plan.slot("one").start, 1.0), (plan.slot("output").start, -1.0)] + \
-        [(plan.slot(f"at {fixed_name(k)}").start, -1.0) for k in others]
+    return [(plan.start(ONE), 1.0), (plan.start(OUTPUT_FLAG), -1.0)] + [(plan.start(flag(k)), -1.0) for k in others]
 
 
 def _write_shared(plan: Plan, hp: HeadPlan, W_V, at: int) -> None:
     """The global values, the same at every input position: any mixture of sources hands them over."""
-    for path, width in hp.shared:
-        slot, offset, scale = plan.locations[hp.layer - 1][INPUT][path]
-        start = plan.slot(slot).start + offset
+    for f, width in hp.shared:
+        where = plan.locations[hp.layer - 1][INPUT][f]
+        start = plan.at(where)
         for j in range(width):
-            W_V[start + j, at + j] = scale
+            W_V[start + j, at + j] = where.scale
         at += width
 
 

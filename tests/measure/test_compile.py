@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 import experiments
 import infoflow_smt as ifs
 from experiments.compilation import command, layout, separable
+from experiments.compilation import facts as facts_
 from experiments.compilation.weights import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
@@ -80,39 +81,42 @@ def test_a_sum_over_every_position_read_by_a_score_comes_from_the_host():
 def test_an_average_held_at_the_inputs_is_copied_to_the_output(text, heads, kind):
     verdict = _verdict(text, heads, bool(ifs.parse_target(text).needs_positional))
     model = experiments.compile(verdict)
-    assert any(h.shared and h.kind == kind for h in model.plan.head_plans)
+    assert any(h.shared and h.kind.value == kind for h in model.plan.head_plans)
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
-def test_a_stream_too_narrow_for_every_slot_shares_the_layers_scratch():
+def _overlaps_are_dead(plan) -> None:
+    """Two slots on one coordinate: the first is cleared by a map at or before the second is written."""
+    live = [(s, layout.lifetime(s.id, plan.program.layers, {})) for s in plan.slots if s.id.role.fact or s.id.role.scratch]
+    cleared = {id: 2 * m for m, ids in enumerate(plan.frees) for id in ids}
+    for a, (written_a, _) in live:
+        for b, (written_b, _) in live:
+            if a is not b and a.start < b.start + b.width and b.start < a.start + a.width and written_a < written_b:
+                assert a.id in cleared and cleared[a.id] <= written_b, (a, b)
+
+
+def test_a_stream_too_narrow_for_every_slot_reuses_the_room_of_queries_and_keys_once_read():
     text = "sum(bilinear(A1, x[s], x[s]) - dot(x[s], x[s]) - f2(x[s], x[s]) for s in T) + min(dot(x[s], x[1]) " \
            "for s in T) + max(max(dot(x[s], x[t]) for t in T) for s in T)"
     verdict = _verdict(text, (1, 1), True)
-    model = experiments.compile(verdict)
-    assert model.plan.scratch is not None and model.plan.used() <= 32
-    assert sum(s.width for s in model.plan.slots) > 32  # it would not fit without sharing
+    plan = experiments.compile(verdict).plan
+    assert plan.used() <= 32 < sum(s.width for s in plan.slots)  # it would not fit without sharing
+    assert any(id.role.scratch for ids in plan.frees for id in ids)
+    _overlaps_are_dead(plan)
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
 def test_a_stream_too_narrow_even_so_reuses_the_room_of_facts_nothing_reads_later():
-    """intrinsic_dimension:D=2 on (2, 2) at E = 16, d = 4 needs 19 dimensions with a slot per fact; the map
-    after layer 1 is the last reader of the token, so layer 2's outputs and the answer take its room."""
-    verdict = on_a_new_thread(lambda: ifs.decide("intrinsic_dimension:D=2", ifs.Architecture((2, 2), 16, 4)))
+    """intrinsic_dimension:D=2 on (2, 2) at E = 8 needs 14 dimensions with a slot per fact, query and key; the
+    map after layer 1 is the last reader of the token and of layer 1's outputs, so layer 2's keys, its outputs
+    and the answer take their room: 8 dimensions."""
+    verdict = on_a_new_thread(lambda: ifs.decide("intrinsic_dimension:D=2", ifs.Architecture((2, 2), 8, 2)))
     model = experiments.compile(verdict)
     plan = model.plan
-    assert plan.used() <= 16 and any(plan.frees) and "clears x" in str(plan)
-    facts = [s for s in plan.slots if layout.is_fact(s.name)]
-    cleared = {name: m for m, names in enumerate(plan.frees) for name in names}
-    for a in facts:   # two facts on one coordinate: the first is cleared by a map before the second is written
-        for b in facts:
-            if a is not b and a.start < b.start + b.width and b.start < a.start + a.width and \
-                    layout.fact_time(a.name, 2) < layout.fact_time(b.name, 2):
-                assert 2 * cleared[a.name] < layout.fact_time(b.name, 2), (a, b)
+    assert plan.used() <= 8 < sum(s.width for s in plan.slots) and "clears x" in str(plan)
+    _overlaps_are_dead(plan)
     result = experiments.check_compiled(verdict, **FAST)
     assert result.holds, str(result)
-    states = model.stream(torch.randn(4, 8, 4, dtype=torch.float64))   # after the embedding's map, each layer's
-    x = slice(plan.slot("x").start, plan.slot("x").start + 4)
-    assert states[0][..., x].abs().sum() > 0 and not states[1][..., x].any()   # cleared at every position
 
 
 def test_a_fixed_position_a_score_reads_is_the_hosts_feature():
@@ -125,18 +129,37 @@ def test_a_fixed_position_a_score_reads_is_the_hosts_feature():
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
-@pytest.mark.parametrize("text, heads, kind", [
+def _written(verdict, actions, order=()):
+    """``verdict`` with the witness ``actions`` (the solver's choice among equal witnesses moves with the solver)."""
+    return dataclasses.replace(verdict, witness=Program(tuple(actions), tuple(order), verdict.witness.layers))
+
+
+def _act(layer, where, mode, node=None, positions=()):
+    from infoflow_smt.model.program import Action, Mode, Offset, Op  # noqa: F401 -- Mode, Offset for the callers
+    return Action(layer, 1, where, Op(mode, node, tuple(positions)))
+
+
+def test_an_offset_and_a_fixed_position_gathered_by_one_head():
     # one head gathers x[T] and x[p-1] at every input position: the two sources mixed, and T's block alone
-    ("max(bilinear(A1, x[s-1], x[T]) for s in range(2, T+1))", (1, 1), "mixed"),
-    # at p = 3 the offset's source is the fixed position 2 itself
-    ("min(min(bilinear(A2, x[s], x[2]) + dot(x[t-1], x[t]) for t in range(2, T+1)) for s in T)", (2, 2), "mixed"),
-    # one head gathers x[p-1] at the input positions and retrieves at the output token
-    (("F0(sum(f1(x[s-1]) for s in range(2, T+1)), min(f2(x[s], x[s]) for s in T), min(bilinear(A1, x[s], x[s])"
-      " for s in range(2, T+1)))"), (2, 2), "offset")])
-def test_an_offset_gathered_beside_other_work_by_one_head(text, heads, kind):
-    verdict = _verdict(text, heads, True)
-    plans = experiments.compile(verdict).plan.head_plans
-    assert any(h.kind == kind and (kind == "mixed" or h.part) for h in plans)
+    from infoflow_smt.model.program import Mode, Offset
+    verdict = _written(_verdict("induction_head", (1, 1), True), [
+        _act(1, "input", Mode.POSITIONS, positions=(ex.FixedIndex(0, True), Offset(-1))),
+        _act(2, "output", Mode.RETRIEVE, "g0.t")])
+    assert any(h.kind.value == "mixed" for h in experiments.compile(verdict).plan.head_plans)
+    result = experiments.check_compiled(verdict, betas=(16, 256, 4096), seq_lens=(8, 32), samples=256)
+    assert result.holds, str(result)
+
+
+def test_an_offset_gathered_beside_other_work_by_one_head():
+    # one head gathers x[p-1] at the input positions and retrieves at the output token: one part each
+    from infoflow_smt.model.program import Mode, Offset
+    text = "F0(sum(dot(x[s-1], x[s]) for s in range(2, T+1)), min(f2(x[t], x[t]) for t in T))"
+    tree = ifs.trees.comparison_tree(ifs.parse_target(text))
+    least = next(n for n, d in tree.nodes(data=True) if d["sense"] == "min")
+    verdict = _written(_verdict(text, (1, 1), True), [
+        _act(1, "input", Mode.POSITIONS, positions=(Offset(-1),)), _act(1, "output", Mode.RETRIEVE, least),
+        _act(2, "output", Mode.AVERAGE)])
+    assert any(h.kind.value == "offset" and h.part for h in experiments.compile(verdict).plan.head_plans)
     _falls_with_beta(experiments.check_compiled(verdict, **FAST))
 
 
@@ -144,7 +167,7 @@ def test_a_count_the_network_knows_scales_a_score():
     # the normal form makes the score dot(x_s, x_s) * sum(1 for t in T) + f1(x_s): T is in the positional features
     text = "max(f1(x[s]) + sum(dot(x[t], x[t]) + dot(x[s], x[s]) for t in T) for s in T)"
     verdict = _verdict(text, (2,))
-    assert any(s.name.startswith("count") for s in experiments.compile(verdict).plan.slots)
+    assert any(s.id.role is facts_.Role.COUNT for s in experiments.compile(verdict).plan.slots)
     _falls_with_beta(experiments.check_compiled(verdict, betas=(1, 4, 16, 256), seq_lens=(8, 32), samples=24))
 
 
@@ -162,9 +185,11 @@ def _without_head(verdict):
     return dataclasses.replace(verdict, witness=Program(kept, verdict.witness.order, verdict.witness.layers))
 
 
-def test_the_check_fails_for_a_witness_with_a_head_removed():
-    with pytest.raises(CompileRefusal, match="unheld"):
+def test_a_witness_with_a_head_removed_is_refused_before_compiling():
+    # the interpreter's replay on the architecture fails: the output token reads tokens no head brought it
+    with pytest.raises(ifs.InvalidSpecError, match="the witness does not fit .*does not hold") as info:
         experiments.compile(_without_head(_verdict("min_pairwise_dot", (1, 1))), beta=16)
+    assert "\n" not in str(info.value)
 
 
 def test_the_check_fails_for_a_flipped_score_sign():
@@ -244,7 +269,7 @@ def test_a_score_needing_more_products_than_a_head_holds_is_refused_naming_the_t
 
 
 def test_a_narrow_stream_is_refused():
-    verdict = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads=(2, 2), embed_dim=8, input_dim=2))
+    verdict = ifs.decide("intrinsic_dimension:D=2", ifs.Architecture(heads=(2, 2), embed_dim=6, input_dim=2))
     with pytest.raises(CompileRefusal) as info:
         experiments.compile(verdict)
     assert info.value.reason in ("head_width", "residual_width")
@@ -335,20 +360,22 @@ def test_a_subset_minimum_needs_no_beta_that_grows_with_t():
     verdict = _verdict("d_retrieval", (2,), True)
     grid = {"betas": (32, 256), "seq_lens": (8, 512), "samples": 16}
     result = experiments.check_compiled(verdict, **grid)
-    assert result.smallest_beta[0] == result.smallest_beta[-1] == 32, str(result)
+    assert result.holds and result.smallest_beta[-1] <= 2 * result.smallest_beta[0], str(result)
     plain = experiments.compile(verdict, log_keys=False)
-    assert experiments.check_compiled(verdict, **grid, model_for=plain.set_beta).smallest_beta[-1] is None
+    on_f = experiments.check_compiled(verdict, **grid, model_for=plain.set_beta)
+    assert not on_f.holds and on_f.smallest_beta[-1] > 64 * on_f.smallest_beta[0], str(on_f)
 
 
 def test_a_selected_token_is_checked_on_enough_inputs_to_see_its_near_ties():
     # reading x[argmax(...)] errs by about the target's size on the inputs whose top two scores lie within
-    # about 1/beta: the NMSE is their share, which 32 inputs cannot resolve below 1/32
+    # about 1/beta: the NMSE is their share, and beta* is set by the few inputs that tie closest
     from experiments.compilation.check import SAMPLES, SELECTED_TOKEN_SAMPLES, default_samples
-    assert default_samples(ifs.catalogue.get("induction_head")) == SELECTED_TOKEN_SAMPLES > SAMPLES
-    assert default_samples(ifs.catalogue.get("min_pairwise_dot")) == SAMPLES
-    result = experiments.check_compiled(_verdict("induction_head", (1, 1), True), betas=(32, 256, 2048, 16384),
-                                        seq_lens=(8, 128))
-    assert result.samples == SELECTED_TOKEN_SAMPLES
+    induction = ifs.catalogue.get("induction_head")
+    assert default_samples(induction, (8, 64)) == SELECTED_TOKEN_SAMPLES > SAMPLES
+    assert default_samples(induction, (8, 512)) == 512   # at most 2^18 positions at the longest T, the same at every T
+    assert default_samples(ifs.catalogue.get("min_pairwise_dot"), (8, 64)) == SAMPLES
+    result = experiments.check_compiled(_verdict("induction_head", (1, 1), True), betas=(32, 256, 2048),
+                                        seq_lens=(8, 128), samples=512)
     assert result.holds, str(result)
 
 
