@@ -13,9 +13,9 @@ the later member of each pair (``causal_form``): ``min(g(s, t) for s in T for t 
 that one selection at the output finds the minimum. When ``g(s, t) = g(t, s)`` the two sides are one
 selection, and the joint ``min(g(s, t) for s in T for t in range(1, s+1))`` is the target. What the model
 cannot yet state exactly under the mask is refused, one line per reduction (``unsupported``): joint
-reductions of three or more variables (each variable may be the latest: one piece per latest variable), pairs
-over other domains, and a sum or mean over a range ending at its bound (the prefix average a causal head
-computes, which the model's averaging does not name).
+reductions of three or more variables (each variable may be the latest: one piece per latest variable) and
+pairs over other domains. A sum or mean over a prefix (``range(1, s+1)``) is what a causal averaging head at
+``s`` computes (a mean; a sum where the position knows its index, with positional encoding).
 
 >>> from infoflow_smt.lang.target import parse_target
 >>> causal_form(parse_target("min(dot(x[s], x[t]) for s in T for t in T)")).text
@@ -189,7 +189,4 @@ def _why(r: ex.Reduce) -> str | None:
         if sees_candidates(dt, s):
             return None
         return "a pair over these domains (write the later variable first, the other in range(1, s+1))"
-    prefix = any(sees_candidates(b.domain, v) for b in r.bindings for v in ex.domain_variables(b.domain))
-    if r.kind in (ex.ReduceKind.SUM, ex.ReduceKind.MEAN) and prefix:
-        return "a sum or mean over a prefix (what a causal averaging head computes, which the model leaves out)"
     return None

@@ -126,11 +126,6 @@ class Architecture:
             problems.append(Problem(f"rank_aware must be True or False, got {self.rank_aware!r}"))
         if self.readout not in READOUTS:
             problems.append(Problem(f"readout must be one of {', '.join(map(repr, READOUTS))}, got {self.readout!r}"))
-        elif self.readout != OUTPUT and self.causal is True and self.positional is True:
-            problems.append(Problem("causal=True with readout='last' and positional encoding is not supported yet: "
-                                    "position T, told apart, is then the one input position that sees every position, "
-                                    "which the causal model does not include (without positional encoding it is "
-                                    "decided: docs/model.md, \"Causal mask\")"))
         if problems:
             raise InvalidSpecError(problems, subject="architecture")
         object.__setattr__(self, "heads", heads)

@@ -35,7 +35,7 @@ def question(target: Target, arch) -> Target:
     """
     if getattr(arch, "readout", None) != LAST:
         return target
-    if getattr(arch, "causal", False):  # the architecture refuses the mask with positional encoding here
+    if getattr(arch, "causal", False) and not arch.positional:
         return prefix_target(target)
     if not arch.positional:
         return last_token_target(target)

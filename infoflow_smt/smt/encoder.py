@@ -296,7 +296,8 @@ def _group_infos(tree, gid: str, order: tuple[str, ...], rank_dim: int | None):
         selects = rank_dim and data["kind"] != "aggregate"
         rank = score_rank(tree, f"{gid}.{var}", rank_dim) if selects else None
         yield key, NodeInfo(key, f"{gid}.{var}", gid, order, data["kind"], data["bound"], data["k"],
-                            data["domain"], reads, constant=reads.empty and not score_free, rank=rank)
+                            data["domain"], reads, constant=reads.empty and not score_free, rank=rank,
+                            sense=data["sense"])
 
 
 def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
@@ -774,6 +775,17 @@ class _Builder:
         return self.named_bool(f"averaged:{l}:{info.key}", smt_and(  # the same at every class: named once
             self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate))
 
+    def averaged_prefix(self, info: NodeInfo, l: int) -> str:
+        """Under the mask, can an input position's averaging head in layer ``l`` learn the prefix aggregate
+        ``info`` (``NodeInfo.prefix``) at its own binding: every candidate computes its per-token value, the
+        range is the mask's own or told apart by positions, and a sum's count, the position itself, is known
+        (positional encoding: a causal head averages, and only a position that knows its index scales it)."""
+        r = info.reads
+        gate = TRUE if any(ex.masked_prefix(info.domain, v) for v in info.bound) else self.positional_ok
+        count = self.positional_ok if info.sense == "sum" else TRUE
+        return self.named_bool(f"averaged:{l}:{info.key}", conj([
+            self.every_candidate(info, l - 1, r.candidate + r.either, r.both or bool(r.selector)), gate, count]))
+
     def known_by_candidates(self, info: NodeInfo, l: int, key: str) -> str:
         """Every candidate of ``info`` knows node ``key`` after layer ``l`` (``common``, kept per layer: every
         class and every winner of a layer asks it again)."""
@@ -801,13 +813,16 @@ class _Builder:
         H = enc.arch.heads[l - 1]
         for h in range(1, H + 1):
             enc.heads[(l, h)] = self.declare_bool(f"heads:{l}:{h}")
-        averages = any(i.kind == "aggregate" and not i.bound and not i.constant for i in enc.nodes.values())
+        averages = any(i.kind == "aggregate" and not i.constant and (not i.bound or self.mask and i.prefix)
+                       for i in enc.nodes.values())
         for c in [IN, OUT] + enc.inputs[1:]:
             self.check_deadline(f"encoding layer {l}")
             names = [(OperationName.selection(i), i)
                      for i in enc.nodes.values() if i.kind in ("top1", "kth") and self.admissible(i, c)]
             names += [(GLOBAL_AGGREGATION, None)] + ([(GLOBAL_AVERAGING, None)] if averages else [])
-            masked = {GLOBAL_AGGREGATION, GLOBAL_AVERAGING} if self.mask and c != OUT and not self.sees_domain(
+            # an input position's aggregation under the mask is of its prefix: averaging learns prefix
+            # aggregates (``know_gains``), a global aggregation is left out
+            masked = {GLOBAL_AGGREGATION} if self.mask and c != OUT and not self.sees_domain(
                 c, ex.AllPositions()) else set()
             refs = self.references(c)
             enc.widest = max(enc.widest, len(names) + len(refs))  # distinct operations a layer offers here
@@ -975,9 +990,12 @@ class _Builder:
         """How class ``c`` comes to know node ``key`` by layer ``l`` (under this name alone)."""
         know = self.know
         gains = [know[(c, l - 1, key)], self.all[(c, l)]]
-        if info.kind == "aggregate":
-            if not info.bound and GLOBAL_AVERAGING in acting:
-                gains.append(smt_and(acting[GLOBAL_AVERAGING], self.averaged(info, l)))
+        if info.kind == "aggregate" and GLOBAL_AVERAGING in acting:
+            if not info.bound:   # under the mask only a position that sees every candidate averages them
+                sees = TRUE if not self.mask or c == OUT or self.sees_domain(c, info.domain) else self.causal_ok
+                gains.append(conj([acting[GLOBAL_AVERAGING], self.averaged(info, l), sees]))
+            elif self.mask and c != OUT and info.prefix:
+                gains.append(smt_and(acting[GLOBAL_AVERAGING], self.averaged_prefix(info, l)))
         else:
             gains.append(acting.get(OperationName.selection(info), FALSE))
         if not info.bound:  # binding-free knowledge travels with any copy of a position's holdings

@@ -104,10 +104,18 @@ class NodeInfo:
     constant: bool              # its score reads nothing: known everywhere from the start
     rank: int | None = None     # under the rank rule: its score's bilinear rank (None: unbounded), as
                                 # infoflow_smt/lang/rank.py counts it
+    sense: str = ""             # min, max, argmin, argmax, kth, sum, mean
 
     @property
     def restricted(self) -> bool:  # candidates restricted to a subset or range: positions tell them apart
         return not isinstance(self.domain, ex.AllPositions)
+
+    @property
+    def prefix(self) -> bool:
+        """An aggregate over the positions up to the one that plays its bound variable (``range(1, s+1)`` and
+        the ranges inside it): under a causal mask an averaging head there sees exactly its candidates."""
+        return self.kind == "aggregate" and len(self.bound) == 1 and any(
+            ex.sees_candidates(self.domain, v) for v in self.bound)
 
     @property
     def hosted(self) -> bool:  # a hosted form (``trees.py``): made by input positions for themselves

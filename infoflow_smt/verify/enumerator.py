@@ -102,14 +102,21 @@ def sources(target, positional: bool) -> tuple[tuple[ex.FixedIndex, ...], tuple[
 def anchor_positions(target, arch) -> tuple[ex.FixedIndex, ...]:
     """Positions ``1..K`` that may override the inputs' heads, as the solver has them: positional encoding,
     two layers or more, ``K`` the groups with a selection node that binds no variable (in some order); and
-    position ``T`` when the answer is read there (``last_position``). Under a causal mask a fixed position
-    near the start sees too little to stand in for the others: none."""
-    if not arch.positional or arch.layers < 2 or arch.causal:
+    position ``T`` when the answer is read there (``last_position``), and every fixed position the target
+    names (it holds its own token and may make the selections that read it). Under a causal mask a fixed
+    position near the start sees too little to stand in for the others: the named ones only."""
+    if not arch.positional or arch.layers < 2:
         return last_position(target, arch)
+    named = set(position_reads(comparison_tree(target))[0])
+    if arch.causal:
+        return tuple(sorted(named - set(last_position(target, arch)), key=lambda q: (q.from_end, q.position))) + \
+            last_position(target, arch)
     free = {data["group"] for order in all_orders(target)
             for _, data in comparison_tree(target, order).nodes(data=True)
             if data["kind"] in ("top1", "kth") and not data["bound"]}
-    return tuple(ex.FixedIndex(i) for i in range(1, len(free) + 1)) + last_position(target, arch)
+    found = named | {ex.FixedIndex(i) for i in range(1, len(free) + 1)}
+    return tuple(sorted(found - set(last_position(target, arch)), key=lambda q: (q.from_end, q.position))) + \
+        last_position(target, arch)
 
 
 def last_position(target, arch) -> tuple[ex.FixedIndex, ...]:
@@ -163,7 +170,8 @@ class _Vocabulary:
     def ops(self, layer: int, where: Where) -> list[Op]:
         """Every operation one head may run in ``layer`` at ``where`` (the efficient search: bounded ones)."""
         ops: list[Op] = []
-        masked = self.arch.causal and where != "output"
+        masked = self.arch.causal and where == "input"   # a fixed position sees what lies before it: the
+        # interpreter refuses what it cannot see
         for node, data in sorted(self.tree.nodes(data=True)):
             if data["kind"] not in ("top1", "kth") or len(data["bound"]) > (0 if where == "output" else 1):
                 continue  # the output token plays no variable, an input position at most one
@@ -182,8 +190,12 @@ class _Vocabulary:
         aggregation = cost.decode(T_SYMBOL, self.arch.input_dim, self.arch.head_dim(layer), self.law)
         if (not self.efficient or cost.is_bounded(aggregation)) and not masked:
             ops.append(Op(Mode.AGGREGATE))
-        if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)) and not masked:
-            ops.append(Op(Mode.AVERAGE))  # linear statistics: exponent 1
+        prefix_aggregates = self.arch.causal and any(
+            d["kind"] == "aggregate" and len(d["bound"]) == 1 and ex.sees_candidates(d["domain"], next(iter(d["bound"])))
+            for _, d in self.tree.nodes(data=True))
+        if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)) and not masked \
+                or prefix_aggregates and where != "output":
+            ops.append(Op(Mode.AVERAGE))  # linear statistics: exponent 1 (under the mask, of a prefix)
         # specific-position aggregation is always bounded here: a set reaches T only after a global
         # aggregation, which the efficient search admits only when decoding T tokens is bounded
         refs = list(self.fixed) + ([Offset(k) for k in self.offsets] if where != "output" else [])
@@ -231,7 +243,7 @@ class _Search(_Vocabulary):
         self.last = readout.reads_at_last(target, arch)  # the answer is read at position T, a class of its own
         skipped = unasked(target, inputs.shape[1])  # positions whose answer is not defined: nothing is asked
         self.sample_replays = [ScalarReplay(self.tree, X, target.realization, target.per_position, self.last,
-                                            arch.causal, skipped) for X in inputs]
+                                            arch.causal, skipped, arch.positional) for X in inputs]
         self.expected, self.T, self.explored = expected, inputs.shape[1], 0
         self.per_position = target.per_position
         self.deadline = deadline  # None: search to the end

@@ -39,6 +39,7 @@ from infoflow_smt.model import readout
 from infoflow_smt.model.program import Mode, Offset, Program, validate
 from infoflow_smt.verify import arithmetic, rank_measure, replay
 
+_LAST = ex.FixedIndex(0, True)   # position T
 AVERAGED = -1          # in ``known``: the node is an aggregate whose value the position learnt by averaging
 EVERYTHING = object()  # the output of a run whose output token holds every token: it computes the target
 SELECTOR, CANDIDATE = "selector", "candidate"
@@ -136,8 +137,10 @@ class ScalarReplay:
     batch at once): reading contents, evaluating scores and values, selecting."""
 
     def __init__(self, tree, X: np.ndarray, realization: Realization, per_position: bool = False,
-                 last: bool = False, causal: bool = False, unasked: frozenset[int] = frozenset()):
+                 last: bool = False, causal: bool = False, unasked: frozenset[int] = frozenset(),
+                 positional: bool = True):
         self.tree = tree
+        self.positional = positional      # positions are told apart (a prefix sum scales its mean by p)
         self.unasked = unasked            # input positions whose answer is not defined (``Target.answered``)
         self.causal = causal              # input positions see no later position
         self.per_position = per_position  # every input position answers for itself (``answers``)
@@ -461,7 +464,9 @@ def _idle(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict])
 
 
 def _aggregate_all(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
-    return list(range(1, scalar.T + 2))
+    """Every position the head sees: under the mask an input position's prefix (position T's is everything)."""
+    last = p if scalar.causal and p <= scalar.T else scalar.T + 1
+    return list(range(1, last + 1))
 
 
 def _aggregate_positions(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
@@ -483,19 +488,43 @@ def _retrieve(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[di
 
 
 def _average(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
-    """Every aggregate that binds no variable and whose per-token value every position computes from what
-    it holds: ``p`` learns its mean (or sum). One head carries every such value (its value vectors stack
-    them); an aggregate some position cannot compute is simply not learnt."""
+    """Every aggregate whose per-token value every position it averages computes from what it holds: ``p``
+    learns its mean (or sum). One head carries every such value (its value vectors stack them); an aggregate
+    some position cannot compute is simply not learnt. Under the causal mask an input position averages its
+    prefix: an aggregate that binds no variable only when it sees every candidate, and an aggregate over the
+    positions up to the one ``p`` plays (``range(1, s+1)``) at its own binding, a sum only where ``p`` knows its
+    index (positional encoding) to scale the mean."""
+    masked = scalar.causal and p <= scalar.T
     for node, data in scalar.tree.nodes(data=True):
-        if data["kind"] != "aggregate" or data["bound"]:
+        if data["kind"] != "aggregate":
+            continue
+        env = _prefix_binding(scalar, data, p) if masked else ({} if not data["bound"] else None)
+        if env is None:
+            continue
+        candidates = scalar.domain(data["domain"], env)
+        if masked and len(candidates) and candidates.max() > p:
             continue
         try:
-            for c in scalar.domain(data["domain"]):
-                scalar.value(data["score"], {data["var"]: int(c)}, Viewpoint(int(c), None, prev, {}))
+            for c in candidates:
+                scalar.value(data["score"], dict(env, **{data["var"]: int(c)}), Viewpoint(int(c), None, prev, {}))
         except Poisoned:
             continue
-        known[p - 1][scalar.binding(node, {})] = AVERAGED
+        known[p - 1][scalar.binding(node, env)] = AVERAGED
     return []
+
+
+def _prefix_binding(scalar: ScalarReplay, data: dict, p: int) -> dict | None:
+    """Under the mask, the binding at which position ``p`` can average an aggregate: none for one that binds
+    no variable, ``p`` itself for one over its own prefix (told apart by the mask, or by positions), None
+    where it cannot."""
+    if not data["bound"]:
+        return {}
+    (var,) = data["bound"] if len(data["bound"]) == 1 else (None,)
+    if var is None or not ex.sees_candidates(data["domain"], var):
+        return None
+    if not (ex.masked_prefix(data["domain"], var) or scalar.positional) or (data["sense"] == "sum" and not scalar.positional):
+        return None
+    return {var: p}
 
 
 _OPERATIONS = {Mode.IDLE: _idle, Mode.AGGREGATE: _aggregate_all, Mode.POSITIONS: _aggregate_positions,
@@ -526,10 +555,10 @@ def _action_problems(program: Program, tree, arch) -> list[str]:
         prefix = arch.causal and a.where == "input" and any(ex.masked_prefix(data["domain"], v) for v in data["bound"])
         if not isinstance(data["domain"], ex.AllPositions) and not arch.positional and not prefix:
             problems.append(f"{a}: restricting candidates to a subset needs positional encoding")
-    if arch.causal:
+    if arch.causal:   # position T sees every position: its aggregation is the whole sequence's
         problems += [f"{a}: under a causal mask an input position's {a.op.mode.value} sees only the positions "
                      "before it, which this model leaves out (docs/model.md, 'Causal mask')"
-                     for a in program.actions if a.where != "output" and a.op.mode in (Mode.AGGREGATE, Mode.AVERAGE)]
+                     for a in program.actions if a.where not in ("output", _LAST) and a.op.mode is Mode.AGGREGATE]
     return problems
 
 
@@ -594,7 +623,7 @@ def run(program: Program, tree, X: np.ndarray, realization: Realization, positio
     position's for a target with an answer at every position; what the output token holds).
 
     Raises ``Poisoned`` (with the reason) when an action or an answer reads content it does not hold."""
-    scalar = ScalarReplay(tree, X, realization, per_position, last, causal, unasked)
+    scalar = ScalarReplay(tree, X, realization, per_position, last, causal, unasked, positional)
     T = scalar.T
     reader = T - 1 if last else T  # the row of the position the answer is read at (the output token's: T)
     layer = LayerState.start(T)

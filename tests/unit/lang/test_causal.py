@@ -37,12 +37,20 @@ def test_what_is_not_a_pair_over_all_positions_is_left_as_it_is(text):
     ("min(bilinear(A1, x[s], x[t]) + bilinear(A2, x[t], x[u]) for s in T for t in T for u in T)", "three or more"),
     ("min(bilinear(A1, x[s], x[t]) for s in S1 for t in S2)", "a pair over these domains"),
     ("max(bilinear(A1, x[s], x[t]) for s in T for t in range(s+1, T+1))", "a pair over these domains"),
-    ("sum(mean(f1(x[t]) for t in range(1, s+1)) for s in T)", "prefix"),
 ])
 def test_what_the_mask_cannot_yet_decide_is_refused_in_one_line(text, why):
     with pytest.raises(ifs.InvalidSpecError, match=why) as caught:
         causal.check_supported(ifs.parse_target(text))
     assert "\n" not in str(caught.value)
+
+
+def test_a_mean_over_each_prefix_is_decided_under_the_mask():
+    """What a causal averaging head computes (issue 41): every position s averages x[1..s] and the output token
+    averages those means: two averaging layers, exponent 1."""
+    text = "sum(mean(f1(x[t]) for t in range(1, s+1)) for s in T)"
+    assert causal.unsupported(ifs.parse_target(text)) == []
+    verdict = ifs.decide(text, ifs.Architecture(heads=(1, 1), input_dim=2, causal=True))
+    assert verdict.status is ifs.Status.FEASIBLE and verdict.exponent == 1
 
 
 def test_the_mask_sees_a_range_that_ends_at_its_player():

@@ -237,12 +237,26 @@ def test_read_at_the_last_position_under_the_mask_says_how():
     assert not any(r.constraint == "readout" for r in plain.explanation)
 
 
-def test_what_the_mask_at_the_last_position_does_not_yet_decide_is_refused_in_one_line():
-    with pytest.raises(ifs.InvalidSpecError, match="causal=True with readout='last' and positional encoding") as caught:
-        _narrow(1, readout="last", positional=True)
-    assert "\n" not in str(caught.value)
-    with pytest.raises(ifs.InvalidSpecError, match="a sum or mean over a prefix"):  # T known, p not: sum != p*mean
-        ifs.decide("sum(f1(x[t]) for t in T)", _narrow(1, readout="last"))
+def test_under_the_mask_position_t_told_apart_is_the_reader_that_sees_everything():
+    """A decoder read at its last token with positional encoding: position T is a class of its own, which sees
+    every position (issue 41). The induction head is two layers of one head, one is not."""
+    induction = "x[argmax(dot(x[t], x[T]) for t in range(1, T)) + 1]"
+    arch = lambda heads: ifs.Architecture(heads=heads, positional=True, causal=True, readout="last")
+    assert ifs.decide(induction, arch((1, 1))).status is ifs.Status.FEASIBLE
+    assert ifs.decide(induction, arch((1,))).status is ifs.Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("text, positional, status", [
+    ("mean(f1(x[t]) for t in T)", False, ifs.Status.FEASIBLE),   # each position averages its prefix
+    ("sum(f1(x[t]) for t in T)", False, ifs.Status.INFEASIBLE),  # the count p is unknown without positions
+    ("sum(f1(x[t]) for t in T)", True, ifs.Status.FEASIBLE),     # with them, p times the prefix mean
+])
+def test_a_prefix_mean_is_one_causal_head_and_a_prefix_sum_needs_positions(text, positional, status):
+    arch = ifs.Architecture(heads=(1,), positional=positional, causal=True, readout="last")
+    verdict = ifs.decide(text, arch)
+    assert verdict.status is status, verdict
+    if status is ifs.Status.FEASIBLE:
+        assert verdict.exponent == 1 and any(a.op.mode.name == "AVERAGE" for a in verdict.witness.actions)
 
 
 def test_the_cli_reads_at_the_last_position_under_the_mask(capsys):
@@ -256,5 +270,4 @@ def test_the_cli_reads_at_the_last_position_under_the_mask(capsys):
     assert code == 0 and "causal mask" in out and "answer read at the last position T" in out
     code = cli.main(["decide", "max(F0(x[T], x[t]) for t in T)", "--heads", "1", "--causal", "--readout", "last",
                      "--positional"])
-    err = capsys.readouterr().err
-    assert code == 2 and "not supported yet" in err and len(err.strip().splitlines()) == 1
+    assert code == 0 and "answer read at the last position T" in capsys.readouterr().out
