@@ -111,7 +111,8 @@ def needed(plan: Plan, reads: dict) -> Keep:
     """What the second plan keeps: for each head, the facts it must copy (those some map reads, and what those
     copies read in turn at their sources), and the selections' values a map must write (those read, with what
     computing them read). ``reads``: consumer -> {(layer, class, fact)}, the consumer None for a feature or the
-    answer, ``(layer, class, node)`` for a value a map writes."""
+    answer, ``(layer, class, node)`` for a value a map writes, ``("outbox", head)`` for what a source sends a
+    gathering head (needed where a reader needs what it gathered: followed from that reader)."""
     copies: dict = {}
     values: set = set()
     todo, seen = list(reads.get(None, ())), set()

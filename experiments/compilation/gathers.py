@@ -30,7 +30,15 @@ def outbox(plan, hp: HeadPlan, values) -> torch.Tensor:
     out = torch.zeros(len(R), hp.outbox_width(), dtype=torch.float64)
     if values.c == OUTPUT:
         return out
-    at = 0
+    reader, values.consumer = values.consumer, ("outbox", hp.ref)   # kept only where a reader needs the fact
+    try:
+        return _outbox(plan, hp, values, out)
+    finally:
+        values.consumer = reader
+
+
+def _outbox(plan, hp: HeadPlan, values, out: torch.Tensor) -> torch.Tensor:
+    R, at = values.R, 0
     for j, (q, facts) in enumerate(hp.blocks):
         if hp.kind is HeadKind.MIXED:
             if j == 0:

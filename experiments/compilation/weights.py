@@ -11,7 +11,7 @@ embedding and after each layer. The answer is read from the output token, an ext
   softmax tends to the argmax (for a min the host's features are negated);
 * a specific-position aggregation is a head on positional flags (score ``POSITION_SHARPNESS`` on the
   gathered positions, 0 elsewhere): it averages its ``k`` sources, each of which wrote its facts into its
-  own block of an outbox slot, and the reader multiplies by ``k``;
+  own block of an outbox slot, and adds the average back onto the outbox (``gathers``);
 * the position-wise maps compute every feature a later head reads and, after the last layer, the answer:
   ``ffn="exact"`` writes the realization's functions in torch (the model's "a position holds everything it
   can compute"); ``ffn="mlp"`` replaces each by a GELU MLP fitted to it (``mlp_maps``).
