@@ -23,6 +23,7 @@ pairs over other domains. A sum or mean over a prefix (``range(1, s+1)``) is wha
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 from infoflow_smt.errors import InvalidSpecError, Problem
@@ -89,14 +90,16 @@ def check_supported(target: Target) -> Target:
     problems = unsupported(target)
     if problems:
         raise InvalidSpecError([Problem(p) for p in problems], subject="causal target")
-    return causal_form(target)
+    return dataclasses.replace(causal_form(target), prefixes=True)
 
 
 def binds_nothing(target: Target) -> bool:
-    """Whether ``target`` has a selection that binds no variable (under a mask: one no input position makes
-    whole, ``solver._Session.settled_under_mask``)."""
-    tree = comparison_tree(target)
-    return any(d["kind"] in SELECTION_KINDS and not d["bound"] for _, d in tree.nodes(data=True))
+    """Whether ``target`` has a selection that binds no variable and no prefix form (under a mask: one no
+    input position makes whole and no prefix collection brings, ``solver._Session.settled_under_mask``;
+    ``trees.py``, "Prefix forms")."""
+    tree = comparison_tree(dataclasses.replace(target, prefixes=True))
+    return any(d["kind"] in SELECTION_KINDS and not d["bound"] and not d["hosted"] and n not in tree.graph["prefixes"]
+               for n, d in tree.nodes(data=True))
 
 
 def reads_after_answer(tree) -> list[str]:

@@ -48,6 +48,8 @@ class Target:
     seed: int = 0        # fixes parameters, smooth functions and subsets
     every_position: bool = False  # answered at every position even where it reads no o (a question read at
                                   # the last position, model.readout); a target naming o is so in any case
+    prefixes: bool = False  # its tree holds each selection's prefix form: a question under the causal mask
+                            # (causal.check_supported; trees.py, "Prefix forms")
 
     def __str__(self) -> str:
         return self.text

@@ -37,7 +37,8 @@ Node attribute keys (``tree.nodes[n][key]``):
 Graph attributes: ``tree.graph["order"]`` (group id -> variable order, outermost first),
 ``tree.graph["output"]`` (the target with every top-level reduction replaced by a ``GroupRef``),
 ``tree.graph["groups"]`` (group id -> ``Group``), ``tree.graph["hosted"]`` (the ids of the hosted groups),
-``tree.graph["hostings"]`` (node -> the ``Hosting`` s that say which other node it is at which host).
+``tree.graph["hostings"]`` (node -> the ``Hosting`` s that say which other node it is at which host),
+``tree.graph["prefixes"]`` (a selection that binds no variable -> its prefix form's node, below).
 Trees are cached: treat them as read-only.
 
 **Hosted groups** (``hosting.py``). A selection that reads the token of another selection's winner is its
@@ -47,6 +48,12 @@ nodes bind ``@``, no node reads them, and input positions make them for themselv
 then brings what the winner made (pointer doubling). ``hostings`` relate each node to the nodes it *is*: at a
 host (``Hosting.winner``) or at its own bound variable (two nodes of one hosted form, ``Hosting.own``). The
 measures of a target read the tree without the hosted groups.
+
+**Prefix forms** (a question under the causal mask: ``Target.prefixes``). A selection that binds no variable
+and ranges over a suffix of the sequence has a prefix form, the same selection over the positions up to the
+host's (``range(1, @+1)``), which every input position can make under the mask; at the position past the
+last winner the prefix form is the whole selection. A prefix collection (``Mode.COLLECT``) retrieves that
+position by the sum of the prefix values, which grows along the sequence until it is whole.
 """
 from __future__ import annotations
 
@@ -324,16 +331,20 @@ def comparison_tree(target, order: Mapping[str, tuple[str, ...]] | None = None, 
     >>> sorted(tree.nodes), sorted(tree.nodes["g0.t"]["bound"])
     (['g0.s', 'g0.t', 'output'], ['s'])
     """
-    return _tree(_expression(target), tuple(sorted((order or {}).items())), hosted)
+    prefixes = hosted and getattr(target, "prefixes", False)
+    return _tree(_expression(target), tuple(sorted((order or {}).items())), hosted, prefixes)
 
 
 @lru_cache(maxsize=1024)
-def _tree(expression, order: tuple, hosted: bool = True) -> nx.DiGraph:
+def _tree(expression, order: tuple, hosted: bool = True, prefixes: bool = False) -> nx.DiGraph:
     collector = _Collector()
     output = collector.rewrite(expression)
     own = set(collector.groups)
     for form in _hosted_forms(expression) if hosted else ():
         collector.rewrite(form)
+    prefix_of = {}   # a selection's reduction -> its prefix form's (``_prefix_form``)
+    for reduction in _prefix_forms(expression) if prefixes else ():
+        prefix_of[reduction] = collector.rewrite(_prefix_form(reduction)).group
     groups = collector.sorted_groups()
     chosen = default_order(groups)
     for gid, vars_ in order:
@@ -343,7 +354,8 @@ def _tree(expression, order: tuple, hosted: bool = True) -> nx.DiGraph:
             raise InvalidSpecError(f"order {gid}={vars_!r} puts a variable outside the one its range is bounded by",
                                    "variable order")
         chosen[gid] = tuple(vars_)
-    tree = nx.DiGraph(order=chosen, output=output, groups=groups, hosted=frozenset(groups) - own, hostings={})
+    tree = nx.DiGraph(order=chosen, output=output, groups=groups, hosted=frozenset(groups) - own, hostings={},
+                      prefixes={})
     tree.add_node("output", kind="output", var=None, bound=frozenset(), sense=None, k=1, domain=None,
                   group=None, score=output, terms=(), position=None, hosted=False)
     for gid, g in groups.items():
@@ -365,6 +377,10 @@ def _tree(expression, order: tuple, hosted: bool = True) -> nx.DiGraph:
                 tree.add_edge(n, fixed)
     if hosted and (tree.graph["hosted"] or _repeats(tree)):
         tree.graph["hostings"] = _hostings(tree)
+    if prefix_of:
+        by_reduction = {group_expression(tree, g): g for g in tree.graph["groups"]}
+        tree.graph["prefixes"] = {outermost(tree, by_reduction[r]): outermost(tree, g) for r, g in prefix_of.items()
+                                  if r in by_reduction}
     return tree
 
 
@@ -470,6 +486,44 @@ def _hosted_forms(expression) -> tuple[ex.Reduce, ...]:
         tree = _tree(expression, order, False)
         selections += [(node_expression(tree, n), tree.nodes[n]["bound"]) for n in selection_nodes(tree)]
     return hosting.closure(selections)
+
+
+def _prefix_forms(expression) -> list[ex.Reduce]:
+    """The selections of ``expression`` that bind no variable and range over a suffix of the sequence (every
+    position, or ``range(a, T+1)``): under the causal mask each input position can make one over its prefix
+    (``_prefix_form``), and position T's is the whole one."""
+    _, groups = collect_groups(expression)
+    found = []
+    for g in groups.values():
+        if g.kind in (ex.ReduceKind.MIN, ex.ReduceKind.MAX, ex.ReduceKind.ARGMIN, ex.ReduceKind.ARGMAX) and \
+                len(g.variables) == 1 and not free_variables(g.body, groups) - set(g.variables) and _suffix(g.domains[0]):
+            found.append(_group_reduction(groups, g))
+    return found
+
+
+def _suffix(domain: ex.Domain) -> bool:
+    return isinstance(domain, ex.AllPositions) or (
+        isinstance(domain, ex.Range) and not ex.domain_variables(domain) and not domain.start.from_end
+        and domain.stop == ex.FixedIndex(-1, True))
+
+
+def _group_reduction(groups: Mapping[str, Group], g: Group) -> ex.Reduce:
+    def spelt(e):
+        if isinstance(e, GroupRef):
+            return _group_reduction(groups, groups[e.group])
+        if isinstance(e, ex.Content) and isinstance(e.index, GroupRef):
+            return ex.Content(_group_reduction(groups, groups[e.index.group]))
+        return ex.map_children(e, spelt)
+    return ex.Reduce(g.kind, spelt(g.body), tuple(ex.Binding(v, d) for v, d in zip(g.variables, g.domains)),
+                     g.k if g.kind is ex.ReduceKind.KTH_LARGEST else None)
+
+
+def _prefix_form(selection: ex.Reduce) -> ex.Reduce:
+    """``selection`` over the positions up to its host's, ``@`` (``range(a, @+1)``): the prefix form."""
+    (binding,) = selection.bindings
+    start = binding.domain.start if isinstance(binding.domain, ex.Range) else ex.FixedIndex(1)
+    return ex.Reduce(selection.kind, selection.body,
+                     (ex.Binding(binding.var, ex.Range(start, ex.OffsetIndex(hosting.HOST, 1))),), selection.k)
 
 
 def _repeats(tree: nx.DiGraph) -> set[str]:

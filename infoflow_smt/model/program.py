@@ -33,6 +33,7 @@ class Mode(enum.Enum):
     AGGREGATE = "global aggregation"
     POSITIONS = "specific-position aggregation"
     AVERAGE = "global averaging"  # a linear statistic: the mean of per-token values, no token decoded
+    COLLECT = "prefix collection"  # under the mask: a retrieval of the position whose prefix selections are whole
     IDLE = "idle"  # only to override, at a fixed position, what a head does at every input position
 
 
@@ -71,6 +72,7 @@ class Op:
     mode: Mode
     node: str | None = None                  # RETRIEVE / KTH: the tree node selected
     positions: tuple[PositionRef, ...] = ()  # POSITIONS: the fixed positions or offsets aggregated
+    nodes: tuple[str, ...] = ()              # COLLECT: the selections whose prefix forms it sums
 
     def __str__(self) -> str:
         return self.text({})
@@ -81,6 +83,8 @@ class Op:
             return f"{self.mode.value} of {names.get(self.node, self.node)}"
         if self.mode is Mode.POSITIONS:
             return f"{self.mode.value} of {{{', '.join(position_text(q) for q in self.positions)}}}"
+        if self.mode is Mode.COLLECT:
+            return f"{self.mode.value} of {{{', '.join(names.get(n, n) for n in self.nodes)}}}"
         return self.mode.value
 
 
@@ -127,7 +131,7 @@ class Program:
         layer 1, head 1, at the output token: max-position retrieval of max(x[t] for t in T)
         """
         tree = comparison_tree(target, self.order_map)
-        nodes = sorted({a.op.node for a in self.actions if a.op.node in tree})
+        nodes = sorted({n for a in self.actions for n in (a.op.node, *a.op.nodes) if n in tree})
         return replace(self, names=tuple((n, node_text(tree, n)) for n in nodes))
 
     @property
@@ -153,7 +157,8 @@ class Program:
         return {"layers": self.layers, "order": {g: list(v) for g, v in self.order},
                 "actions": [{"layer": a.layer, "head": a.head, "where": _where_json(a.where),
                              "mode": a.op.mode.name, "node": a.op.node,
-                             "positions": [_position_json(q) for q in a.op.positions]} for a in self.actions]}
+                             "positions": [_position_json(q) for q in a.op.positions]}
+                            | ({"nodes": list(a.op.nodes)} if a.op.nodes else {}) for a in self.actions]}
 
     @classmethod
     def from_json(cls, data: dict) -> Program:
@@ -161,7 +166,8 @@ class Program:
         ``InvalidSpecError`` naming what is wrong."""
         try:
             actions = tuple(Action(a["layer"], a["head"], _where_from(a["where"]),
-                                   Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"])))
+                                   Op(Mode[a["mode"]], a["node"], tuple(_position_from(q) for q in a["positions"]),
+                                      tuple(a.get("nodes", ()))))
                             for a in data["actions"])
             return cls(actions, tuple((g, tuple(v)) for g, v in data["order"].items()), data["layers"])
         except InvalidSpecError:
@@ -250,7 +256,7 @@ def _gain(op: Op, layer: int, size, classes) -> int:
         return 0
     if op.mode is Mode.AGGREGATE:
         return _WHOLE
-    if op.mode in (Mode.RETRIEVE, Mode.KTH):  # the retrieved position is an input position
+    if op.mode in (Mode.RETRIEVE, Mode.KTH, Mode.COLLECT):  # the retrieved position is an input position
         sizes = [size[(layer - 1, w)] for w in classes if w != "output"]
         return _WHOLE if _WHOLE in sizes else max(sizes)
     return _gathered(op, layer, size, classes)
@@ -278,7 +284,7 @@ def action_cost(action: Action, tree, arch, sizes, law: cost.DecodeLaw = cost.De
     """The cost exponent charged for one action (model.md section 2); ``sizes`` the program's set sizes
     in integers (``_counts``)."""
     op = action.op
-    if op.mode is Mode.RETRIEVE:
+    if op.mode in (Mode.RETRIEVE, Mode.COLLECT):
         return cost.retrieval()
     if op.mode is Mode.KTH:
         return cost.kth_retrieval(tree.nodes[op.node]["k"], arch.head_dim(action.layer))

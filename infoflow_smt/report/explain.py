@@ -17,6 +17,7 @@ from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.earliest import earliest_layers
 from infoflow_smt.lang.hosting import HOST
+from infoflow_smt.lang.node_text import HOST_TEXT
 from infoflow_smt.lang.language import domain_to_text, fixed_to_text
 from infoflow_smt.lang.node_text import expression_text as _text
 from infoflow_smt.lang.rank import score_rank
@@ -46,7 +47,8 @@ def describe_node(tree, node: str) -> str:
     if d["kind"] == "fixed":
         return f"the token x[{fixed_to_text(d['position'])}]"
     rank = {1: "", 2: "second largest", 3: "third largest"}.get(d["k"], f"{d['k']}-th largest")
-    over = d["var"] if isinstance(d["domain"], ex.AllPositions) else f"{d['var']} in {domain_to_text(d['domain'])}"
+    over = d["var"] if isinstance(d["domain"], ex.AllPositions) else \
+        f"{d['var']} in {domain_to_text(d['domain']).replace(HOST, HOST_TEXT)}"
     what = f"the {rank or d['sense']} over {over} of {_text(tree, d['score'])}"
     if d["hosted"]:
         what += ", each input position for itself"
@@ -96,6 +98,11 @@ def describe_action(action, tree) -> str:
         return f"layer {action.layer}, head {action.head}, at {where}: averages per-token values ({'; '.join(means)})"
     if op.mode is Mode.AGGREGATE:
         return f"layer {action.layer}, head {action.head}, at {where}: aggregates every position"
+    if op.mode is Mode.COLLECT:
+        whole = "; ".join(describe_node(tree, n) for n in op.nodes)
+        return (f"layer {action.layer}, head {action.head}, at {where}: retrieves the first position whose prefix "
+                f"selections are whole, by the sum of their values, which grows along the sequence until then "
+                f"({op.mode.value}: {whole})")
     return f"layer {action.layer}, head {action.head}, at {where}: stays idle"
 
 

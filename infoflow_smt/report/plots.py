@@ -35,7 +35,7 @@ from infoflow_smt.words import printable
 
 # Okabe and Ito's palette: told apart with every common colour-vision deficiency, and in greyscale print
 COLOURS = {Mode.RETRIEVE: "#0072B2", Mode.KTH: "#E69F00", Mode.AGGREGATE: "#D55E00", Mode.POSITIONS: "#009E73",
-           Mode.AVERAGE: "#CC79A7"}
+           Mode.AVERAGE: "#CC79A7", Mode.COLLECT: "#56B4E9"}
 VERDICT_COLOURS = {"feasible": "#56B4E9", "infeasible": "#E69F00", "unknown": "#DDDDDD"}
 FRONTIER_COLOUR = "#000000"
 FORMATS = (".png", ".svg", ".pdf")   # the suffix chooses: PNG for screens, SVG and PDF (vector) for papers
@@ -73,7 +73,7 @@ def _reader(verdict):
 def _sources(action, rows) -> list:
     """Where a head's information comes from (a row of the layer before)."""
     op = action.op
-    if op.mode in (Mode.RETRIEVE, Mode.KTH, Mode.AGGREGATE, Mode.AVERAGE):
+    if op.mode in (Mode.RETRIEVE, Mode.KTH, Mode.AGGREGATE, Mode.AVERAGE, Mode.COLLECT):
         return ["input"]
     found = []
     for q in op.positions:
@@ -178,7 +178,8 @@ def flow_caption(verdict) -> str:
 def _arrow_label(action, tree=None) -> str:
     """The head and what it brings: for an aggregation the positions it gathers, for a retrieval (given the
     comparison tree) the selection it wins, as ``min over t``."""
-    gathered = {Mode.AGGREGATE: "all T", Mode.AVERAGE: "mean of all T"}.get(action.op.mode)
+    gathered = {Mode.AGGREGATE: "all T", Mode.AVERAGE: "mean of all T",
+                Mode.COLLECT: "whole prefixes"}.get(action.op.mode)
     if action.op.mode is Mode.POSITIONS:
         gathered = "{" + ", ".join(position_text(q) for q in action.op.positions) + "}"
     elif tree is not None and action.op.node in tree:

@@ -65,6 +65,7 @@ from infoflow_smt.smt import symmetry
 from infoflow_smt.smt.nodes import (
     GLOBAL_AGGREGATION,
     GLOBAL_AVERAGING,
+    PREFIX_COLLECTION,
     Hosts,
     Need,
     NodeInfo,
@@ -303,8 +304,12 @@ def _group_infos(tree, gid: str, order: tuple[str, ...], rank_dim: int | None):
 def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
     """Each tree's hostings (``trees.Hosting``) as relations between the node keys kept, the tree's orders
     naming its nodes."""
-    same, copies = set(), set()
+    same, copies, prefixes = set(), set(), set()
     for tree in trees:
+        for node, prefix in tree.graph["prefixes"].items():
+            pair = (_kept_key(tree, node, infos), _kept_key(tree, prefix, infos))
+            if None not in pair:
+                prefixes.add(pair)
         for node, hostings in tree.graph["hostings"].items():
             n = _kept_key(tree, node, infos)
             for h in hostings:
@@ -315,7 +320,7 @@ def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
                     same.add(tuple(sorted((n, a))))
                 elif m is not None:
                     copies.add((m, a, n))
-    return Hosts(tuple(sorted(same)), tuple(sorted(copies)))
+    return Hosts(tuple(sorted(same)), tuple(sorted(copies)), tuple(sorted(prefixes)))
 
 
 def _kept_key(tree, node: str, infos: dict[str, NodeInfo]) -> str | None:
@@ -489,6 +494,8 @@ class _Builder:
         self.ctx = ctx or z3.Context()
         self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer, hosts)
         self.same = _classes(hosts.same)   # node key -> the keys of one selection at each position
+        self.prefix_of = dict(hosts.prefixes)   # a selection -> its prefix form (a prefix collection brings it)
+        self.everywhere = NodeInfo("", "", "", (), "top1", frozenset(), 1, ex.AllPositions(), Reads(), False)
         self.copies: dict[str, list[tuple[str, str, str]]] = {}   # node key -> the copies that bring it
         for triple in hosts.copies:
             self.copies.setdefault(triple[2], []).append(triple)
@@ -820,6 +827,8 @@ class _Builder:
             names = [(OperationName.selection(i), i)
                      for i in enc.nodes.values() if i.kind in ("top1", "kth") and self.admissible(i, c)]
             names += [(GLOBAL_AGGREGATION, None)] + ([(GLOBAL_AVERAGING, None)] if averages else [])
+            if self.mask and self.prefix_of and (c == OUT or self.sees_domain(c, ex.AllPositions())):
+                names.append((PREFIX_COLLECTION, None))   # only a position that sees every one collects
             # an input position's aggregation under the mask is of its prefix: averaging learns prefix
             # aggregates (``know_gains``), a global aggregation is left out
             masked = {GLOBAL_AGGREGATION} if self.mask and c != OUT and not self.sees_domain(
@@ -889,7 +898,7 @@ class _Builder:
         arch, heads = self.enc.arch, range(1, self.enc.arch.heads[l - 1] + 1)
         if name.mode is Mode.KTH:
             return {h: cost.kth_retrieval(info.k, arch.width / h) for h in heads}
-        if name.mode in (Mode.RETRIEVE, Mode.AVERAGE):
+        if name.mode in (Mode.RETRIEVE, Mode.AVERAGE, Mode.COLLECT):
             return {h: cost.retrieval() for h in heads}
         if name.mode is Mode.AGGREGATE:
             return {h: cost.decode(T, arch.input_dim, arch.width / h, self.law) for h in heads}
@@ -967,8 +976,8 @@ class _Builder:
         with the same candidates gain alike; written once per set, not once per retrieval and fact)."""
         by_set: dict[tuple[str, ...], list] = {}
         for name, v in acting.items():
-            if name.selects:
-                info = self.enc.nodes[name.node]
+            if name.selects or name.mode is Mode.COLLECT:   # a collection retrieves one input position too
+                info = self.enc.nodes[name.node] if name.selects else self.everywhere
                 by_set.setdefault(tuple(self.candidates(info)), []).append((v, info))
         found = []
         for classes, members in by_set.items():
@@ -1004,6 +1013,9 @@ class _Builder:
                       if not isinstance(q, Offset)]
             gains += [smt_and(v, know[(k, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)
                       for k in self.neighbour(c, q.offset)]
+        prefix = self.prefix_of.get(key)
+        if prefix is not None and PREFIX_COLLECTION in acting:   # whole at the position the collection finds
+            gains.append(smt_and(acting[PREFIX_COLLECTION], conj([know[(k, l - 1, prefix)] for k in self.enc.inputs])))
         # made by the winner of a retrieval for itself: the retrieval copies it (``Hosts.copies``)
         for m, a, n in self.copies.get(key, ()):
             made_at_m = self.enc.nodes[m]
@@ -1063,7 +1075,7 @@ class _Builder:
             for c in enc.classes:
                 gains, retrieves = [], []
                 for name in sorted(self.at_layer(l)[0].get(c, {})):  # its own operations and those it keeps
-                    if name.selects:
+                    if name.selects or name.mode is Mode.COLLECT:
                         gains.append(f"(ite {self.acts(l, c, name)} {widest} 0)")
                         retrieves.append(self.acts(l, c, name))
                 wholes = [self.acts(l, c, GLOBAL_AGGREGATION), smt_and(disj(retrieves), any_whole)]
@@ -1197,6 +1209,9 @@ def _op(enc: Encoding, true, l: int, c: str, name: OperationName) -> Op:
         return Op(Mode.POSITIONS, positions=chosen)
     if name.selects:
         return Op(name.mode, node=enc.nodes[name.node].node)
+    if name.mode is Mode.COLLECT:   # what every input position's prefix forms hold after the layer before
+        return Op(Mode.COLLECT, nodes=tuple(enc.nodes[n].node for n, p in enc.hosts.prefixes
+                                            if all(true(f"know:{k}:{l - 1}:{p}") for k in enc.inputs)))
     return Op(name.mode)
 
 
@@ -1210,6 +1225,8 @@ def witness_truth(enc: Encoding, model: z3.ModelRef, heads: tuple[int, ...]) -> 
     names = [n for (layer, _, _), n in [*enc.ops.items(), *enc.kept.items()] if layer <= len(heads)]
     names += [v for (layer, _, _), srcs in enc.sources.items() if layer <= len(heads) for v in srcs.values()]
     names += [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
+    names += [f"know:{k}:{layer}:{p}" for _, p in enc.hosts.prefixes for k in enc.inputs
+              for layer in range(len(heads))]   # what a prefix collection sums (``_op``)
     return enc.values(model, tuple(names))
 
 

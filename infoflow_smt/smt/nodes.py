@@ -86,6 +86,7 @@ class OperationName:
 
 GLOBAL_AGGREGATION = OperationName(Mode.AGGREGATE)
 GLOBAL_AVERAGING = OperationName(Mode.AVERAGE)
+PREFIX_COLLECTION = OperationName(Mode.COLLECT)
 
 
 @dataclass(frozen=True)
@@ -131,11 +132,12 @@ class Hosts:
 
     same: tuple[tuple[str, str], ...] = ()
     copies: tuple[tuple[str, str, str], ...] = ()
+    prefixes: tuple[tuple[str, str], ...] = ()   # (a selection, its prefix form): a prefix collection brings it
 
     def __bool__(self) -> bool:
-        return bool(self.same or self.copies)
+        return bool(self.same or self.copies or self.prefixes)
 
     def groups(self, nodes: dict[str, NodeInfo]) -> set[str]:
         """The groups with a node in a relation."""
-        keys = {k for pair in self.same for k in pair} | {k for triple in self.copies for k in triple}
+        keys = {k for pair in (*self.same, *self.prefixes) for k in pair} | {k for triple in self.copies for k in triple}
         return {nodes[k].group for k in keys}

@@ -196,6 +196,12 @@ class _Vocabulary:
         if any(d["kind"] == "aggregate" and not d["bound"] for _, d in self.tree.nodes(data=True)) and not masked \
                 or prefix_aggregates and where != "output":
             ops.append(Op(Mode.AVERAGE))  # linear statistics: exponent 1 (under the mask, of a prefix)
+        prefixes = sorted(self.tree.graph["prefixes"])
+        if self.arch.causal and prefixes and where in ("output", ex.FixedIndex(0, True)):
+            # a prefix collection of any of the selections with a prefix form (the interpreter refuses one whose
+            # forms some position does not hold)
+            ops += [Op(Mode.COLLECT, nodes=chosen) for r in range(1, min(len(prefixes), 4) + 1)
+                    for chosen in itertools.combinations(prefixes, r)]
         # specific-position aggregation is always bounded here: a set reaches T only after a global
         # aggregation, which the efficient search admits only when decoding T tokens is bounded
         refs = list(self.fixed) + ([Offset(k) for k in self.offsets] if where != "output" else [])

@@ -33,6 +33,7 @@ import numpy as np
 from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
+from infoflow_smt.lang.hosting import HOST
 from infoflow_smt.lang.realization import Realization
 from infoflow_smt.lang.trees import GroupRef, NodeRef, comparison_tree, needs_positional, outermost, walk
 from infoflow_smt.model import readout
@@ -527,7 +528,30 @@ def _prefix_binding(scalar: ScalarReplay, data: dict, p: int) -> dict | None:
     return {var: p}
 
 
-_OPERATIONS = {Mode.IDLE: _idle, Mode.AGGREGATE: _aggregate_all, Mode.POSITIONS: _aggregate_positions,
+def _collect(scalar: ScalarReplay, op, p: int, prev: LayerState, known: list[dict]) -> list[int]:
+    """A prefix collection: rank the positions ``p`` sees by the sum of their prefix forms' values, each read
+    by the candidate itself (a max grows along the sequence, a min falls: the sum counts its negation), and
+    copy the winner, the first position where every one is whole; ``p`` then knows each selection as the
+    winner's prefix form."""
+    prefixes = scalar.tree.graph["prefixes"]
+    last = p if scalar.causal and p <= scalar.T else scalar.T
+    total = np.zeros(last)
+    for node in op.nodes:
+        if node not in prefixes:
+            raise Poisoned(f"{node} has no prefix form to collect")
+        form = scalar.tree.nodes[prefixes[node]]
+        sign = 1.0 if form["sense"] in ("max", "argmax") else -1.0
+        for c in range(1, last + 1):
+            view = Viewpoint(c, None, prev, {})
+            chosen = scalar.select(prefixes[node], {HOST: c}, c, prev)
+            total[c - 1] += sign * float(np.asarray(scalar.score(form, {HOST: c, form["var"]: chosen}, view)))
+    winner = int(np.argmax(total)) + 1
+    for node in op.nodes:
+        known[p - 1][(node,)] = scalar.select(prefixes[node], {HOST: winner}, winner, prev)
+    return [winner]
+
+
+_OPERATIONS = {Mode.IDLE: _idle, Mode.COLLECT: _collect, Mode.AGGREGATE: _aggregate_all, Mode.POSITIONS: _aggregate_positions,
                Mode.RETRIEVE: _retrieve, Mode.KTH: _retrieve, Mode.AVERAGE: _average}
 
 

@@ -18,7 +18,8 @@ nothing), and falls back to the scalar replay when it refuses. A table too large
 (``BUDGET`` numbers) also falls back, and so does a tree with a range bounded by an index variable
 (``range(1, s)``: its candidates differ per binding, which these tables over whole axes do not hold), and so
 does a tree where one selection has several names (``trees.Hosting``: a selection a position knows as the same
-selection made elsewhere, which the scalar replay looks up name by name).
+selection made elsewhere, which the scalar replay looks up name by name), and so does a program with a
+prefix collection (the scalar replay ranks the positions by their prefix forms).
 """
 from __future__ import annotations
 
@@ -423,7 +424,7 @@ def passes(program: Program, tree, target, X: np.ndarray, expected: np.ndarray, 
     ``layers``: a dict kept across calls on the same inputs, so programs that share their first layers
     (one pruned of an operation in a later layer) replay those once. None also where the tree names one
     selection in several ways (``tree.graph["hostings"]``): the scalar replay looks each name up."""
-    if tree.graph.get("hostings"):
+    if tree.graph.get("hostings") or any(a.op.mode is Mode.COLLECT for a in program.actions):
         return None
     try:
         truth = truth or Truth(tree, X, target.realization)

@@ -111,7 +111,8 @@ def test_a_causal_frontier_agrees_with_decide_cell_by_cell(spec):
 
 
 def test_a_causal_frontier_says_which_no_the_mask_leaves_open():
-    frontier = ifs.decide_all("linear_max_sum:D=4", causal=True)
+    subsets = "max(f1(x[t]) for t in S1) + max(f2(x[t]) for t in S2) + max(f3(x[t]) for t in S3) + max(f4(x[t]) for t in S4)"
+    frontier = ifs.decide_all(subsets, causal=True)
     assert not frontier.complete and (2, 1) in frontier.undecided
     assert str(frontier).startswith("incomplete: 2 cells undecided because, under the causal mask, infeasible is "
                                     "not established there (2 layers of 1 head, 3 layers of 1 head)")

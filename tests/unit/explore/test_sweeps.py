@@ -111,8 +111,10 @@ def test_a_sweep_refuses_the_last_position_readout():
 
 # ---- under a causal mask: each cell asks what decide asks (the masked spelling) ----------------------------------
 CAUSAL_TARGETS = ["min_pairwise_dot", "min(bilinear(A1, x[s], x[t]) for s in T for t in T)",
-                  "max(f2(x[s], x[t]) for s in T for t in range(1, s+1))", "linear_max_sum:D=4"]
-CAUSAL_GRID = [ifs.Architecture(heads=heads, embed_dim=32, input_dim=1, causal=True)
+                  "max(f2(x[s], x[t]) for s in T for t in range(1, s+1))", "linear_max_sum:D=4",
+                  # selections over subsets: prefix forms of these the model does not hold, a "no" left open
+                  "max(f1(x[t]) for t in S1) + max(f2(x[t]) for t in S2) + max(f3(x[t]) for t in S3)"]
+CAUSAL_GRID = [ifs.Architecture(heads=heads, embed_dim=32, input_dim=1, causal=True, positional=True)
                for heads in [(1,), (2,), (4,), (1, 1), (2, 1), (1, 2), (2, 2), (1, 1, 1), (2, 2, 2)]]
 
 
@@ -165,4 +167,5 @@ def test_a_masked_key_is_not_the_unmasked_one():
 
 def test_a_sweep_refuses_what_decide_refuses_under_the_mask():
     with pytest.raises(ifs.InvalidSpecError, match="under a causal mask"):
-        ifs.sweep(["match3"], [ifs.Architecture(heads=(1,), input_dim=2, causal=True)], cache=False, workers=1)
+        ifs.sweep(["max(F0(x[s], x[t], x[u]) for s in T for t in T for u in T)"],
+                  [ifs.Architecture(heads=(1,), input_dim=2, causal=True)], cache=False, workers=1)

@@ -28,15 +28,27 @@ SMALL = [
 ]
 
 
-@pytest.mark.parametrize("heads, positional", [((2, 1), False), ((1, 1), True)])
-def test_a_no_the_mask_model_leaves_open_is_unknown(heads, positional) -> None:
-    """linear_max_sum:D=4 on (2, 1): the model's programs make 3 selections, but the inputs can make two more
-    over their prefixes, which position T holds whole and a layer-2 retrieval by the sum of the prefix values
-    collects (every position after the last winner ties, each holding the same winners): no proof of "no"."""
-    verdict = ifs.decide("linear_max_sum:D=4", _arch(*heads, positional=positional))
+SUBSETS = "max(f1(x[t]) for t in S1) + max(f2(x[t]) for t in S2) + max(f3(x[t]) for t in S3) + max(f4(x[t]) for t in S4)"
+
+
+@pytest.mark.parametrize("heads", [(2, 1), (1, 1)])
+def test_a_no_the_mask_model_leaves_open_is_unknown(heads) -> None:
+    """Four selections over subsets: the inputs can make them over their prefixes of each subset, forms the model
+    does not hold (a subset cut at a position is no range), and position T holds them whole: no proof of "no"."""
+    verdict = ifs.decide(SUBSETS, _arch(*heads, positional=True))
     assert verdict.status is ifs.Status.UNKNOWN and "infeasible is not established" in verdict.reason_unknown
-    assert ifs.decide("linear_max_sum:D=4", _arch(2, positional=positional)).status is ifs.Status.INFEASIBLE
-    assert ifs.decide("linear_max_sum:D=4", _arch(4, positional=positional)).status is ifs.Status.FEASIBLE
+    assert ifs.decide(SUBSETS, _arch(3, positional=True)).status is ifs.Status.INFEASIBLE
+    assert ifs.decide(SUBSETS, _arch(4, positional=True)).status is ifs.Status.FEASIBLE
+
+
+def test_prefix_maxima_are_collected_by_the_sum_of_their_values():
+    """linear_max_sum:D=4 on (2, 1): the output token makes two selections in layer 1 while every input position
+    makes the other two over its prefix; in layer 2 one retrieval ranks the positions by the sum of their prefix
+    values, which grows until every one is whole, and the winner holds both (issue 37)."""
+    verdict = ifs.decide("linear_max_sum:D=4", _arch(2, 1))
+    assert verdict.status is ifs.Status.FEASIBLE
+    assert any(a.op.mode.name == "COLLECT" and len(a.op.nodes) == 2 for a in verdict.witness.actions)
+    assert ifs.decide("linear_max_sum:D=4", _arch(1, 1)).status is ifs.Status.INFEASIBLE
 
 
 @pytest.mark.parametrize("text, arch, efficient", SMALL, ids=[f"{t} on {a.heads}" for t, a, _ in SMALL])
@@ -95,13 +107,13 @@ def test_the_cli_takes_causal_and_names_it(capsys):
 
 @pytest.mark.parametrize("heads, status", [((1, 1, 1, 1), "feasible"), ((2, 2), "feasible"), ((3, 1), "feasible"),
                                             ((1, 3), "feasible"), ((4,), "feasible"), ((3,), "infeasible"),
-                                            ((1, 1, 1), "unknown"), ((2, 1), "unknown")])
+                                            ((1, 1, 1), "feasible"), ((2, 1), "feasible"), ((1, 1), "infeasible")])
 def test_under_a_mask_the_covered_programs_make_selections_with_no_bound_variable_at_the_output(heads, status):
-    # docs/model.md, "Causal mask": the covered programs need h_1 + ... + h_L >= D; below it, on two layers or
-    # more, the prefix programs the model leaves out keep the answer open
+    # docs/model.md, "Causal mask": the output token's own selections, and those the inputs make over their
+    # prefixes and a prefix collection brings
     target = ifs.catalogue.get("linear_max_sum", D=4)
     assert ifs.decide(target, _arch(*heads)).status.value == status
-    if len(heads) > 1:  # all efficient without the mask: (2L - 1) h >= D
+    if len(heads) > 1 and status == "feasible":  # efficient without the mask too: (2L - 1) h >= D
         assert ifs.decide(target, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2)).feasible
 
 
