@@ -99,15 +99,26 @@ def _reindexed(e: ex.Expr) -> ex.Expr:
     e = ex.map_children(e, _reindexed)
     if not (isinstance(e, ex.Reduce) and len(e.bindings) == 1 and not e.kind.returns_index):
         return e
-    (binding,) = e.bindings
-    offsets = _offsets(e.body, binding.var)
+    moved = over_neighbours(e)
+    return e if moved is None else moved[0]
+
+
+def over_neighbours(selection: ex.Reduce) -> tuple[ex.Reduce, int] | None:
+    """``selection`` of one variable read only at offsets, the largest ``m != 0``, as the same comparison over
+    ``t + m`` (rule 11), and ``m``; None where there is no such move. For an ``argmin``/``argmax`` the winner
+    moves by ``m`` too: the position the moved one picks is ``m`` after the original's."""
+    if len(selection.bindings) != 1:
+        return None
+    (binding,) = selection.bindings
+    offsets = _offsets(selection.body, binding.var)
     if not offsets or max(offsets) == 0:
-        return e
+        return None
     m = max(offsets)
     domain = _shifted(binding.domain, m)
     if domain is None:
-        return e
-    return ex.Reduce(e.kind, _read_at(e.body, binding.var, -m), (ex.Binding(binding.var, domain),), e.k)
+        return None
+    body = _read_at(selection.body, binding.var, -m)
+    return ex.Reduce(selection.kind, body, (ex.Binding(binding.var, domain),), selection.k), m
 
 
 def _offsets(e: ex.Expr, var: str) -> set[int] | None:

@@ -38,7 +38,8 @@ Graph attributes: ``tree.graph["order"]`` (group id -> variable order, outermost
 ``tree.graph["output"]`` (the target with every top-level reduction replaced by a ``GroupRef``),
 ``tree.graph["groups"]`` (group id -> ``Group``), ``tree.graph["hosted"]`` (the ids of the hosted groups),
 ``tree.graph["hostings"]`` (node -> the ``Hosting`` s that say which other node it is at which host),
-``tree.graph["prefixes"]`` (a selection that binds no variable -> its prefix form's node, below).
+``tree.graph["prefixes"]`` (a selection that binds no variable -> its prefix form's node, below),
+``tree.graph["moved"]`` (a winner read ahead of its candidates -> the moved selection's node and by how much).
 Trees are cached: treat them as read-only.
 
 **Hosted groups** (``hosting.py``). A selection that reads the token of another selection's winner is its
@@ -69,6 +70,7 @@ from infoflow_smt.errors import InvalidSpecError
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang import hosting
 from infoflow_smt.lang.language import fixed_to_text
+from infoflow_smt.lang.normal_form import over_neighbours
 from infoflow_smt.symbols import T
 
 SELECTION_KINDS = ("top1", "kth")
@@ -345,6 +347,9 @@ def _tree(expression, order: tuple, hosted: bool = True, prefixes: bool = False)
     prefix_of = {}   # a selection's reduction -> its prefix form's (``_prefix_form``)
     for reduction in _prefix_forms(expression) if prefixes else ():
         prefix_of[reduction] = collector.rewrite(_prefix_form(reduction)).group
+    moved = {}       # a winner read ahead of its candidates -> (the moved selection's group, by how much)
+    for reduction, (form, m) in _moved_winners(expression, output) if prefixes else ():
+        moved[reduction] = (collector.rewrite(form).group, m)
     groups = collector.sorted_groups()
     chosen = default_order(groups)
     for gid, vars_ in order:
@@ -355,7 +360,7 @@ def _tree(expression, order: tuple, hosted: bool = True, prefixes: bool = False)
                                    "variable order")
         chosen[gid] = tuple(vars_)
     tree = nx.DiGraph(order=chosen, output=output, groups=groups, hosted=frozenset(groups) - own, hostings={},
-                      prefixes={})
+                      prefixes={}, moved={})
     tree.add_node("output", kind="output", var=None, bound=frozenset(), sense=None, k=1, domain=None,
                   group=None, score=output, terms=(), position=None, hosted=False)
     for gid, g in groups.items():
@@ -377,8 +382,10 @@ def _tree(expression, order: tuple, hosted: bool = True, prefixes: bool = False)
                 tree.add_edge(n, fixed)
     if hosted and (tree.graph["hosted"] or _repeats(tree)):
         tree.graph["hostings"] = _hostings(tree)
-    if prefix_of:
+    if prefix_of or moved:
         by_reduction = {group_expression(tree, g): g for g in tree.graph["groups"]}
+        tree.graph["moved"] = {outermost(tree, by_reduction[r]): (outermost(tree, g), m) for r, (g, m) in moved.items()
+                               if r in by_reduction}
         tree.graph["prefixes"] = {outermost(tree, by_reduction[r]): outermost(tree, g) for r, g in prefix_of.items()
                                   if r in by_reduction}
     return tree
@@ -498,6 +505,31 @@ def _prefix_forms(expression) -> list[ex.Reduce]:
         if g.kind in (ex.ReduceKind.MIN, ex.ReduceKind.MAX, ex.ReduceKind.ARGMIN, ex.ReduceKind.ARGMAX) and \
                 len(g.variables) == 1 and not free_variables(g.body, groups) - set(g.variables) and _suffix(g.domains[0]):
             found.append(_group_reduction(groups, g))
+    return found
+
+
+def _moved_winners(expression, output) -> list[tuple[ex.Reduce, tuple[ex.Reduce, int]]]:
+    """The argmin/argmax selections that bind no variable, whose candidates read only tokens after their own
+    (``x[t+1]``: the token before a winner, ``x[argmax(...) - 1]``, shifted), and whose winner the target reads
+    only as a token at the top: each with the same comparison over ``t + m`` (``normal_form.over_neighbours``),
+    where every candidate reads its own token and those before it. Under the causal mask a retrieval of the
+    moved selection, whose candidates hold the token ``m`` before their own, brings that token: the one the
+    target reads (docs/model.md, "Causal mask")."""
+    _, groups = collect_groups(expression)
+    read_at_top = {e.index.group for e in walk(output) if isinstance(e, ex.Content) and isinstance(e.index, GroupRef)}
+    read_elsewhere = {ref.group for g in groups.values() for e in walk(g.body)
+                      for ref in [e.index if isinstance(e, ex.Content) else e] if isinstance(ref, GroupRef)}
+    refs = [e.group for e in walk(output) if isinstance(e, GroupRef)]   # a token read counts its index once more
+    tokens = [e.index.group for e in walk(output) if isinstance(e, ex.Content) and isinstance(e.index, GroupRef)]
+    read_elsewhere |= {g for g in refs if refs.count(g) > tokens.count(g)}
+    found = []
+    for gid in sorted(read_at_top - read_elsewhere):
+        g = groups[gid]
+        if g.kind.returns_index and len(g.variables) == 1 and not free_variables(g.body, groups) - set(g.variables):
+            selection = _group_reduction(groups, g)
+            moved = over_neighbours(selection)
+            if moved is not None and moved[1] > 0:
+                found.append((selection, moved))
     return found
 
 

@@ -304,8 +304,12 @@ def _group_infos(tree, gid: str, order: tuple[str, ...], rank_dim: int | None):
 def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
     """Each tree's hostings (``trees.Hosting``) as relations between the node keys kept, the tree's orders
     naming its nodes."""
-    same, copies, prefixes = set(), set(), set()
+    same, copies, prefixes, moved = set(), set(), set(), set()
     for tree in trees:
+        for node, (form, m) in tree.graph["moved"].items():
+            n, w = _kept_key(tree, node, infos), _kept_key(tree, form, infos)
+            if n is not None and w is not None:
+                moved.add((n, w, m))
         for node, prefix in tree.graph["prefixes"].items():
             pair = (_kept_key(tree, node, infos), _kept_key(tree, prefix, infos))
             if None not in pair:
@@ -320,7 +324,7 @@ def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
                     same.add(tuple(sorted((n, a))))
                 elif m is not None:
                     copies.add((m, a, n))
-    return Hosts(tuple(sorted(same)), tuple(sorted(copies)), tuple(sorted(prefixes)))
+    return Hosts(tuple(sorted(same)), tuple(sorted(copies)), tuple(sorted(prefixes)), tuple(sorted(moved)))
 
 
 def _kept_key(tree, node: str, infos: dict[str, NodeInfo]) -> str | None:
@@ -650,6 +654,8 @@ class _Builder:
         head may gather (the anchors too), each with the class that holds it."""
         enc = self.enc
         enc.fixed, enc.offsets = position_reads(comparison_tree(enc.target))
+        # a moved selection's candidates gather the token the target reads, m before their own
+        enc.offsets = tuple(sorted(set(enc.offsets) | {-m for _, _, m in enc.hosts.moved}))
         if self.use_anchors and self.pe and enc.arch.layers >= 2:
             free = len({i.group for i in enc.nodes.values() if not i.bound and i.kind in ("top1", "kth")})
             enc.anchors = {PositionClass.fixed(q): q for q in anchor_positions(enc.fixed, free, self.mask)}
@@ -1013,6 +1019,10 @@ class _Builder:
                       if not isinstance(q, Offset)]
             gains += [smt_and(v, know[(k, l - 1, key)]) for q, v in chosen.items() if isinstance(q, Offset)
                       for k in self.neighbour(c, q.offset)]
+        for n, w, m in self.enc.hosts.moved:   # the moved retrieval brings the token m before its winner
+            retrieves = acting.get(OperationName.selection(self.enc.nodes[w])) if n == key else None
+            if retrieves is not None:
+                gains.append(smt_and(retrieves, self.every_candidate(self.enc.nodes[w], l - 1, [Need("offset", -m)])))
         prefix = self.prefix_of.get(key)
         if prefix is not None and PREFIX_COLLECTION in acting:   # whole at the position the collection finds
             gains.append(smt_and(acting[PREFIX_COLLECTION], conj([know[(k, l - 1, prefix)] for k in self.enc.inputs])))

@@ -133,11 +133,13 @@ class Hosts:
     same: tuple[tuple[str, str], ...] = ()
     copies: tuple[tuple[str, str, str], ...] = ()
     prefixes: tuple[tuple[str, str], ...] = ()   # (a selection, its prefix form): a prefix collection brings it
+    moved: tuple[tuple[str, str, int], ...] = ()  # (a winner read ahead, the moved selection, m): trees.py
 
     def __bool__(self) -> bool:
-        return bool(self.same or self.copies or self.prefixes)
+        return bool(self.same or self.copies or self.prefixes or self.moved)
 
     def groups(self, nodes: dict[str, NodeInfo]) -> set[str]:
         """The groups with a node in a relation."""
         keys = {k for pair in (*self.same, *self.prefixes) for k in pair} | {k for triple in self.copies for k in triple}
+        keys |= {k for n, w, _ in self.moved for k in (n, w)}
         return {nodes[k].group for k in keys}

@@ -342,6 +342,11 @@ class ScalarReplay:
         (``trees.Hosting``): made at the position playing its bound variable under another node's name, or
         made by the winner of another selection for itself and copied with what that winner knew. None when
         ``who`` knows it under no name."""
+        moved = self.tree.graph["moved"].get(node)
+        if moved is not None:   # the winner of the moved selection, m after this one's (``trees.py``)
+            winner = layer.known[who - 1].get(self.binding(moved[0], {}))
+            if winner is not None:
+                return winner - moved[1]
         return self._named(self.binding(node, env), node, env, who, layer, set())[0]
 
     def _named(self, key: tuple, node: str, env: dict, who: int, layer: LayerState, open_: set) -> tuple[int | None, bool]:

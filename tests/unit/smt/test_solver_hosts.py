@@ -116,3 +116,13 @@ def test_a_fixed_position_that_may_win_its_own_retrieval_makes_the_copied_form_i
     text = "dot(a2, x[argmax(f1(x[u]) + dot(x[u], x[argmin(bilinear(A1, x[1], x[t]) for t in T)]) for u in T)])"
     arch = ifs.Architecture(heads=(1, 2), embed_dim=32, input_dim=3, positional=True, readout="last")
     assert ifs.decide(text, arch).status is ifs.Status.FEASIBLE
+
+
+def test_under_the_mask_the_token_before_a_winner_is_what_the_winner_gathered():
+    """x[argmax(...) - 1] is the shifted selection over range(1, T), whose candidates read the token after
+    their own, which the mask hides; the same comparison over range(2, T+1), each candidate reading its own
+    token, brings the token before the winner once every position gathered it: a previous-token head, then the
+    output token's retrieval (issue 37)."""
+    text = "f2(x[argmax(f1(x[t]) for t in range(2, T+1)) - 1])"
+    assert ifs.decide(text, _arch((1, 1), positional=True, causal=True)).status is ifs.Status.FEASIBLE
+    assert ifs.decide(text, _arch((1,), positional=True, causal=True)).status is ifs.Status.INFEASIBLE
