@@ -79,7 +79,7 @@ def check(claim: Claim, timeout: float | None = None) -> ClaimResult:
 
 
 def _check_one(claim: Claim, timeout: float | None):
-    verdict = decide(claim.target, claim.architecture, timeout=timeout)
+    verdict = decide(claim.target, claim.architecture, seq_len=claim.seq_len, timeout=timeout)
     if verdict.status is Status.UNKNOWN:
         return Outcome.UNKNOWN, f"unknown ({verdict.reason_unknown})", (), str(verdict)
     found = f"{verdict.status.value}, exponent {verdict.exponent}"
@@ -94,7 +94,7 @@ def _check_one(claim: Claim, timeout: float | None):
 def _check_every(claim: Claim, timeout: float | None):
     try:
         frontier = decide_all(claim.target, embed_dim=claim.embed_dim, input_dim=claim.input_dim,
-                              positional=claim.positional, timeout=timeout)
+                              positional=claim.positional, timeout=timeout, causal=claim.causal)
     except SolverUnknownError as err:
         return Outcome.UNKNOWN, f"unknown ({err.reason})", (), ""
     open_cells = sorted({cell for cell, status in frontier.grid.items() if status == "unknown"}

@@ -1,7 +1,9 @@
 """A user's own theorems as data: a TOML file of claims, read and validated (docs/claims.md).
 
 A claim names a target, an architecture (or every architecture), the verdict expected, and optionally the
-cost exponent and the frontier of minimal architectures. ``load`` reads a file into ``Claim`` values, checking
+cost exponent and the frontier of minimal architectures, and the decoder setting it is stated in: the causal
+mask (``causal``), where the answer is read (``readout``), the rank rule (``rank_aware``) and one sequence length
+(``seq_len``); what it leaves out is the target's, as ``infoflow decide`` takes it (``model.defaults``). ``load`` reads a file into ``Claim`` values, checking
 every key and value first and raising one ``InvalidSpecError`` that lists every problem; ``claim_check.check``
 asks the prover. Reading never executes anything: targets go through the whitelisting parser, exponents and
 widths through ``expression`` below.
@@ -21,15 +23,18 @@ from infoflow_smt.lang.catalogue import parse_spec
 from infoflow_smt.lang.target import Target
 from infoflow_smt.limits import MAX_CLAIMS_BYTES, MAX_TIMEOUT
 from infoflow_smt.model.architecture import Architecture
+from infoflow_smt.model.defaults import settings
 from infoflow_smt.symbols import T
 from infoflow_smt.words import printable
 
 EVERY = "every"                        # architecture = "every": the claim is over every (L, h)
 SHAPES = ("bounded", "grows")          # exponent words: free of T and finite / depends on T
 VERDICTS = ("feasible", "infeasible")
+SETTING_KEYS = {"causal", "readout", "rank_aware", "seq_len"}   # the decoder setting a claim is stated in
 KEYS = {"name", "source", "target", "heads", "architecture", "embed_dim", "input_dim", "positional", "expect",
-        "exponent", "frontier", "max_layers", "max_heads", "timeout"}
-DEFAULT_KEYS = {"embed_dim", "input_dim", "positional", "timeout"}   # what [defaults] may set
+        "exponent", "frontier", "max_layers", "max_heads", "timeout"} | SETTING_KEYS
+DEFAULT_KEYS = {"embed_dim", "input_dim", "positional", "timeout"} | SETTING_KEYS   # what [defaults] may set
+READOUTS = ("output", "last")
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,10 @@ class Claim:
     max_heads: int | None = None                # ... and h <= max_heads
     timeout: float | None = None
     source: str | None = None
+    causal: bool = False                        # the decoder's mask
+    readout: str = "output"                     # where the answer is read: the output token, or "last" (T)
+    rank_aware: bool = False                    # the rank rule
+    seq_len: int | None = None                  # one sequence length instead of every large T
 
     @property
     def every(self) -> bool:
@@ -59,14 +68,20 @@ class Claim:
     @property
     def architecture(self) -> Architecture:
         """The architecture of a one-architecture claim (with one head of one layer for an every-claim: its
-        width, token dimension and positional encoding)."""
+        width, token dimension, positional encoding and setting)."""
         return Architecture(heads=self.heads or (1,), embed_dim=self.embed_dim, input_dim=self.input_dim,
-                            positional=self.positional)
+                            positional=self.positional, causal=self.causal, readout=self.readout,
+                            rank_aware=self.rank_aware)
 
     def where(self) -> str:
-        """The architecture part of the claim, in words."""
+        """The architecture part of the claim, in words, with the setting when one is on (``report.setting``'s
+        words: the causal mask, the readout at the last position, the rank rule) and the one length."""
         arch = self.architecture
-        rest = f"E={arch.embed_dim}, d={arch.input_dim}{', positional' if arch.positional else ''}"
+        on = [w for w, flag in (("causal mask", self.causal), ("read at the last position", self.readout == "last"),
+                                ("rank rule", self.rank_aware)) if flag]
+        on += [f"at T = {self.seq_len}"] if self.seq_len is not None else []
+        rest = f"E={arch.embed_dim}, d={arch.input_dim}{', positional' if arch.positional else ''}" + \
+            "".join(f", {w}" for w in on)
         if not self.every:
             return f"{arch.shape}, {rest}"
         bounds = [f"L <= {self.max_layers}"] * (self.max_layers is not None) + \
@@ -202,15 +217,15 @@ def _fields(table: dict, target: Target | None, every: bool, found: list[str]) -
         embed_dim = _expression(embed_dim, "embed_dim", found)
     elif not _whole(embed_dim):
         found.append(f"embed_dim = {embed_dim!r}: give a whole number or an expression in T such as \"2*T\"")
-    input_dim = table.get("input_dim")
-    if input_dim is None:
-        input_dim = 1 if target is not None and target.reads_tokens_as_numbers else 2
-    elif not _whole(input_dim):
+    input_dim, positional = table.get("input_dim"), table.get("positional")
+    if input_dim is not None and not _whole(input_dim):
         found.append(f"input_dim = {input_dim!r}: give a whole number >= 1")
-    positional = table.get("positional")
-    if positional is None:
-        positional = bool(target is not None and target.needs_positional)
     _expect_type(found, "positional", positional, bool)
+    setting = _setting(table, every, found)
+    if target is not None and not found:   # what the claim leaves out is the target's, as on the command line
+        settled = settings(target, causal=setting["causal"], input_dim=input_dim, positional=positional,
+                           readout=setting["readout"])
+        input_dim, positional, setting["readout"] = settled["input_dim"], settled["positional"], settled["readout"]
     exponent = table.get("exponent")
     if exponent is not None:
         exponent = _exponent(exponent, found)
@@ -225,7 +240,34 @@ def _fields(table: dict, target: Target | None, every: bool, found: list[str]) -
         found.append(f"timeout = {timeout!r}: give a positive number of seconds up to {MAX_TIMEOUT:.0f} "
                      "(infoflow_smt.limits.MAX_TIMEOUT)")
     return dict(embed_dim=embed_dim, input_dim=input_dim, positional=positional, exponent=exponent,
-                frontier=frontier, timeout=timeout, **bounds)
+                frontier=frontier, timeout=timeout, **bounds, **setting)
+
+
+def _setting(table: dict, every: bool, found: list[str]) -> dict:
+    """``causal``, ``readout``, ``rank_aware`` and ``seq_len``, read and checked (``readout`` None: the target's).
+    A claim over every architecture is decided by ``decide_all``, which asks at the output token, for all large
+    T, at a width that does not grow with the heads: the keys it cannot honour are refused, each saying what to
+    ask instead."""
+    causal, rank_aware = table.get("causal", False), table.get("rank_aware", False)
+    _expect_type(found, "causal", causal, bool)
+    _expect_type(found, "rank_aware", rank_aware, bool)
+    readout, seq_len = table.get("readout"), table.get("seq_len")
+    if readout is not None and readout not in READOUTS:
+        found.append(f"readout = {readout!r}: give one of {', '.join(map(repr, READOUTS))}")
+    if seq_len is not None and (not _whole(seq_len) or seq_len < 2):
+        found.append(f"seq_len = {seq_len!r}: give a whole number >= 2 (or leave it out: every large T)")
+    if every:
+        refused = {"readout": readout == "last", "rank_aware": rank_aware is True, "seq_len": seq_len is not None}
+        found.extend(f"{key} = {_toml(table[key])} with architecture = \"every\": the frontier is decided at the output "
+                     f"token, for all large T, without the rank rule; state it on one architecture (heads = [...])"
+                     for key, on in refused.items() if on)
+        readout = "output" if readout is None else readout
+    return {"causal": causal if isinstance(causal, bool) else False, "readout": readout,
+            "rank_aware": rank_aware if isinstance(rank_aware, bool) else False, "seq_len": seq_len}
+
+
+def _toml(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 def _exponent(value, found: list[str]):

@@ -33,6 +33,7 @@ import sympy
 from infoflow_smt.command import SECONDS, WHOLE, BadInput, Bound, Exit, Parser, answer, console
 from infoflow_smt.deadline import Deadline, interrupts_remembered
 from infoflow_smt.files import output_file, write_atomic
+from infoflow_smt.report import setting
 from infoflow_smt.limits import MAX_DIGITS, MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS, MAX_WORKERS
 from infoflow_smt.symbols import T
 from infoflow_smt.words import printable
@@ -134,8 +135,8 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
     p.add_argument("--embed-dim", type=width, default=32, metavar="E",
                    help="the width: a whole number or an expression in T such as 2*T (default 32)")
     p.add_argument("--input-dim", type=INPUT_DIM, default=None, metavar="d",
-                   help="dimension of each input token (default: 1 for targets that read tokens as numbers, "
-                        "else 2)")
+                   help="dimension of each input token (default: the target's, 1 for targets that read tokens as "
+                        "numbers, else 2; docs/api.md, \"Defaults\")")
     p.add_argument("--positional", action=argparse.BooleanOptionalAction, default=None,
                    help="positional encoding (default: on exactly when the target tells positions apart: fixed "
                         "positions, offsets, subsets or ranges; with --readout last, x[T] is the reader's own token)")
@@ -148,9 +149,10 @@ def _architecture_options(p: argparse.ArgumentParser, heads: bool = True) -> Non
 
 
 def _readout_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--readout", choices=("output", "last"), default="output",
-                   help="where the answer is read: the extra output token (default, as in the papers) or the last "
-                        "input position T, as a decoder's next-token prediction (docs/model.md, \"Readout\")")
+    p.add_argument("--readout", choices=("output", "last"), default=None,
+                   help="where the answer is read: the extra output token, as in paper 1, or the last input "
+                        "position T, as a decoder's next-token prediction (default: where the target's catalogue "
+                        "entry's paper reads it, else the output token; docs/model.md, \"Readout\")")
 
 
 def _question_options(p: argparse.ArgumentParser, json_help: str = "print one JSON document (docs/cli.md)") -> None:
@@ -259,27 +261,30 @@ def _target(spec: str):
     return parse_spec(spec)
 
 
+def _settings(args, target) -> dict:
+    """The token dimension, readout and positional encoding asked: each as given, or the target's, by the rule
+    ``ifs.decide`` applies to what an ``Architecture`` leaves out (``model.defaults``). The commands without
+    ``--readout`` ask at the output token."""
+    from infoflow_smt.model.defaults import settings
+    return settings(target, causal=args.causal, input_dim=args.input_dim, positional=args.positional,
+                    readout=getattr(args, "readout", "output"))
+
+
 def _input_dim(args, target) -> int:
-    return target.token_dim if args.input_dim is None else args.input_dim
+    return _settings(args, target)["input_dim"]
 
 
 def _positional(args, target) -> bool:
-    if args.positional is not None:
-        return args.positional
-    if getattr(args, "readout", "output") == "last":  # x[T] is then the reader's own token: no position needed
-        from infoflow_smt.model.readout import last_token_target
-        return bool(last_token_target(target).needs_positional)
-    if getattr(args, "causal", False):  # under a mask, range(1, s+1) is told apart by the mask itself
-        from infoflow_smt.lang.trees import needs_positional
-        return bool(needs_positional(target, True))
-    return bool(target.needs_positional)
+    return _settings(args, target)["positional"]
 
 
 def _architecture(args, target, heads=None):
     from infoflow_smt.model.architecture import Architecture
-    return Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=_input_dim(args, target),
-                        positional=_positional(args, target), causal=args.causal,
-                        rank_aware=args.rank_aware, readout=getattr(args, "readout", "output"))
+    arch = Architecture(heads=heads or args.heads, embed_dim=args.embed_dim, input_dim=args.input_dim,
+                        positional=args.positional, causal=args.causal, rank_aware=args.rank_aware,
+                        readout=getattr(args, "readout", None))
+    from infoflow_smt.model.defaults import settled
+    return settled(arch, target)
 
 
 def _writable(path: str, option: str, inputs=()) -> Path:
@@ -345,26 +350,30 @@ def _experiments_confirm():
 
 
 def cmd_explain(args) -> int:
+    from infoflow_smt.lang.node_text import named_target, node_names
     from infoflow_smt.report.explain import describe_node, innermost_first
     from infoflow_smt.smt.solver import decide
     target = _target(args.target)
     arch = _architecture(args, target)
     verdict = decide(target, arch, seq_len=args.seq_len, timeout=args.timeout)
     tree = verdict.target.tree()  # the question decided: read at the last position, every position's answer
-    selections = [describe_node(tree, n) for n in innermost_first(tree)]
+    called = node_names(tree)
+    nodes = innermost_first(tree)
+    selections = [describe_node(tree, n) for n in nodes]
     if args.json:
         _print_json({"target": target.text, "comparison_order": target.comparison_order,
                      "comparison_dimension": target.comparison_dimension,
                      "comparison_number": str(target.comparison_number), "depth": target.depth,
                      "selections": selections, "verdict": verdict.to_json()})
         return verdict.status.exit_code
-    print(f"target: {target.text}")
+    named = named_target(target)   # the selections below define the names
+    print(f"target: {named[0] if named else target.text}")
     print(f"  comparison order {target.comparison_order} (selections one after another), dimension "
           f"{target.comparison_dimension} (selections side by side), number {target.comparison_number}, "
           f"depth {target.depth}")
     if selections:
         print("  selections, innermost first:")
-        print("\n".join(f"    - {s}" for s in selections))
+        print("\n".join(f"    - {called[n] + ': ' if n in called else ''}{s}" for n, s in zip(nodes, selections)))
     print(verdict)
     return verdict.status.exit_code
 
@@ -378,8 +387,9 @@ def cmd_minimize(args) -> int:
                      seq_len=args.seq_len, timeout=args.timeout, rank_aware=args.rank_aware, causal=args.causal)
     # an undecided architecture may be a missing point, or lower a listed one: the answer depends on it
     code = 3 if front.undecided else 0 if front else 1
+    asked = _asked(args)
     if args.json:
-        _print_json(front.to_json() | {"target": target.text})
+        _print_json(front.to_json() | {"target": target.text, "setting": setting.to_json([asked])})
         return code
     # in csv, markdown or latex stdout holds the table alone (a file a program reads); the sentences go to stderr
     say = print if args.format == "text" else _note
@@ -391,12 +401,24 @@ def cmd_minimize(args) -> int:
              v.witness.operations if v.witness else "-") for v in front]
     what = "Pareto-minimal architectures" if front.complete else "Pareto-minimal among the decided architectures"
     _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
-                        title=f"{what} ({front.tried} tried)"), args.format)
+                        title=f"{what} ({front.tried} tried){_under(asked)}"), args.format)
     if not front:
         say(str(front))
     if front.undecided:
         say(front.gap())
     return code
+
+
+def _asked(args):
+    """The setting every architecture of ``minimize`` and ``frontier`` is asked in (one head of one layer)."""
+    from infoflow_smt.model.architecture import Architecture
+    return Architecture(heads=(1,), causal=args.causal, rank_aware=args.rank_aware, readout="output")
+
+
+def _under(*archs) -> str:
+    """A table's title's tail naming the mask and the rank rule when they are on (``report.setting``)."""
+    on = setting.line(archs)
+    return f"; {on}" if on else ""
 
 
 def _note(line: str) -> None:
@@ -416,14 +438,14 @@ def cmd_frontier(args) -> int:
                           input_dim=_input_dim(args, target), positional=args.positional, timeout=args.timeout,
                           rank_aware=args.rank_aware, causal=args.causal)
     if args.json:
-        _print_json(frontier.to_json())
+        _print_json(frontier.to_json() | {"setting": setting.to_json([_asked(args)])})
     elif args.format == "text":
         print(frontier)
     else:
         rows = [(v.architecture.layers, v.architecture.heads[0], v.exponent,
                  v.witness.operations if v.witness else "-") for v in frontier.points]
         _print_table(_table(("layers", "heads per layer", "exponent", "operations"), rows,
-                            title=str(frontier).splitlines()[0]), args.format)
+                            title=str(frontier).splitlines()[0] + _under(_asked(args))), args.format)
     if not frontier.complete:   # the answer rests on cells the solver could not decide
         return 3
     return 1 if frontier.none else 0
@@ -463,7 +485,8 @@ def cmd_sweep(args) -> int:
         result.plot(plots[i], target=spec)
     unknown = result.undecided > 0
     if args.json:
-        _print_json(result.to_json() | {"plots": [str(p) for p in plots]})
+        _print_json(result.to_json() | {"plots": [str(p) for p in plots],
+                                        "setting": setting.to_json(c.architecture for c in cells)})
         return 3 if unknown else 0
     say = print if args.format == "text" else _note   # csv, markdown, latex: the tables alone on stdout
     if args.format == "csv":   # one tidy table (a row per cell) a spreadsheet or pandas reads at once
@@ -486,8 +509,9 @@ def cmd_sweep(args) -> int:
 
 def _cell_table(cells):
     rows = [(c.target, c.architecture.layers, c.architecture.heads[0], c.status.value, c.exponent or "-",
-             c.bound, "inferred" if c.inferred else "cached" if c.cached else "decided") for c in cells]
-    return _table(("target", "layers", "heads per layer", "verdict", "exponent", "bound", "how"), rows)
+             c.bound, "inferred" if c.inferred else "cached" if c.cached else "decided",
+             setting.line([c.architecture]) or "-") for c in cells]
+    return _table(("target", "layers", "heads per layer", "verdict", "exponent", "bound", "how", "setting"), rows)
 
 
 def _numbered(path: str, i: int) -> str:
@@ -516,9 +540,9 @@ def _phase_table(spec: str, cells, layers, heads):
             exponent = f" {bound}{c.exponent.replace(' ', '')}" if c.exponent else ""
             row.append(f"{marks[c.status.value]}{exponent}{'*' if c.inferred else ''}")
         rows.append(row)
-    masked = ", under a causal mask" if any(c.architecture.causal for c in cells) else ""
+    on = setting.line(c.architecture for c in cells)
     return _table(["L \\ h", *map(str, heads)], rows,
-                  title=f"{spec}: efficient? (cost exponent) on L layers of h heads{masked}")
+                  title=f"{spec}: efficient? (cost exponent) on L layers of h heads{f', {on}' if on else ''}")
 
 
 class _progress:

@@ -171,15 +171,16 @@ def raised(spec: str, arch: str, status: str, claim: Claim, err: Exception, star
 
 def run_proof(name: str, statement: str, gather: Callable[[], Iterable[Evidence]],
               general: Callable[[], GeneralClaim] | None = None,
-              notes: Callable[[], tuple[str, ...]] | None = None) -> ProofResult:
+              notes: Callable[[], tuple[str, ...]] | None = None, differences: tuple[str, ...] = ()) -> ProofResult:
     """Collect the evidence of one proof and its general claim, and time them; it holds iff every evidence
-    matches and the general claim holds. ``notes``: the proof's remarks for its report (not timed)."""
+    matches and the general claim holds. ``notes``: the proof's remarks for its report (not timed).
+    ``differences``: where the model's answer is not the paper's, one sentence each."""
     started = time.perf_counter()
     evidence = tuple(gather())
     claim = general() if general is not None else None
     holds = bool(evidence) and all(e.matches for e in evidence) and (claim is None or claim.holds)
     return ProofResult(name, statement, holds, evidence, time.perf_counter() - started, claim,
-                       notes() if notes is not None else ())
+                       notes() if notes is not None else (), tuple(differences))
 
 
 @dataclass(frozen=True)

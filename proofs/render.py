@@ -4,7 +4,8 @@ The JSON document is a list with one object per proof: ``name``, ``statement``, 
 held because a question ran out of time), ``undecided`` (the questions that ran out of time, which an unknown
 proof rests on), ``seconds``,
 ``general`` (the claim over every architecture: ``statement``, ``holds``, ``detail``, ``frontiers``, each a
-``Frontier.to_json()`` with its saturation bounds, and ``undecided``) and ``instances``, a list of objects with the keys of
+``Frontier.to_json()`` with its saturation bounds, and ``undecided``), ``differences`` (where the model's answer is
+not the paper's, one sentence each) and ``instances``, a list of objects with the keys of
 ``Evidence.to_dict`` (``target``, ``architecture``, ``expected_status``, ``obtained_status``,
 ``expected_exponent``, ``obtained_exponent``, ``replayed``, ``matches``, ``explanation``, ``detail``,
 ``seconds``); exponents are strings (sympy's ``str``).
@@ -31,7 +32,7 @@ from infoflow_smt.words import plural
 
 from .result import Evidence, ProofResult
 
-SCHEMA_KEYS = ("name", "statement", "holds", "unknown", "undecided", "seconds", "general", "instances")
+SCHEMA_KEYS = ("name", "statement", "holds", "unknown", "undecided", "seconds", "general", "differences", "instances")
 WHAT_A_PROOF_SHOWS = (
     "**What a proof here shows.** That the decision procedure (the SMT encoding, its replayed witnesses and its "
     "frontiers) agrees with the theorems *inside the model* (docs/model.md): the cost laws the model takes from "
@@ -62,7 +63,10 @@ def _summary(results: Sequence[ProofResult]) -> str:
     held, unknown = [r for r in results if r.holds], [r for r in results if r.unknown]
     undecided = (f", {len(unknown)} unknown: " + ", ".join(f"{r.name} ({plural(len(r.undecided), 'question')} "
                                                             "ran out of time)" for r in unknown)) if unknown else ""
-    return f"{len(held)} of {len(results)} proofs hold{undecided} ({sum(r.seconds for r in results):.1f} s)."
+    differing = [r.name for r in results if r.differences]
+    differ = (f" The model's answer differs from a paper's in {plural(sum(len(r.differences) for r in results), 'place')} "
+              f"({', '.join(differing)}: the lines 'differs from the paper' above).") if differing else ""
+    return f"{len(held)} of {len(results)} proofs hold{undecided} ({sum(r.seconds for r in results):.1f} s).{differ}"
 
 
 def text(results: Sequence[ProofResult], explain: bool = False) -> list[str]:
@@ -82,6 +86,7 @@ not decide is marked UNKNOWN, not MISMATCH); then one summary line naming the un
                          f"{result.general.statement}")
             if result.general.detail:
                 lines.append(f"            why: {result.general.detail}")
+        lines += [f"  differs from the paper: {difference}" for difference in result.differences]
         for ev in result.evidence:
             mark = "ok" if ev.matches else "UNKNOWN" if ev.obtained_status == "unknown" else "MISMATCH"
             lines.append(f"  {mark:<9} {ev.target} | {ev.architecture} | expected {ev.expected_status}, "
@@ -170,6 +175,9 @@ def markdown(results: Sequence[ProofResult]) -> str:
         if explained:
             out += ["", "The solver's words (why an inefficient answer is inefficient; a feasible one's notes):", ""]
             out += [f"- row {i}: " + " ".join(ev.explanation) for i, ev in explained]
+        if r.differences:
+            out += ["", "**Where the model's answer differs from the paper's:**", ""]
+            out += [f"- {_cell(difference)}" for difference in r.differences]
         if r.notes:
             out += [""] + list(r.notes)
     return "\n".join(out) + "\n"

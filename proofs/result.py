@@ -88,6 +88,8 @@ class ProofResult:
     seconds: float
     general: GeneralClaim | None = None
     notes: tuple[str, ...] = ()           # Markdown lines a report shows after the evidence (tables, tests)
+    differences: tuple[str, ...] = ()     # where the model's answer is not the paper's, one sentence each (every
+                                          # rendering shows them: the terminal, the JSON, the report)
 
     @property
     def mismatches(self) -> tuple[Evidence, ...]:
@@ -120,5 +122,6 @@ class ProofResult:
             "undecided": list(self.undecided),
             "seconds": round(self.seconds, 3),
             "general": self.general.to_dict() if self.general else None,
+            "differences": list(self.differences),
             "instances": [e.to_dict() for e in self.evidence],
         }

@@ -50,7 +50,7 @@ from infoflow_smt.files import as_path, plain_file
 from infoflow_smt.lang import causal
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.limits import MAX_WORKERS, whole
-from infoflow_smt.model import cost
+from infoflow_smt.model import cost, defaults
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, Program, validate
 from infoflow_smt.processes import worker_pool
@@ -447,17 +447,18 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     cache_path = _cache_path(cache)
     known, damaged = _load(cache_path) if cache_path else ({}, 0)
     jobs = []
+    asked = {spec: _settled(target, archs) for spec, target in specs}   # what an architecture leaves out: the target's
     for spec, target in specs:
-        for arch in archs:
+        for arch in asked[spec]:
             validate_question(target, arch, seq_len, samples)
         for masked in sorted({arch.causal for arch in archs}):
-            jobs.append(_Job(_asked(target, masked), spec, [a for a in archs if a.causal == masked], settings,
+            jobs.append(_Job(_asked(target, masked), spec, [a for a in asked[spec] if a.causal == masked], settings,
                              str(cache_path) if cache_path else None, dict(known), infer, started + budget))
     if backend == "ray":
         results = _run_ray(jobs, address, progress)
     else:
         results = _run_local(jobs, workers, progress)
-    cells = _in_order(specs, archs, jobs, results)
+    cells = _in_order(specs, asked, jobs, results)
     damaged += sum(c.recomputed for c in cells)
     if damaged:  # said once: the answers are right (decided again), the file was not
         print(f"infoflow_smt: {damaged} record{'s' * (damaged != 1)} in the sweep cache {cache_path} failed "
@@ -472,13 +473,25 @@ def _asked(target, masked: bool):
     return causal.check_supported(target) if masked else target
 
 
-def _in_order(specs, archs: list[Architecture], jobs: list[_Job], results: list[list[Cell]]) -> list[Cell]:
-    """The cells target by target, each target's in the order of ``archs`` (its unmasked and masked
-    architectures are two jobs: monotonicity never relates them, ``Architecture.covers``)."""
+def _settled(target, archs: list[Architecture]) -> list[Architecture]:
+    """The architectures with what they leave out taken from ``target`` (``Architecture.settled``); a catalogue
+    entry read at the last position is refused, as ``readout='last'`` is (``_validated``)."""
+    settled = [defaults.settled(arch, target) for arch in archs]
+    if any(arch.readout == "last" for arch in settled):
+        raise InvalidSpecError([Problem(f"{target.name or target.text} is read at the last position (its paper's "
+                                        "readout), which sweeps do not support yet: give readout='output' to sweep "
+                                        "it at the output token, or decide each architecture with ifs.decide")],
+                               "sweep")
+    return settled
+
+
+def _in_order(specs, asked: dict[str, list[Architecture]], jobs: list[_Job], results: list[list[Cell]]) -> list[Cell]:
+    """The cells target by target, each target's in the order of its architectures (``asked``: each settled for
+    it; its unmasked and masked architectures are two jobs: monotonicity never relates them, ``Architecture.covers``)."""
     found: dict[tuple[str, Architecture], Cell] = {}
     for job, cells in zip(jobs, results):
         found.update(((job.spec, cell.architecture), cell) for cell in cells)
-    return [found[(spec, arch)] for spec, _ in specs for arch in archs]
+    return [found[(spec, arch)] for spec, _ in specs for arch in asked[spec]]
 
 
 def _validated(targets, archs, workers, backend, samples):

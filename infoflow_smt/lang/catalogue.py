@@ -4,8 +4,10 @@ Each entry builds target *text* and goes through ``parse_target``, the same safe
 Sources: paper 1 is "InfoFlow" (depth/width separations for transformers), paper 2 its follow-up on
 D-retrieval; section numbers refer to docs/model.md where given. The entries after them are results from
 outside the two papers (induction heads, k-hop induction, Match2 and Match3, disjointness, nearest
-neighbour), each citing its arXiv paper; ``proofs/literature.py`` sets each paper's claim beside the model's
-verdict.
+neighbour), each citing its arXiv paper, in the form the paper states the task: Match2 and Match3 answer at
+every position (``o``), and ``hop_k`` is read at the last position (``Entry.readout``: an architecture that
+leaves its readout out reads it there, ``model.defaults``). ``proofs/literature.py`` sets each paper's claim
+beside the model's verdict.
 
 A spec is ``name`` or ``name:key=value,key=value`` (defaults omitted in canonical form), as on the CLI:
 
@@ -46,13 +48,15 @@ class Parameter:
 
 @dataclass(frozen=True)
 class Entry:
-    """A catalogue target: ``builder(**parameters)`` returns its text."""
+    """A catalogue target: ``builder(**parameters)`` returns its text; ``readout`` is where its paper reads the
+    answer: ``"output"``, the extra output token (paper 1), or ``"last"``, the last input position."""
 
     name: str
     builder: Callable[..., str]
     parameters: tuple[Parameter, ...]
     source: str
     summary: str
+    readout: str = "output"
 
     @property
     def defaults(self) -> dict[str, object]:
@@ -66,7 +70,7 @@ class Entry:
     def to_json(self) -> dict:
         return {"name": self.name, "summary": self.summary, "source": self.source,
                 "parameters": {p.name: _show(p.default) for p in self.parameters},
-                "text": self.builder(**self.defaults)}
+                "text": self.builder(**self.defaults), "readout": self.readout}
 
 
 def _joined(terms: list[str]) -> str:
@@ -123,7 +127,16 @@ def _k_hop_induction(k: int) -> str:
     return text
 
 
-def _match(order: int) -> str:
+def _match(order: int, prefix: bool) -> str:
+    """Match2 (order 2) or Match3 (order 3) as the paper states it: at every position o, whether some partners
+    (one, two) match its token, a smooth F0 for the indicator; ``prefix``: partners among x[1..o] only."""
+    partners = ("s", "t")[2 - (order - 1):]
+    tokens = ", ".join(["x[o]", *(f"x[{v}]" for v in partners)])
+    domain = "range(1, o+1)" if prefix else "T"
+    return f"max(F0({tokens}) {' '.join(f'for {v} in {domain}' for v in partners)})"
+
+
+def _max_over(order: int) -> str:
     variables = ("r", "s", "t")[-order:]
     tokens = ", ".join(f"x[{v}]" for v in variables)
     return f"max(F0({tokens}) {' '.join(f'for {v} in T' for v in variables)})"
@@ -164,13 +177,27 @@ ENTRIES: Mapping[str, Entry] = MappingProxyType({e.name: e for e in (
           "output token: needs positional encoding."),
     Entry("k_hop_induction", _k_hop_induction, (Parameter("k", 2, "int", 1, 16),),
           "Sanford, Hsu, Telgarsky 2024, arXiv 2402.09268 (depth about log2(k) by pointer doubling)",
-          "k induction-head hops, each from the token the previous hop found (k = 1 is induction_head)."),
-    Entry("match2", functools.partial(_match, 2), (),
-          "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896 (Match2, there an output at every position)",
-          "max over pairs s, t of F0(x_s, x_t): comparison order 2, one answer for the whole sequence."),
-    Entry("match3", functools.partial(_match, 3), (),
-          "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896 (Match3, there an output at every position)",
-          "max over triples r, s, t of F0(x_r, x_s, x_t): comparison order 3."),
+          "k induction-head hops, each from the token the previous hop found (k = 1 is induction_head), read at "
+          "the output token; hop_k is the same read at the last position, as the paper reads it."),
+    Entry("hop_k", _k_hop_induction, (Parameter("k", 2, "int", 1, 16),),
+          "Sanford, Hsu, Telgarsky 2024, arXiv 2402.09268 (hop_k: depth about log2(k) by pointer doubling)",
+          "the paper's hop_k: k induction-head hops from the last token x[T], each from the token the previous hop "
+          "found, read at the last position (readout last; k_hop_induction reads it at the output token).",
+          readout="last"),
+    Entry("match2", functools.partial(_match, 2), (Parameter("prefix", False, "bool"),),
+          "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896 (Match2: one layer of one head at small size)",
+          "the paper's Match2: at every position o, the max over t of F0(x_o, x_t) (does some t match o?); "
+          "prefix=true: t among 1..o only, what a decoder's position sees under its mask."),
+    Entry("match3", functools.partial(_match, 3), (Parameter("prefix", False, "bool"),),
+          "Sanford, Hsu, Telgarsky 2023, arXiv 2306.02896 (Match3: one layer needs size polynomial in T)",
+          "the paper's Match3: at every position o, the max over s, t of F0(x_o, x_s, x_t); prefix=true: s, t "
+          "among 1..o only."),
+    Entry("max_over_pairs", functools.partial(_max_over, 2), (), "paper 1's depth-separation shape (Match2's "
+          "pairs reduced to one answer)",
+          "max over pairs s, t of F0(x_s, x_t), one answer read at the output token: comparison order 2."),
+    Entry("max_over_triples", functools.partial(_max_over, 3), (), "paper 1's triangle-center shape (Match3's "
+          "triples reduced to one answer)",
+          "max over triples r, s, t of F0(x_r, x_s, x_t), one answer read at the output token: comparison order 3."),
     Entry("disjointness", _disjointness, (),
           "Bhattamishra, Hahn, Blunsom, Kanade 2024, arXiv 2406.09347 (two layers of log size, one layer linear)",
           "max over s in S1, t in S3 of <x_s, x_t>: with nearly orthogonal unit codes for the elements, 1 iff "
@@ -327,6 +354,18 @@ def _parsed(spec: str, seed: int) -> Target:
     return _build(name, seed, _parse_params(rest) if rest is not None else {})
 
 
+def stated_readout(target) -> str:
+    """Where the paper of ``target``'s catalogue entry reads the answer (``Entry.readout``); ``"output"`` for
+    target text.
+
+    >>> stated_readout(parse_spec("hop_k:k=3")), stated_readout(parse_spec("k_hop_induction:k=3"))
+    ('last', 'output')
+    """
+    name = getattr(target, "name", None) or ""
+    found = ENTRIES.get(name.split(":", 1)[0])
+    return found.readout if found is not None else "output"
+
+
 def as_target(target) -> Target:
     """What ``decide`` and the brute force take: a ``Target``, or a catalogue spec or target text."""
     if isinstance(target, str):
@@ -344,6 +383,7 @@ def describe(name: str) -> str:
     """
     found = _entry(name)
     params = found.signature
+    read = "" if found.readout == "output" else f"\nread at: the {found.readout} position (its paper's readout)"
     return (f"{found.name}{f'({params})' if params else ''}: {found.summary}\n"
             f"source: {found.source}\n"
-            f"text: {found.builder(**found.defaults)}")
+            f"text: {found.builder(**found.defaults)}{read}")

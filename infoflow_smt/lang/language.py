@@ -5,6 +5,15 @@ against a whitelist (see docs/api.md, "Target text"). Nothing is ever evaluated,
 the syntax tree is only inspected. Every problem found is collected and raised once, as one
 ``InvalidSpecError`` whose problems carry 1-based character columns into the text.
 
+**Named sub-expressions.** Definitions ``name = E`` may come before the target, separated by ``;`` or new
+lines (``p1 = argmax(dot(x[t-1], x[T]) for t in range(2, T+1)); x[argmax(dot(x[u-1], x[p1]) for u in
+range(2, T+1))]``): each name stands for its expression wherever it is used later, as if written there (``x[p1]``
+for the token at a named selection's winner, ``x[p1 + 1]`` for the one after it). A definition reads no index
+variable it does not bind (it means the same wherever it is used); where it is used inside a reduction that
+binds one of its own variables, that variable is renamed. The text is still only inspected: ``ast.parse`` in
+``exec`` mode reads the statements, and nothing but ``name = E`` definitions and one final expression is
+accepted. ``to_named_text`` prints a target back with its nested selections named.
+
 Value kinds are checked while walking: ``x[...]`` is a d-vector, and so is a bare parameter name, which
 may only be a direct argument of ``dot`` (``dot(a1, x[t])``) or the matrix of ``bilinear(A1, a, b)``;
 everything else is a scalar, ``dot``/``norm``/``bilinear`` take vectors and selections need a scalar body.
@@ -44,7 +53,12 @@ from infoflow_smt.lang.expr import (
     ReduceKind,
     Subset,
     VarIndex,
+    children,
     domain_variables,
+    free_variables,
+    height,
+    map_children,
+    rename,
 )
 from infoflow_smt.limits import (
     MAX_DEPTH,
@@ -76,6 +90,18 @@ _CONSTRUCTS = {
 }
 SCALAR, VECTOR = "scalar", "vector"
 _Result = tuple[Expr | None, str | None]  # (the tree or None after a problem, its value kind if known)
+NAME_PREFIXES = ("p", "q", "w", "a", "b", "c")   # names ``to_named_text`` gives: p1, p2, ... (a prefix no name uses)
+
+
+@dataclass(frozen=True)
+class _Definition:
+    """A named sub-expression: what it stands for, its value kind, where it is defined, how many reductions
+    nest in it."""
+
+    expr: Expr | None
+    kind: str | None
+    column: int
+    height: int
 
 
 def _fail(message: str, column: int | None = None) -> InvalidSpecError:
@@ -169,6 +195,9 @@ class _Walker(ast.NodeVisitor):
         self.names: dict[str, int] = {}      # parameter / function name -> first column
         self.variables: dict[str, int] = {}  # index variable -> first column
         self.nesting = 0                     # reductions enclosing the node being walked
+        self.definitions: dict[str, _Definition] = {}   # named sub-expressions, in the order they are defined
+        self.used: set[str] = set()          # the definitions used so far
+        self.identifiers: set[str] = set()   # every name the text writes: a renamed variable avoids them
 
     def column(self, node: ast.AST) -> int:
         return self.source.column(node.lineno, node.col_offset)
@@ -177,11 +206,80 @@ class _Walker(ast.NodeVisitor):
         self.problems.append(Problem(message, self.column(node)))
 
     def expr(self, node: ast.AST, scope: tuple[str, ...]) -> _Result:
+        if isinstance(node, ast.Name) and node.id in self.definitions:
+            return self.defined(node, scope)
         visit = getattr(self, f"visit_{type(node).__name__}", None)
         if visit is None:
             self.problem(node, f"unsupported construct: {_CONSTRUCTS.get(type(node), type(node).__name__)}")
             return None, None
         return visit(node, scope)
+
+    # ---- named sub-expressions (module docstring) ------------------------------------------------------
+    def program(self, statements: list[ast.stmt]) -> Expr | None:
+        """``name = E`` definitions, then the target: the target with every name standing for its expression."""
+        self.identifiers = {n.id for s in statements for n in ast.walk(s) if isinstance(n, ast.Name)}
+        for statement in statements[:-1]:
+            if isinstance(statement, ast.Assign):
+                self.define(statement)
+            else:
+                self.problem(statement, "only the last line is the target; the lines before it define names, "
+                                        "as in p = argmax(...)")
+        last = statements[-1]
+        result = None
+        if isinstance(last, ast.Expr):
+            result, _ = self.expr(last.value, (ANSWER,))
+        else:
+            self.problem(last, "the text ends with a definition: write the target after it, as in "
+                               "p = argmax(f1(x[t]) for t in T); x[p]")
+        for name, definition in self.definitions.items():
+            if name not in self.used:
+                self.problems.append(Problem(f"{name!r} is defined but never used", definition.column))
+        return result
+
+    def define(self, statement: ast.Assign) -> None:
+        target = statement.targets[0]
+        if len(statement.targets) != 1 or not isinstance(target, ast.Name):
+            self.problem(statement, "a definition names one expression: name = E")
+            return
+        name = target.id
+        if self.bad_name(target, name, "a name for an expression"):
+            return
+        if name == ANSWER or name in self.names or name in self.variables:
+            used = ("names the answering position" if name == ANSWER else
+                    "is already a parameter or function name" if name in self.names else "is already an index variable")
+            self.problem(target, f"name {name!r} {used}; define another name")
+            return
+        value, kind = self.expr(statement.value, (ANSWER,))   # closed: it means the same wherever it is used
+        self.definitions[name] = _Definition(value, kind, self.column(target), 0 if value is None else height(value))
+
+    def defined(self, node: ast.Name, scope: tuple[str, ...]) -> _Result:
+        """A name defined before: its expression as if written here, its variables that ``scope`` binds renamed."""
+        definition = self.definitions[node.id]
+        self.used.add(node.id)
+        if definition.expr is None:
+            return None, definition.kind
+        if self.nesting + definition.height > MAX_NESTING:
+            self.problem(node, f"with {node.id} written out, reductions nest more than {MAX_NESTING} deep, over the "
+                               f"limit of {MAX_NESTING} (infoflow_smt.limits)")
+            return None, definition.kind
+        clash = _bound_variables(definition.expr) & set(scope)
+        if not clash:
+            return definition.expr, definition.kind
+        taken = self.identifiers | set(scope) | _bound_variables(definition.expr)
+        names = {}
+        for var in sorted(clash):
+            names[var] = next(f"{var}{i}" for i in range(2, len(taken) + 3) if f"{var}{i}" not in taken)
+            taken.add(names[var])
+        return rename(definition.expr, names), definition.kind
+
+    def defined_position(self, node: ast.Name, scope: tuple[str, ...]):
+        """A name used as a position, ``x[p]``: it must name an argmax/argmin."""
+        value, _ = self.defined(node, scope)
+        if value is not None and not (isinstance(value, Reduce) and value.kind.returns_index):
+            self.problem(node, f"{node.id!r} names a value, not a position: only a name for argmax(...) or "
+                               f"argmin(...) can index x")
+            return None
+        return value
 
     # ---- leaves -------------------------------------------------------------------------------------
     def visit_Constant(self, node: ast.Constant, scope: tuple[str, ...]) -> _Result:
@@ -242,7 +340,10 @@ class _Walker(ast.NodeVisitor):
     # ---- names and positions ------------------------------------------------------------------------
     def bad_name(self, node: ast.AST, name: str, what: str) -> bool:
         """Report (and return True) if ``name`` cannot serve as ``what``."""
-        if name.startswith("_"):
+        if name in self.definitions:
+            self.used.add(name)
+            self.problem(node, f"{name!r} names an expression defined before and cannot be used as {what}")
+        elif name.startswith("_"):
             self.problem(node, f"name {name!r}: names starting with '_' are not allowed")
         elif name in ("x", "T"):
             hint = "; write x[t]" if name == "x" else "; T is only allowed in x[...] and domains"
@@ -275,9 +376,11 @@ class _Walker(ast.NodeVisitor):
         if isinstance(node, ast.Name):
             if node.id == "T":
                 return FixedIndex(0, True)
+            if node.id in self.definitions:
+                return self.defined_position(node, scope)
             return VarIndex(node.id) if self.bound(node, node.id, scope) else None
         if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
-                and isinstance(node.left, ast.Name)
+                and isinstance(node.left, ast.Name) and node.left.id not in self.definitions
                 and isinstance(node.right, ast.Constant) and _is_int(node.right.value)):
             return self.shifted(node, scope)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _REDUCTIONS:
@@ -285,17 +388,19 @@ class _Walker(ast.NodeVisitor):
                 return self.reduction(node, node.func.id, scope)[0]
             self.problem(node, f"only argmin(...)/argmax(...) can index x, not {node.func.id}(...)")
             return None
-        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and _is_selection(node.left)
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+                and (_is_selection(node.left) or isinstance(node.left, ast.Name) and node.left.id in self.definitions)
                 and _int_literal(node.right) is not None):
             return self.after_selection(node, scope)
         self.problem(node, "unsupported index: expected x[t], x[1], x[T], x[T-1], x[t-1], x[t+1], "
-                           "x[argmax(...)] or x[argmax(...) + 1]")
+                           "x[argmax(...)] or x[argmax(...) + 1] (or a name for an argmax: x[p], x[p + 1])")
         return None
 
     def after_selection(self, node: ast.BinOp, scope: tuple[str, ...]):
         """``argmax(...) + c`` or ``argmin(...) - c``: the token ``c`` positions after (before) the selected one,
         read as the shifted selection (``shift``: the same function, in the offset form)."""
-        selection = self.reduction(node.left, node.left.func.id, scope)[0]
+        selection = (self.defined_position(node.left, scope) if isinstance(node.left, ast.Name)
+                     else self.reduction(node.left, node.left.func.id, scope)[0])
         c = _int_literal(node.right) * (1 if isinstance(node.op, ast.Add) else -1)
         if selection is None or not self.within(node, c, MAX_OFFSET, "offset"):
             return None
@@ -365,7 +470,7 @@ class _Walker(ast.NodeVisitor):
                 return Param(arg.id)
             self.problem(arg, "the first argument of bilinear must be a matrix name, as in bilinear(A1, a, b)")
             return None
-        if name == "dot" and isinstance(arg, ast.Name):
+        if name == "dot" and isinstance(arg, ast.Name) and arg.id not in self.definitions:
             value, kind = self.visit_Name(arg, scope, parameter_allowed=True)
         else:
             value, kind = self.expr(arg, scope)
@@ -513,6 +618,37 @@ class _Walker(ast.NodeVisitor):
                                              "or function name", column))
 
 
+def _bound_variables(e: Expr) -> frozenset[str]:
+    """Every index variable a reduction inside ``e`` binds."""
+    own = frozenset(e.variables) if isinstance(e, Reduce) else frozenset()
+    return own.union(*(_bound_variables(c) for c in children(e)))
+
+
+def _statements(parsed: str) -> list[ast.stmt] | None:
+    """The statements of text that defines names before its target (``p = E; x[p]``), or None when the text is
+    not a list of definitions and expressions (its syntax error is then the one ``mode="eval"`` reports)."""
+    try:
+        body = ast.parse(parsed, mode="exec").body   # builds the syntax tree only; nothing runs
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return body if body and all(isinstance(s, (ast.Assign, ast.Expr)) for s in body) else None
+
+
+def _written_out(statements: list[ast.stmt], parsed: str) -> tuple[int, int]:
+    """Bounds on the characters and the syntax depth of the target with every name written out (a name used
+    twice in each of a chain of definitions doubles at every link: refused before anything is built)."""
+    chars: dict[str, int] = {}
+    depth: dict[str, int] = {}
+    size = deepest = 0
+    for statement in statements:
+        uses = [n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name) and n.id in chars]
+        size = len(ast.get_source_segment(parsed, statement.value) or "") + sum(chars[n] for n in uses)
+        deepest = _depth(statement.value) + max((depth[n] for n in uses), default=0)
+        if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name):
+            chars[statement.targets[0].id], depth[statement.targets[0].id] = size, deepest
+    return size, deepest
+
+
 def _is_selection(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("argmin", "argmax")
 
@@ -546,22 +682,31 @@ def parse_target_expr(text: str) -> Expr:
         raise _fail(f"target text has {len(text)} characters, over the limit of {MAX_TEXT_CHARS} "
                     "(infoflow_smt.limits)")
     source = _Source.of(text)
+    statements = None
     try:
         tree = ast.parse(source.parsed, mode="eval")  # builds the syntax tree only; nothing runs
     except SyntaxError as error:
-        column = source.column(error.lineno or 1, max((error.offset or 1) - 1, 0), in_bytes=False)
-        raise _fail(f"syntax error: {error.msg}", column) from None
+        statements = _statements(source.parsed)   # names defined before the target (module docstring)
+        if statements is None:
+            column = source.column(error.lineno or 1, max((error.offset or 1) - 1, 0), in_bytes=False)
+            raise _fail(f"syntax error: {error.msg}", column) from None
     except ValueError as error:  # null bytes
         raise _fail(f"cannot parse target text: {error}") from None
     except (RecursionError, MemoryError):  # the parser's own stack overflows on absurd nesting
         raise _fail("target text is nested too deeply") from None
-    depth = _depth(tree.body)
+    size, depth = (len(text), _depth(tree.body)) if statements is None else _written_out(statements, source.parsed)
     if depth > MAX_DEPTH:
         raise _fail(f"the expression is {depth} operations deep, over the limit of {MAX_DEPTH} "
                     "(infoflow_smt.limits.MAX_DEPTH): every later step walks it recursively")
+    if size > MAX_TEXT_CHARS:
+        raise _fail(f"the target with its names written out has about {size} characters, over the limit of "
+                    f"{MAX_TEXT_CHARS} (infoflow_smt.limits)")
     walker = _Walker(source)
     try:
-        result, _ = walker.expr(tree.body, (ANSWER,))  # the answering position is in scope everywhere
+        if statements is None:
+            result, _ = walker.expr(tree.body, (ANSWER,))  # the answering position is in scope everywhere
+        else:
+            result = walker.program(statements)
     except RecursionError:
         walker.problems.append(Problem("target text is nested too deeply"))
         result = None
@@ -596,6 +741,69 @@ def to_text(expr: Expr) -> str:
     '-x[t]**2'
     """
     return _show(expr)[0]
+
+
+def to_named_text(expr: Expr) -> str:
+    """Text for ``expr`` in which every selection whose winner's token a reduction reads (``x[argmax(...)]``
+    inside another reduction, reading no variable bound outside it) is named once, innermost first, in the
+    definitions the parser reads back (module docstring): ``parse_target_expr(to_named_text(e)) == e``. Without
+    such a selection it is ``to_text(e)``.
+
+    >>> to_named_text(parse_target_expr(
+    ...     "x[argmax(dot(x[u-1], x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]) for u in range(2, T+1))]"))
+    'p1 = argmax(dot(x[t-1], x[T]) for t in range(2, T+1)); x[argmax(dot(x[u-1], x[p1]) for u in range(2, T+1))]'
+    """
+    nested = _nested_winners(expr)
+    if not nested:
+        return to_text(expr)
+    prefix = fresh_prefix(_names_in(expr))
+    names = {selection: f"{prefix}{i}" for i, selection in enumerate(nested, start=1)}
+
+    def named(e: Expr) -> Expr:
+        if isinstance(e, Content) and isinstance(e.index, Reduce) and e.index in names:
+            return Content(VarIndex(names[e.index]))
+        return map_children(e, named)
+
+    lines = [f"{names[s]} = {to_text(map_children(s, named))}" for s in nested]
+    return "; ".join([*lines, to_text(named(expr))])
+
+
+def fresh_prefix(used: set[str]) -> str:
+    """A prefix for names ``prefix1, prefix2, ...`` that none of the ``used`` names can be taken for.
+
+    >>> fresh_prefix({"p1", "t"}), fresh_prefix(set())
+    ('q', 'p')
+    """
+    taken = {re.sub(r"[0-9]+\Z", "", name) for name in used if re.search(r"[0-9]\Z", name)}
+    return next(p * n for n in range(1, len(taken) + 2) for p in NAME_PREFIXES if p * n not in taken)
+
+
+def _nested_winners(expr: Expr) -> list[Reduce]:
+    """The selections whose winner's token a reduction reads, reading no variable bound outside them, innermost
+    first, each once."""
+    found: dict[Reduce, None] = {}
+
+    def visit(e: Expr, inside: bool) -> None:
+        for child in children(e):
+            visit(child, inside or isinstance(e, Reduce))
+        if (inside and isinstance(e, Content) and isinstance(e.index, Reduce) and e.index.kind.returns_index
+                and free_variables(e.index) <= {ANSWER}):
+            found.setdefault(e.index)
+
+    visit(expr, False)
+    return list(found)
+
+
+def _names_in(e: Expr) -> set[str]:
+    """Every name ``e`` writes: index variables, parameters, functions."""
+    names = set(e.variables) if isinstance(e, Reduce) else set()
+    if isinstance(e, (Param, Call)):
+        names.add(e.name)
+    if isinstance(e, Content) and isinstance(e.index, (VarIndex, OffsetIndex)):
+        names.add(e.index.name)
+    for child in children(e):
+        names |= _names_in(child)
+    return names
 
 
 def _number(value: float) -> str:

@@ -1,8 +1,9 @@
 """The architecture a target is decided against: heads per layer, width, input dimension, positions."""
 from __future__ import annotations
 
+import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy
 
@@ -13,6 +14,8 @@ from infoflow_smt.words import plural
 
 OUTPUT, LAST = "output", "last"
 READOUTS = (OUTPUT, LAST)  # the extra output token (the default, paper 1), the last input position
+UNSET = (("input_dim", 1), ("positional", False), ("readout", OUTPUT))   # left to the target, and what they
+                                                                           # read until a target settles them
 
 
 def _as_width(value) -> tuple[sympy.Expr | None, str | None]:
@@ -65,6 +68,9 @@ class Architecture:
     ``embed_dim`` is an int or a sympy expression in ``ifs.T`` (a width that grows with the sequence).
     ``rank_aware``: a retrieval head may rank only by a score whose bilinear rank fits its width ``E / h_l``
     (docs/model.md, "Head width and rank"); off, the papers' cost law abstracts the rank away.
+    ``input_dim``, ``positional`` and ``readout`` left out (None) are the target's, as on the command line: every
+    call that takes a target settles them from it (``model.defaults.settled``); until then they read 1, False
+    and ``"output"``, and ``unset`` names them.
 
     >>> Architecture(heads=(2, 2), embed_dim=32, input_dim=4).layers
     2
@@ -74,14 +80,21 @@ class Architecture:
 
     heads: tuple[int, ...]
     embed_dim: int | sympy.Expr = 32
-    input_dim: int = 1
-    positional: bool = False
+    input_dim: int | None = None      # None: the target's (1 where it reads tokens as numbers, else 2)
+    positional: bool | None = None    # None: the target's (on exactly when it tells positions apart)
     causal: bool = False  # decoder-only: an input position attends to itself and earlier positions only
     rank_aware: bool = False
-    readout: str = "output"   # where the answer is read: the extra output token (paper 1), or "last": input
-                              # position T, a decoder's next-token prediction (docs/model.md, "Readout")
+    readout: str | None = None  # where the answer is read: the extra output token (paper 1), or "last": input
+                                # position T, a decoder's next-token prediction (docs/model.md, "Readout");
+                                # None: where the target's catalogue entry reads it, else the output token
+    unset: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        unset = frozenset(name for name, _ in UNSET if getattr(self, name) is None)
+        object.__setattr__(self, "unset", unset)
+        for name, value in UNSET:
+            if name in unset:
+                object.__setattr__(self, name, value)
         problems: list[Problem] = []
         heads = self.heads
         if whole(heads) is not None:
@@ -185,9 +198,7 @@ class Architecture:
         return shape_text(self.heads)
 
     def with_heads(self, heads: tuple[int, ...]) -> Architecture:
-        return Architecture(heads=tuple(heads), embed_dim=self.embed_dim, input_dim=self.input_dim,
-                            positional=self.positional, causal=self.causal, rank_aware=self.rank_aware,
-                            readout=self.readout)
+        return dataclasses.replace(self, heads=tuple(heads), **dict.fromkeys(self.unset))
 
     def __str__(self) -> str:
         pe = ", positional" if self.positional else ""

@@ -19,9 +19,10 @@ from infoflow_smt.lang.earliest import earliest_layers
 from infoflow_smt.lang.hosting import HOST
 from infoflow_smt.lang.node_text import HOST_TEXT
 from infoflow_smt.lang.language import domain_to_text, fixed_to_text
-from infoflow_smt.lang.node_text import expression_text as _text
+from infoflow_smt.lang.node_text import definitions, node_names
+from infoflow_smt.lang.node_text import named_expression_text as _text
 from infoflow_smt.lang.rank import score_rank
-from infoflow_smt.lang.trees import comparison_tree, selection_nodes
+from infoflow_smt.lang.trees import comparison_tree, selection_nodes, walk
 from infoflow_smt.model import cost, readout
 from infoflow_smt.model.program import Mode, Offset, Program, where_text
 from infoflow_smt.model.vocabulary import LAST, OUTPUT, Constraint, Family, PositionClass
@@ -42,7 +43,8 @@ class Reason:
 # ---- naming what the tree computes (node_text and expression_text: infoflow_smt/lang/node_text.py)
 def describe_node(tree, node: str) -> str:
     """What a node computes and who can make it: ``the min over t of dot(x[s], x[t]), for each s`` (``over t in
-    S1``, ``over t in range(1, s+1)`` when the candidates are not every position)."""
+    S1``, ``over t in range(1, s+1)`` when the candidates are not every position). A selection whose winner's
+    token it reads is written by its name (``x[p1]``: ``names``)."""
     d = tree.nodes[node]
     if d["kind"] == "fixed":
         return f"the token x[{fixed_to_text(d['position'])}]"
@@ -55,6 +57,14 @@ def describe_node(tree, node: str) -> str:
     elif d["bound"]:
         what += f", for each {', '.join(sorted(d['bound']))}"
     return what
+
+
+def names(tree) -> list[str]:
+    """The definitions of the names ``describe_node`` writes (``p1 = argmax(...)``), innermost first, each reading
+    only names before it: the target's own in the target language, a hosted form's with ``self`` for the position
+    that makes it (``lang.node_text.definitions``). Empty when no selection reads another's winner."""
+    return [f"{name} = {text}" + (" (each input position for itself)" if hosted else "")
+            for name, text, hosted in definitions(tree)]
 
 
 def innermost_first(tree) -> list[str]:
@@ -209,30 +219,56 @@ def _order(tree, sels) -> list[Reason]:
 
 
 def _depth(tree, sels, arch, families) -> list[Reason]:
-    chain = nx.dag_longest_path(tree.subgraph(sels))[::-1] if sels else []
-    if any(h.winner for hs in tree.graph["hostings"].values() for h in hs):
-        return _doubled_depth(tree, chain, arch, families)
-    if Family.INITIAL not in families or len(chain) <= arch.layers:  # depth is the obstacle only when the chain is longer
+    """The depth sentence: the selection known last (``earliest.py``) is known after more layers than the
+    architecture has, through a chain of dependent selections, the gather its first link waits for (a neighbour's
+    token at each candidate), and at best pointer doubling where selections hosted at winners are copied with
+    them."""
+    if Family.INITIAL not in families or not sels:
         return []
-    links = ", then ".join(describe_node(tree, n) for n in chain)
-    return [Reason("initial", (
-        f"Before layer 1 each input position holds only its own token and the output token nothing; the target "
-        f"needs a chain of {len(chain)} dependent selections ({links}), each made from what the one before "
-        f"gathered, one per layer, and the architecture has {plural(arch.layers, 'layer')}."))]
-
-
-def _doubled_depth(tree, chain: list[str], arch, families) -> list[Reason]:
-    """The depth sentence where selections hosted at winners are copied with them (``earliest.py``)."""
     first = earliest_layers(tree)
-    if Family.INITIAL not in families or not chain or first[chain[-1]] <= arch.layers:
+    last = max(sels, key=lambda n: first[n])
+    if not arch.layers < first[last] < float("inf"):
         return []
-    links = ", then ".join(describe_node(tree, n) for n in chain)
-    return [Reason("initial", (
-        f"Before layer 1 each input position holds only its own token and the output token nothing; the target "
-        f"needs a chain of {len(chain)} dependent selections ({links}). Made one per layer, or faster by pointer "
-        f"doubling (every position makes a link of the chain from itself, and a retrieval copies the links its "
-        f"winner made), the last is known after layer {int(first[chain[-1]])} at the earliest, and the architecture "
-        f"has {plural(arch.layers, 'layer')}."))]
+    chain = nx.dag_longest_path(tree.subgraph([last, *(n for n in nx.descendants(tree, last) if n in sels)]))[::-1]
+    doubled = any(h.winner for hs in tree.graph["hostings"].values() for h in hs)
+    gather = _gather(tree, chain[0])
+    lead = "Before layer 1 each input position holds only its own token and the output token nothing; the target needs"
+    layers = plural(arch.layers, "layer")
+    if len(chain) == 1:
+        return [Reason("initial", f"{lead} {describe_node(tree, last)}, whose {gather}: it is known after layer "
+                                  f"{int(first[last])} at the earliest, and the architecture has {layers}.")]
+    needs = f"{lead} a chain of {len(chain)} dependent selections ({_links(tree, chain)})"
+    if not doubled and not gather:
+        return [Reason("initial", f"{needs}, each made from what the one before gathered, one per layer, and the "
+                                  f"architecture has {layers}.")]
+    owner = f"{node_names(tree)[chain[0]]}'s" if chain[0] in node_names(tree) else "the first one's"
+    how = (", and even by pointer doubling (a retrieval copies the links its winner made) the last" if doubled
+           else ", made one per layer: the last")
+    return [Reason("initial", f"{needs}{f'; {owner} {gather}' if gather else ''}{how} is known after layer "
+                              f"{int(first[last])} at the earliest, and the architecture has {layers}.")]
+
+
+def _links(tree, chain: list[str]) -> str:
+    """A chain of selections innermost first, each by its name where it has one (``names``), the middle of a long
+    one left out."""
+    named = node_names(tree)
+    links = [named.get(n) or describe_node(tree, n) for n in chain]
+    if len(links) > 5:
+        links = [*links[:2], "...", links[-1]]
+    return ", then ".join(links)
+
+
+def _gather(tree, node: str) -> str:
+    """What a selection's candidates read at their neighbours, which a layer gathers to each candidate before the
+    selection can be made (``earliest.py``), in words, or ""."""
+    d = tree.nodes[node]
+    offsets = sorted({leaf.index.offset for _, term in d["terms"] for leaf in walk(term)
+                      if isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex)
+                      and leaf.index.name == d["var"]})
+    if not offsets:
+        return ""
+    reads = " and ".join(f"x[{d['var']}{k:+d}]" for k in offsets)
+    return f"candidates {d['var']} must first gather {reads} (a layer)"
 
 
 def _budgets(tree, sels, arch, core, per_position: bool = False, reader: str = "the output token",

@@ -2,9 +2,11 @@
 ``Frontier`` and ``Sweep`` call these).
 
 Pictures are drawn by infoflow_smt/report/plots.py into a temporary file and inlined as base64 PNG, so a
-notebook saved with its outputs carries them; matplotlib is imported only when a picture is drawn. Every text
-that comes from the answer (targets as the user wrote them, reasons, names) is escaped: one line of printable
-text (``words.printable``: no control character or escape sequence), then HTML-escaped.
+notebook saved with its outputs carries them; matplotlib is imported only when a picture is drawn. Each view
+names the question's setting (the causal mask, the readout at the last position, the rank rule:
+``report.setting``) and, where selections read each other's winners, the target by its names with their
+definitions. Every text that comes from the answer (targets as the user wrote them, reasons, names) is escaped:
+one line of printable text (``words.printable``: no control character or escape sequence), then HTML-escaped.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from infoflow_smt.errors import InvalidSpecError
+from infoflow_smt.lang.node_text import named_target
+from infoflow_smt.report import setting
 from infoflow_smt.report.explain import describe_program
 from infoflow_smt.words import printable
 
@@ -63,9 +67,16 @@ def verdict_html(verdict) -> str:
     from infoflow_smt.report.plots import plot_flow
 
     arch = verdict.architecture
-    lines = [f"{status(verdict.status.value)}: <code>{html.escape(str(verdict.target))}</code>",
-             (f"architecture: {html.escape(arch.shape)}, E={html.escape(str(arch.embed_dim))}, "
-              f"d={arch.input_dim}{', positional encoding' if arch.positional else ''}")]
+    named = named_target(verdict.target) if hasattr(verdict.target, "normal_form") else None
+    shown = named[0] if named else str(verdict.target)
+    lines = [f"{status(verdict.status.value)}: <code>{html.escape(shown)}</code>"]
+    lines += [f"{'where' if i == 0 else '&nbsp;' * 5} <code>{_text(f'{n} = {t}')}</code>"
+              + (" (each input position for itself)" if hosted else "") for i, (n, t, hosted) in enumerate(named[1])
+              ] if named else []
+    on = setting.words(arch)
+    lines.append(f"architecture: {html.escape(arch.shape)}, E={html.escape(str(arch.embed_dim))}, "
+                 f"d={arch.input_dim}{', positional encoding' if arch.positional else ''}"
+                 + "".join(f", <b>{html.escape(w)}</b>" for w in on))
     if verdict.status.value != "unknown":
         at = "" if verdict.seq_len is None else f" at T = {verdict.seq_len}"
         lines.append(f"best cost exponent{at}: <code>{html.escape(str(verdict.exponent))}</code>")
@@ -110,14 +121,15 @@ def sweep_html(sweep) -> str:
     """A sweep: the count of cells, a phase diagram per target, and every cell."""
     from infoflow_smt.report.plots import phase_diagram
 
+    on = setting.line(c.architecture for c in sweep.cells)
     summary = (f"{len(sweep.cells)} cells: {sweep.decided} decided, {sweep.inferred} inferred by monotonicity, "
-               f"{sweep.cached} from the cache")
+               f"{sweep.cached} from the cache" + (f"; {on}" if on else ""))
     pictures = "".join(picture(lambda path, t=t: phase_diagram(sweep, path, t))
                        for t in dict.fromkeys(c.target for c in sweep.cells))
-    rows = [(c.target, ",".join(map(str, c.architecture.heads)), Markup(status(c.status.value)),
-             c.exponent or "-", c.bound, "inferred" if c.inferred else "cached" if c.cached else "decided")
-            for c in sweep.cells]
-    cells = table(("target", "heads", "verdict", "exponent", "exponent is", "how"), rows)
+    rows = [(c.target, ",".join(map(str, c.architecture.heads)), setting.line([c.architecture]) or "-",
+             Markup(status(c.status.value)), c.exponent or "-", c.bound,
+             "inferred" if c.inferred else "cached" if c.cached else "decided") for c in sweep.cells]
+    cells = table(("target", "heads", "setting", "verdict", "exponent", "exponent is", "how"), rows)
     return f"<div><p>{html.escape(summary)}</p>{pictures}<details><summary>cells</summary>{cells}</details></div>"
 
 

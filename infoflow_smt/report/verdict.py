@@ -1,14 +1,17 @@
 """What a decision returns: a status, the best exponent, a witness or an explanation, and statistics."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import sympy
 
+from infoflow_smt.lang.node_text import named_target
 from infoflow_smt.model.program import Program
 from infoflow_smt.model.status import Status  # re-exported: ifs.Status, report.verdict.Status
+from infoflow_smt.report import setting
 from infoflow_smt.report.explain import Reason, describe_program
 
 
@@ -58,12 +61,10 @@ class Verdict:
 
     def __str__(self) -> str:
         arch = self.architecture
-        lines = [f"{self.status.value.upper()}: {self.target}",
-                 (f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
-                  f"{', positional encoding' if arch.positional else ''}"
-                  f"{', causal mask (each input position sees itself and earlier ones)' if arch.causal else ''}"
-                  f"{', rank-aware heads (a head ranks only by a score whose rank fits its width)' if arch.rank_aware else ''}"
-                  f"{', answer read at the last position T' if getattr(arch, 'readout', 'output') == 'last' else ''}")]
+        named = named_target(self.target)
+        lines = [f"{self.status.value.upper()}: {named[0] if named else self.target}",
+                 f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
+                 f"{setting_text(arch)}"]
         if getattr(self.target, "per_position", False):
             unasked = _unasked(self.target)
             lines.insert(1, "  an answer at every position: each input position o computes its own" + (
@@ -86,7 +87,7 @@ class Verdict:
             lines.append(f"  note: {self.reason_unknown}")
         if self.stats.extra.get("note"):
             lines.append(f"  note: {self.stats.extra['note']}")
-        return "\n".join(lines)
+        return "\n".join(lines[:1] + _where(named, lines) + lines[1:])
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the verdict in words with its information-flow diagram inline."""
@@ -100,12 +101,16 @@ class Verdict:
         def program(p):
             return None if p is None else p.to_json() | {"steps": describe_program(p, self.target)}
 
+        named = named_target(self.target)
         return {"status": self.status.value, "target": str(self.target), "name": getattr(self.target, "name", None),
+                "named": None if not named else {"target": named[0], "definitions": [
+                    {"name": n, "text": t, "hosted": h} for n, t, h in named[1]]},
                 "per_position": bool(getattr(self.target, "per_position", False)),
                 "architecture": {"heads": list(arch.heads), "embed_dim": str(arch.embed_dim),
                                  "input_dim": arch.input_dim, "positional": arch.positional,
                                  "causal": arch.causal, "rank_aware": arch.rank_aware,
                                  "readout": getattr(arch, "readout", "output")},
+                "setting": setting.to_json([arch]),
                 "seq_len": self.seq_len,
                 "exponent": None if self.status is Status.UNKNOWN else str(self.exponent),
                 "witness": program(self.witness),
@@ -114,6 +119,26 @@ class Verdict:
                 "reason_unknown": self.reason_unknown,
                 "stats": {"seconds": round(self.stats.seconds, 4), "solver_calls": self.stats.solver_calls,
                           **{k: v for k, v in self.stats.extra.items() if isinstance(v, (str, int, float, bool))}}}
+
+
+def setting_text(arch) -> str:
+    """The architecture's settings past its shape and widths, as the verdict's architecture line ends:
+    positional encoding, the causal mask, the rank rule, the readout (empty when none is on)."""
+    return (f"{', positional encoding' if arch.positional else ''}"
+            f"{', causal mask (each input position sees itself and earlier ones)' if arch.causal else ''}"
+            f"{', rank-aware heads (a head ranks only by a score whose rank fits its width)' if arch.rank_aware else ''}"
+            f"{', answer read at the last position T' if getattr(arch, 'readout', 'output') == 'last' else ''}")
+
+
+def _where(named, lines: list[str]) -> list[str]:
+    """The lines that define the names the verdict writes: the target's own always (they spell the first line),
+    a hosted form's where a line uses it."""
+    if not named:
+        return []
+    text = "\n".join(lines)
+    shown = [(n, t, h) for n, t, h in named[1] if not h or re.search(rf"\b{n}\b", text)]
+    return [f"  {'where' if i == 0 else '     '} {n} = {t}" + (" (each input position for itself)" if h else "")
+            for i, (n, t, h) in enumerate(shown)]
 
 
 def at_one_length(status: Status, seq_len: int) -> str:

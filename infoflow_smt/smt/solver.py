@@ -37,7 +37,7 @@ from infoflow_smt.lang.causal import check_supported
 from infoflow_smt.lang.evaluate import scalar_tokens_problem
 from infoflow_smt.lang.trees import comparison_tree, needs_positional, position_reads
 from infoflow_smt.limits import MAX_REPLAY_WORK, MAX_SAMPLES, whole
-from infoflow_smt.model import cost, readout
+from infoflow_smt.model import cost, defaults, readout
 from infoflow_smt.model.architecture import Architecture
 from infoflow_smt.model.program import Mode, program_cost, set_counts, validate
 from infoflow_smt.model.vocabulary import GOAL, LEVEL, Constraint, Family, budget
@@ -861,6 +861,8 @@ def decide(target, arch: Architecture, seq_len: int | None = None, timeout: floa
     """
     deadline = Deadline(timeout)
     given = as_target(target)
+    if isinstance(arch, Architecture):   # what it leaves out is the target's (model.defaults), as on the command line
+        arch = defaults.settled(arch, given)
     asked = target = readout.question(given, arch) if isinstance(arch, Architecture) else given
     validate_question(target, arch, seq_len, samples)
     if arch.causal:  # the spelling whose selections a masked input position can make, or a refusal
@@ -1042,6 +1044,8 @@ def export_smtlib(target, arch: Architecture, path, *, efficient: bool = True, o
     file it replaces is kept)."""
     deadline = Deadline(timeout)
     target = as_target(target)
+    if isinstance(arch, Architecture):
+        arch = defaults.settled(arch, target)
     target = readout.question(target, arch) if isinstance(arch, Architecture) else target
     if arch.causal:
         target = causal.check_supported(target)

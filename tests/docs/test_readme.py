@@ -9,6 +9,7 @@ The PyTorch CPU-index command is not run here (it needs the network); CI runs th
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -113,3 +114,68 @@ def test_how_it_works_names_every_module_in_its_folder():
     package = ROOT / "infoflow_smt"
     present = {str(path.relative_to(package)) for path in package.rglob("*.py") if path.name != "__init__.py"}
     assert named == present
+
+
+# ---- Python and the command line ask the same question (docs/api.md, "Defaults") ------------------------------
+_OPTIONS = {"--heads": "heads", "--embed-dim": "embed_dim", "--input-dim": "input_dim", "--readout": "readout"}
+_SWITCHES = {"--causal": ("causal", True), "--rank-aware": ("rank_aware", True), "--positional": ("positional", True),
+             "--no-positional": ("positional", False)}
+
+
+def _python_architecture(words: list[str]) -> dict:
+    """The ``ifs.Architecture`` keywords a Python user writes for the options a README command gives (only
+    those: what the command leaves out, the Python call leaves out too)."""
+    kwargs = {}
+    for i, word in enumerate(words):
+        if word in _OPTIONS:
+            value = words[i + 1]
+            kwargs[_OPTIONS[word]] = (tuple(int(h) for h in value.split(",")) if word == "--heads" else
+                                      value if word == "--readout" else int(value))
+        elif word in _SWITCHES:
+            kwargs[_SWITCHES[word][0]] = _SWITCHES[word][1]
+    return kwargs
+
+
+def _cli_json(argv: list[str], capsys) -> dict:
+    from infoflow_smt import cli
+    capsys.readouterr()
+    cli.main([*argv, "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+DECISIONS = [shlex.split(c)[1:] for c, _ in sessions() if shlex.split(c)[1] in ("decide", "explain")] + [
+    shlex.split("decide intrinsic_dimension:D=3 --heads 3,2 --input-dim 4"),   # the Python example's
+    shlex.split("decide min_pairwise_dot --heads 1,1 --embed-dim 16 --input-dim 2"),   # experiment confirm's
+    shlex.split("decide max_retrieval --heads 1"),                                  # compile's
+]
+
+
+@pytest.mark.parametrize("argv", DECISIONS, ids=[" ".join(a) for a in DECISIONS])
+def test_python_and_the_command_line_give_the_same_verdict(argv, capsys):
+    """Every README decision asked from Python with only the options the command gives: the same architecture,
+    status and exponent as the command's JSON."""
+    command, spec, *words = [w for w in argv if not w.endswith(".png") and w != "--plot"]
+    document = _cli_json([command, spec, *words], capsys)
+    document = document["verdict"] if command == "explain" else document
+    verdict = ifs_decide(spec, _python_architecture(words))
+    assert verdict.to_json()["architecture"] == document["architecture"]
+    assert (verdict.status.value, str(verdict.exponent)) == (document["status"], document["exponent"])
+
+
+def ifs_decide(spec: str, kwargs: dict):
+    import infoflow_smt as ifs
+    return ifs.decide(spec, ifs.Architecture(**kwargs))
+
+
+def test_python_and_the_command_line_give_the_same_front_and_sweep(capsys):
+    import infoflow_smt as ifs
+    front = _cli_json(["minimize", "intrinsic_dimension:D=3", "--max-layers", "4", "--max-heads", "3"], capsys)
+    python = ifs.minimize("intrinsic_dimension:D=3", max_layers=4, max_heads=3)
+    assert [(p["architecture"]["heads"], p["exponent"]) for p in front["points"]] == \
+        [(list(v.architecture.heads), str(v.exponent)) for v in python]
+    grid = _cli_json(["sweep", "intrinsic_dimension:D=4", "--layers", "1..6", "--heads", "1..8", "--no-cache",
+                      "--workers", "1"], capsys)
+    cells = ifs.sweep(["intrinsic_dimension:D=4"], [ifs.Architecture(heads=(h,) * L) for L in range(1, 7)
+                                                    for h in range(1, 9)], cache=False, workers=1).cells
+    assert [(c["heads"], c["input_dim"], c["status"]) for c in grid["cells"]] == \
+        [(list(c.architecture.heads), c.architecture.input_dim, c.status.value) for c in cells]

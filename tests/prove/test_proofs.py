@@ -167,7 +167,8 @@ def test_every_literature_entry_of_the_catalogue_is_set_beside_its_paper(results
         assert f"| `{row.name}` | {row.citation} |" in table
     khop = next(r for r in literature.RESULTS if r.name == "k_hop_induction")
     assert khop.agrees and "pointer doubling" in khop.verdict
-    assert all(r.note for r in literature.RESULTS if not r.agrees)  # every disagreement names its assumption
+    assert all(r.differs for r in literature.RESULTS if not r.agrees)  # every disagreement names its assumption
+    assert proof.differences == literature.differences()                # and is printed in the terminal (render)
 
 
 def test_k_hop_induction_is_decided_in_logarithmic_depth(results):
@@ -259,3 +260,20 @@ def test_a_frontier_with_undecided_cells_leaves_the_general_claim_unknown(monkey
     check = harness.FrontierCheck("linear_max_sum:D=2", {"embed_dim": 16, "input_dim": 4}, ((1, 2), (2, 1)))
     claim = harness.general_claim("A claim.", [check])
     assert not claim.holds and claim.unknown and claim.undecided == ("linear_max_sum:D=2 {'embed_dim': 16, 'input_dim': 4}",)
+
+
+def test_every_difference_from_a_paper_is_printed_in_the_terminal(results):
+    """A difference between the model's answer and a paper's is said where the proofs are read: one line per
+    difference under its proof, a count in the last line, the JSON and the report (not only with --report)."""
+    differing = [r for r in results if r.differences]
+    assert {r.name for r in differing} >= {"multilayer_retrieval", "head_count", "decoding_cost"}
+    lines = render.text(results)
+    for r in differing:
+        for difference in r.differences:
+            assert f"  differs from the paper: {difference}" in lines
+    count = sum(len(r.differences) for r in results)
+    assert f"differs from a paper's in {count} places" in lines[-1]
+    assert all(d in render.markdown(results) for r in differing for d in r.differences)
+    assert json.loads(render.json_document(results))[0]["differences"] == list(results[0].differences)
+    agreeing = ProofResult("demo", "A statement.", True, (), 0.1)
+    assert "differ" not in "\n".join(render.text([agreeing]))

@@ -30,3 +30,38 @@ timeout = 0.001
 """
 
 MIXED = TRUE + FALSE + UNKNOWN
+
+# the decoder setting stated in the file (causal, readout, rank_aware, seq_len), each claim false without it
+DECODER = """
+[[claim]]
+name = "a decoder cannot see the partners after it"
+target = "match2"
+heads = [1]
+causal = true
+expect = "infeasible"
+exponent = "oo"
+
+[[claim]]
+name = "read at the last position, one layer"
+target = "max(F0(x[T], x[t]) for t in T)"
+heads = [1]
+readout = "last"
+expect = "feasible"
+
+[[claim]]
+name = "a head narrower than its score's rank"
+target = "max(dot(x[T], x[t]) for t in T)"
+heads = [1, 1]
+embed_dim = 4
+input_dim = 8
+rank_aware = true
+expect = "infeasible"
+
+[[claim]]
+name = "at T = 8 the aggregation costs nothing"
+target = "min_pairwise_dot"
+heads = [1]
+seq_len = 8
+expect = "infeasible"
+exponent = "0"
+"""

@@ -214,3 +214,16 @@ def test_the_claims_file_must_be_a_plain_file(tmp_path, capsys):
     for path in (tmp_path / "claims.toml", "/dev/zero", tmp_path):
         code, _, err = run(capsys, "check", str(path))
         assert code == 2 and len(err.splitlines()) == 1 and ("plain file" in err or "folder" in err), err
+
+
+def test_each_decoder_setting_is_checked_and_without_it_the_claim_is_false(tmp_path):
+    """A claim stated for a decoder is decided with its mask, readout, rank rule and length; the same claims
+    with the setting removed are false, so the setting is not ignored."""
+    from support.claim_files import DECODER
+    path = tmp_path / "decoder.toml"
+    path.write_text(DECODER)
+    report = claim_check.check_file(path)
+    assert [r.outcome for r in report.results] == [Outcome.HOLDS] * 4, str(report)
+    for key in ("causal = true\n", 'readout = "last"\n', "rank_aware = true\n", "seq_len = 8\n"):
+        path.write_text(DECODER.replace(key, ""))
+        assert Outcome.FALSE in [r.outcome for r in claim_check.check_file(path).results], key

@@ -142,3 +142,37 @@ def test_what_is_not_a_plain_file_is_refused_unread(tmp_path):
     big.write_text("#" * (MAX_CLAIMS_BYTES + 1))
     with pytest.raises(ifs.InvalidSpecError, match="over the limit"):
         claims.load(big)
+
+
+def test_a_claim_states_its_decoder_setting():
+    """causal, readout, rank_aware and seq_len, each read into the claim and its architecture, and named in it."""
+    claim = one(target="match2:prefix=true", heads=[1], causal=True, rank_aware=True, seq_len=16)
+    assert claim.architecture == ifs.Architecture(heads=(1,), embed_dim=32, input_dim=2, positional=False,
+                                                  causal=True, rank_aware=True)
+    assert claim.seq_len == 16 and claim.positional is False   # under the mask range(1, o+1) needs no positions
+    assert "causal mask, rank rule, at T = 16" in str(claim)
+    last = one(target="max(F0(x[T], x[t]) for t in T)", heads=[1], readout="last")
+    assert last.architecture.readout == "last" and last.positional is False and "read at the last position" in str(last)
+    assert one(target="hop_k", heads=[1, 1, 1]).readout == "last"                    # the paper's readout
+    assert one(target="hop_k", heads=[1, 1, 1], readout="output").readout == "output"
+    assert one(heads=[1]).where() == "1 layer of 1 head, E=32, d=2"                  # nothing on, nothing said
+
+
+def test_the_defaults_table_may_state_the_setting():
+    [claim] = claims.parse({"defaults": {"causal": True, "seq_len": 8},
+                            "claim": [{"name": "c", "target": "match2:prefix=true", "heads": [1], "expect": "feasible"}]})
+    assert claim.causal and claim.seq_len == 8
+
+
+@pytest.mark.parametrize(("table", "named"), [
+    ({"causal": "yes"}, "causal = 'yes': give a true or false"),
+    ({"rank_aware": 1}, "rank_aware = 1: give a true or false"),
+    ({"readout": "first"}, "readout = 'first': give one of 'output', 'last'"),
+    ({"seq_len": 1}, "seq_len = 1: give a whole number >= 2"),
+    ({"architecture": "every", "heads": None, "readout": "last"}, "readout = 'last' with architecture = \"every\""),
+    ({"architecture": "every", "heads": None, "rank_aware": True}, "rank_aware = true with architecture"),
+    ({"architecture": "every", "heads": None, "seq_len": 8}, "seq_len = 8 with architecture = \"every\": the frontier"),
+])
+def test_a_setting_that_cannot_be_honoured_is_named(table, named):
+    table = {"name": "c", "target": "min_pairwise_dot", "heads": [1], "expect": "feasible"} | table
+    assert named in problems({"claim": [{k: v for k, v in table.items() if v is not None}]})

@@ -155,7 +155,8 @@ def test_explain_lists_the_inner_hop_of_an_induction_head_first(capsys):
     assert selections[0].startswith("the argmax over u of") and selections[1].startswith("the argmax over t of")
     code, out, _ = run(capsys, "explain", target, "--heads", "1")
     listing = out.split("selections, innermost first:\n")[1].splitlines()[:2]
-    assert [line.strip()[:22] for line in listing] == ["- the argmax over u of", "- the argmax over t of"]
+    assert [line.strip()[:26] for line in listing] == ["- p1: the argmax over u of", "- p2: the argmax over t of"]
+    assert out.startswith("target: f1(x[p2])\n")   # a selection whose winner another reads is named (p1, p2)
 
 
 def test_the_schema_rejects_what_it_should():

@@ -103,3 +103,14 @@ def test_the_papers_claims_hold_through_the_plugin(claims_pytest):
 def test_the_plugin_is_registered_as_a_pytest11_entry_point():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["entry-points"]["pytest11"] == {"infoflow_claims": "infoflow_smt.pytest_plugin"}
+
+
+def test_the_plugin_checks_a_claim_in_its_decoder_setting(pytester, claims_pytest):
+    from support.claim_files import DECODER
+    pytester.makefile(".toml", claims_decoder=DECODER)
+    claims_pytest().assert_outcomes(passed=4)
+    pytester.makefile(".toml", claims_decoder=DECODER.replace("causal = true\n", ""))
+    result = claims_pytest()
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*claimed: match2 is infeasible on 1 layer of 1 head*",
+                                 "*prover:  feasible, exponent 1"])

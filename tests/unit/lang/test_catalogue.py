@@ -13,9 +13,9 @@ from infoflow_smt.lang.target import Target
 
 EXPECTED_NAMES = ("min_pairwise_dot", "max_retrieval", "kth_largest", "d_retrieval", "linear_max_sum",
                   "intrinsic_dimension", "triangle_center", "specific_positions", "induction_head", "k_hop_induction",
-                  "match2", "match3", "disjointness", "nearest_neighbor")
+                  "hop_k", "match2", "match3", "max_over_pairs", "max_over_triples", "disjointness", "nearest_neighbor")
 # the entries from outside the two papers: each cites its arXiv paper (proofs/literature.py holds the claims)
-LITERATURE = EXPECTED_NAMES[8:]
+LITERATURE = tuple(n for n in EXPECTED_NAMES[8:] if not n.startswith("max_over_"))
 
 
 def test_names_and_entries():
@@ -56,8 +56,13 @@ def test_every_entry_builds_a_canonical_target(name):
     ("k_hop_induction", {"k": 1}, "x[argmax(dot(x[t1-1], x[T]) for t1 in range(2, T+1))]"),
     ("k_hop_induction", {}, ("x[argmax(dot(x[t2-1], x[argmax(dot(x[t1-1], x[T]) for t1 in range(2, T+1))]) "
                             "for t2 in range(2, T+1))]")),
-    ("match2", {}, "max(F0(x[s], x[t]) for s in T for t in T)"),
-    ("match3", {}, "max(F0(x[r], x[s], x[t]) for r in T for s in T for t in T)"),
+    ("hop_k", {"k": 1}, "x[argmax(dot(x[t1-1], x[T]) for t1 in range(2, T+1))]"),
+    ("match2", {}, "max(F0(x[o], x[t]) for t in T)"),   # the paper's: an answer at every position o
+    ("match2", {"prefix": True}, "max(F0(x[o], x[t]) for t in range(1, o+1))"),
+    ("match3", {}, "max(F0(x[o], x[s], x[t]) for s in T for t in T)"),
+    ("match3", {"prefix": True}, "max(F0(x[o], x[s], x[t]) for s in range(1, o+1) for t in range(1, o+1))"),
+    ("max_over_pairs", {}, "max(F0(x[s], x[t]) for s in T for t in T)"),
+    ("max_over_triples", {}, "max(F0(x[r], x[s], x[t]) for r in T for s in T for t in T)"),
     ("disjointness", {}, "max(dot(x[s], x[t]) for s in S1 for t in S3)"),
     ("nearest_neighbor", {}, "x[argmin(norm(x[t-1] - x[T])**2 for t in range(2, T))]"),
 ])
@@ -87,6 +92,21 @@ def test_parse_spec(spec, name, text_start):
 @pytest.mark.parametrize("name", LITERATURE)
 def test_literature_entries_cite_their_paper(name):
     assert "arXiv " in catalogue.entry(name).source
+
+
+def test_the_papers_tasks_are_stated_in_the_papers_form():
+    """Match2 and Match3 answer at every position (they name o); hop_k is read at the last position, where the
+    paper reads it, and an architecture that leaves its readout out reads it there (model.defaults)."""
+    import infoflow_smt as ifs
+    assert catalogue.get("match2").per_position and catalogue.get("match3", prefix=True).per_position
+    assert not catalogue.get("max_over_pairs").per_position
+    assert catalogue.entry("hop_k").readout == "last" and catalogue.stated_readout(catalogue.get("hop_k", k=3)) == "last"
+    assert catalogue.stated_readout(catalogue.get("k_hop_induction")) == "output"
+    assert catalogue.stated_readout(ifs.parse_target("max(f1(x[t]) for t in T)")) == "output"
+    assert catalogue.get("hop_k", k=4).normal_form == catalogue.get("k_hop_induction", k=4).normal_form
+    from infoflow_smt.model.defaults import settled
+    assert settled(ifs.Architecture(heads=(1, 1)), catalogue.get("hop_k")).readout == "last"
+    assert settled(ifs.Architecture(heads=(1, 1), readout="output"), catalogue.get("hop_k")).readout == "output"
 
 
 def test_k_hop_induction_nests_one_hop_per_k():

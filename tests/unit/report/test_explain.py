@@ -43,7 +43,7 @@ def test_a_program_in_words_names_what_each_head_selects():
 
 def test_without_positions_the_one_reason_is_positional():
     """A target that tells positions apart is out of reach at any cost: no cost sentence may follow."""
-    verdict = ifs.decide("specific_positions", ifs.Architecture(heads=(1,), input_dim=2))
+    verdict = ifs.decide("specific_positions", ifs.Architecture(heads=(1,), input_dim=2, positional=False))
     assert [r.constraint for r in verdict.explanation] == ["positional"]
     assert "no program computes it at any cost" in str(verdict.explanation[0])
 

@@ -102,3 +102,19 @@ def test_matplotlib_is_loaded_only_to_draw():
               "assert 'matplotlib' not in sys.modules\nprint('ok')")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_the_views_name_the_setting_and_the_selections():
+    """A masked, rank-aware verdict says so, as does a masked sweep's summary and each of its cells; a chain of
+    selections shows by its names with their definitions."""
+    masked = ifs.decide("match2:prefix=true", ifs.Architecture(heads=(1,), causal=True))
+    page = notebook.verdict_html(masked)
+    assert "<b>causal mask</b>" in page and "rank rule" not in page
+    plain = notebook.verdict_html(ifs.decide("max_retrieval", ifs.Architecture(heads=(1,))))
+    assert "causal mask" not in plain and "where" not in plain
+    chain = notebook.verdict_html(ifs.decide("k_hop_induction:k=3", ifs.Architecture(heads=(1, 1, 1))))
+    assert "<code>x[p3]</code>" in chain and "where <code>p1 = argmax(" in chain
+    sweep = ifs.sweep(["max_retrieval"], [ifs.Architecture(heads=(1,)), ifs.Architecture(heads=(1,), causal=True)],
+                      cache=False, workers=1)
+    page = notebook.sweep_html(sweep)
+    assert "; causal mask (some cells)</p>" in page and "<td style='text-align:left'>causal mask</td>" in page

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import infoflow_smt as ifs
+from infoflow_smt.report import plots
 from infoflow_smt.report.plots import phase_diagram, plot_flow
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -118,7 +119,7 @@ def _drawn(verdict, monkeypatch, tmp_path: Path) -> list[str]:
 def test_the_flow_caption_states_target_verdict_and_settings_and_lists_no_arrow(feasible, monkeypatch, tmp_path):
     texts = _drawn(feasible, monkeypatch, tmp_path)
     caption = ("min(dot(x[s], x[t]) for s in T for t in T)\n"
-               "feasible: exponent 1; heads 1,1, E = 32, d = 2, without positional encoding")
+               "feasible: exponent $1$; heads 1,1, E = 32, d = 2, without positional encoding")
     assert caption in texts
     assert {"h1: min over t", "h1: min over s"} <= set(texts)      # the arrows say what each head selects ...
     assert not any("in layer" in t or "h1" in t and t not in ("h1: min over t", "h1: min over s") for t in texts)
@@ -128,7 +129,7 @@ def test_the_flow_caption_states_target_verdict_and_settings_and_lists_no_arrow(
 def test_the_flow_caption_of_an_answer_at_one_length_says_the_length(monkeypatch, tmp_path):
     at_8 = ifs.decide("min_pairwise_dot", ifs.Architecture(heads=(1,), input_dim=2), seq_len=8)
     texts = _drawn(at_8, monkeypatch, tmp_path)
-    assert any(t.endswith("infeasible: exponent 0 at T = 8; heads 1, E = 32, d = 2, without positional encoding")
+    assert any(t.endswith("infeasible: exponent $0$ at T = 8; heads 1, E = 32, d = 2, without positional encoding")
                for t in texts)
     assert "h1: all T" in texts and "cost grows with T" in texts     # the dashed arrow, in the legend
 
@@ -150,3 +151,31 @@ def test_the_ringed_reader_is_where_the_answer_is_read():
     assert _reader(ifs.decide("max(F0(x[T], x[t]) for t in T)", arch)) == FixedIndex(0, True)
     assert _reader(ifs.decide("max(F0(x[o], x[t]) for t in T)", dataclasses.replace(arch, positional=False))) == "input"
     assert _reader(ifs.decide("max(f1(x[t]) for t in T)", dataclasses.replace(arch, readout="output"))) == "output"
+
+
+def test_positions_that_do_the_same_work_are_one_row_labelled_once(monkeypatch, tmp_path):
+    """linear_max_sum:D=8 on (1, 1) with positions: seven fixed positions each retrieve one maximum; they are one
+    row, its arrow labelled once with how many it stands for, and the output's gather of them one arrow."""
+    verdict = ifs.decide("linear_max_sum:D=8", ifs.Architecture(heads=(1, 1), positional=True))
+    texts = _drawn(verdict, monkeypatch, tmp_path)
+    assert "input positions 1..7" in texts and not any(t.startswith("input position 3") for t in texts)
+    assert texts.count("h1: max over t (each of 7)") == 1 and texts.count("h1: {1..7}") == 1
+
+
+def test_exponents_are_typeset_and_the_setting_is_in_the_caption(monkeypatch, tmp_path):
+    verdict = ifs.decide("match2:prefix=true", ifs.Architecture(heads=(1,), causal=True, rank_aware=True))
+    caption = plots.flow_caption(verdict).replace("\n", " ")
+    assert caption.endswith("causal mask, rank rule") and "exponent $\\frac{T}{16} - 1$" in caption
+    assert plots.typeset("3*T/35-9/35") == r"$\frac{3 T}{35} - \frac{9}{35}$"
+    sweep = ifs.sweep(["min_pairwise_dot"], [ifs.Architecture(heads=(h,) * L, causal=True) for L in (1, 2)
+                                              for h in (1, 2)], cache=False, workers=1)
+    figure = plots.phase_figure(sweep)
+    title = figure.axes[0].get_title()
+    assert "causal mask" in title
+    assert any(t.get_text().startswith("$") and "frac" in t.get_text() for t in figure.axes[0].texts)
+
+
+def test_a_chain_is_captioned_by_its_names():
+    verdict = ifs.decide("k_hop_induction:k=3", ifs.Architecture(heads=(1, 1, 1)))
+    caption = plots.flow_caption(verdict)
+    assert caption.startswith("p1 = argmax(") and "x[p3]" in caption and caption.count("argmax") == 3

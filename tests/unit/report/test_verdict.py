@@ -10,8 +10,8 @@ import sympy
 import infoflow_smt as ifs
 from infoflow_smt.report.verdict import Stats, Status, Verdict
 
-JSON_KEYS = {"status", "target", "name", "per_position", "architecture", "seq_len", "exponent", "witness", "best_program",
-             "explanation", "reason_unknown", "stats"}
+JSON_KEYS = {"status", "target", "name", "named", "per_position", "architecture", "setting", "seq_len", "exponent",
+             "witness", "best_program", "explanation", "reason_unknown", "stats"}
 
 
 @pytest.mark.parametrize("status, code", [(Status.FEASIBLE, 0), (Status.INFEASIBLE, 1), (Status.UNKNOWN, 3)])
