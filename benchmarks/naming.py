@@ -23,6 +23,7 @@ level of the chain), the same naming took about 2**k: 1.3 s at k = 16, 16.8 s at
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 
@@ -65,13 +66,25 @@ def measure(k: int, repeat: int) -> tuple[float, int]:
     return best, chars
 
 
+def _machine() -> str:
+    """The processor, its cores and the load the figures were measured under."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            name = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"{name}, {os.cpu_count()} cores{load}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chains", default="8,16,24,32", help="the chain lengths k (the first is the baseline)")
     args = parser.parse_args()
-    print(f"naming a verdict's program, chains of k selections; {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, best of {args.repeat}")
+    print(f"naming a verdict's program, chains of k selections; {_machine()}, Python {platform.python_version()}, "
+          f"best of {args.repeat}")
     print(f"{'k':>4} {'named_ms':>10} {'chars':>8} {'ratio':>7} {'chars ratio':>12}")
     base = None
     for k in (int(p) for p in args.chains.split(",")):

@@ -112,6 +112,7 @@ def test_expressions_are_read_with_a_whitelist():
 def test_the_example_file_reads():
     loaded = claims.load(ROOT / "docs" / "claims.toml")
     assert len(loaded) >= 12 and any(c.every for c in loaded) and any(not c.every for c in loaded)
+    assert any(c.causal for c in loaded) and any(c.readout == "last" for c in loaded)   # decoder settings stated
 
 
 @pytest.mark.parametrize("text", ["oo - oo", "0*oo", "oo/oo", "(-1)**(1/2)"])
