@@ -639,11 +639,16 @@ def _written_out(statements: list[ast.stmt], parsed: str) -> tuple[int, int]:
     twice in each of a chain of definitions doubles at every link: refused before anything is built)."""
     chars: dict[str, int] = {}
     depth: dict[str, int] = {}
+    starts = [0]   # the offset of each line's start (in UTF-8 bytes, as ast counts: a bound on characters)
+    for line in parsed.encode().split(b"\n"):
+        starts.append(starts[-1] + len(line) + 1)
     size = deepest = 0
     for statement in statements:
-        uses = [n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name) and n.id in chars]
-        size = len(ast.get_source_segment(parsed, statement.value) or "") + sum(chars[n] for n in uses)
-        deepest = _depth(statement.value) + max((depth[n] for n in uses), default=0)
+        value = statement.value
+        uses = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in chars]
+        own = starts[value.end_lineno - 1] + value.end_col_offset - starts[value.lineno - 1] - value.col_offset
+        size = own + sum(chars[n] for n in uses)
+        deepest = _depth(value) + max((depth[n] for n in uses), default=0)
         if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name):
             chars[statement.targets[0].id], depth[statement.targets[0].id] = size, deepest
     return size, deepest

@@ -101,3 +101,11 @@ def test_the_named_definitions_of_a_tree_read_back_as_the_same_function(spec):
     output, definitions = named
     text = "; ".join([*(f"{n} = {t}" for n, t, hosted in definitions if not hosted), output])
     assert parse_target(text).normal_form == target.normal_form
+
+
+def test_thousands_of_definitions_are_read_in_one_pass():
+    """Each definition's size is read off its position (not by cutting its text out of the whole): 2,500
+    definitions, each unused, are refused with every one named."""
+    text = ";".join(f"a{i}=1" for i in range(2500)) + ";1"
+    with pytest.raises(InvalidSpecError, match="'a2499' is defined but never used"):
+        parse_target_expr(text)
