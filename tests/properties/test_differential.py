@@ -147,7 +147,7 @@ def test_vacuous_variable() -> None:
 
 def test_check_refuses_positions_without_positional_encoding() -> None:
     target = ifs.parse_target("x[1] + max(f1(x[t]) for t in T)")
-    arch = ifs.Architecture(heads=(1,), embed_dim=2 * ifs.T, input_dim=1)
+    arch = ifs.Architecture(heads=(1,), embed_dim=2 * ifs.T, input_dim=1, positional=False)
     gather_all = ifs.Program((Action(1, 1, "output", ifs.Op(Mode.AGGREGATE)),), layers=1)
     assert ifs.decide(target, arch).status is ifs.Status.INFEASIBLE
     assert not ifs.check(gather_all, target, arch, seq_len=8, samples=4).ok

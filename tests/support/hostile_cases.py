@@ -61,7 +61,7 @@ ARCHITECTURES = [
     ("heads-bool", "ifs.Architecture(heads=(True,))"), ("heads-float", "ifs.Architecture(heads=(1.5,))"),
     ("heads-string", "ifs.Architecture(heads='2')"), ("heads-none", "ifs.Architecture(heads=None)"),
     ("heads-empty", "ifs.Architecture(heads=())"), ("heads-zero-layer", "ifs.Architecture(heads=(1, 0))"),
-    ("heads-million", "ifs.Architecture(heads=(10**6,))"), ("layers-40", "ifs.Architecture(heads=(1,) * 40)"),
+    ("heads-million", "ifs.Architecture(heads=(10**6,))"), ("layers-70", "ifs.Architecture(heads=(1,) * 70)"),
     ("width-negative", "ifs.Architecture(heads=(1,), embed_dim=-4)"), ("width-0", "ifs.Architecture(heads=(1,), embed_dim=0)"),
     ("width-nan", "ifs.Architecture(heads=(1,), embed_dim=sympy.nan)"), ("width-oo", "ifs.Architecture(heads=(1,), embed_dim=sympy.oo)"),
     ("width-zoo", "ifs.Architecture(heads=(1,), embed_dim=sympy.zoo)"), ("width-sin", "ifs.Architecture(heads=(1,), embed_dim=sympy.sin(T))"),
@@ -71,7 +71,7 @@ ARCHITECTURES = [
     ("width-other-symbol", "ifs.Architecture(heads=(1,), embed_dim=sympy.Symbol('n'))"),
     ("input-dim-0", "ifs.Architecture(heads=(1,), input_dim=0)"), ("input-dim-negative", "ifs.Architecture(heads=(1,), input_dim=-1)"),
     ("input-dim-10**9", "ifs.Architecture(heads=(1,), input_dim=10**9)"), ("input-dim-float", "ifs.Architecture(heads=(1,), input_dim=1.5)"),
-    ("input-dim-none", "ifs.Architecture(heads=(1,), input_dim=None)"), ("input-dim-bool", "ifs.Architecture(heads=(1,), input_dim=True)"),
+    ("input-dim-string", "ifs.Architecture(heads=(1,), input_dim='2')"), ("input-dim-bool", "ifs.Architecture(heads=(1,), input_dim=True)"),
     ("positional-string", "ifs.Architecture(heads=(1,), positional='yes')"), ("positional-int", "ifs.Architecture(heads=(1,), positional=1)"),
 ]
 

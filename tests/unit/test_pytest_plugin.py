@@ -97,7 +97,7 @@ def test_an_incomplete_frontier_is_a_skip_never_a_pass(pytester, claims_pytest):
 def test_the_papers_claims_hold_through_the_plugin(claims_pytest):
     """docs/claims.toml, the example file, run in CI through pytest."""
     result = claims_pytest(str(ROOT / "docs" / "claims.toml"))
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=20)
 
 
 def test_the_plugin_is_registered_as_a_pytest11_entry_point():

@@ -176,9 +176,9 @@ def _wide(*heads: int, **options) -> ifs.Architecture:
 # position"); (target, architecture, efficient)
 EARLIER = [
     ("max(F0(x[o], x[t]) for t in range(1, o))", _narrow(1, positional=True), True),   # the decoder's question
-    ("max(F0(x[o], x[t]) for t in range(1, o))", _narrow(1), False),     # itself from the rest: positions
+    ("max(F0(x[o], x[t]) for t in range(1, o))", _narrow(1, positional=False), False),  # itself from the rest: positions
     ("max(F0(x[o], x[t]) for t in range(1, o))", _wide(1, positional=True), True),
-    ("max(F0(x[o], x[t]) for t in range(1, o))", _wide(1), False),       # earlier from later: positions
+    ("max(F0(x[o], x[t]) for t in range(1, o))", _wide(1, positional=False), False),    # earlier from later: positions
     ("x[argmax(dot(x[t-1], x[o]) for t in range(2, o))]", _narrow(1, 1, positional=True), True),  # induction
     ("x[argmax(dot(x[t-1], x[o]) for t in range(2, o))]", _narrow(1, positional=True), False),
     ("kth_largest(2, F0(x[o], x[t]) for t in range(1, o+1))", _narrow(1, positional=True), False),  # from o = 2
