@@ -524,6 +524,8 @@ class _Builder:
         self.effective: dict[tuple[int, str, OperationName], str] = {}  # (layer, class, op) -> it acts there
         self.pairs: list[tuple[tuple[str, ...], tuple[str, ...]]] = []   # neighbouring interchangeable groups
         self.ties: dict[str, str] = {}   # a pair's second group -> "still tied" after the last layer written
+        self.anchor_ties: dict[PositionClass, str] = {}   # a twin anchor -> "still tied" (``ordered_anchors``)
+        self.anchor_pairs: list[tuple[PositionClass, PositionClass]] | None = None   # ``twin_anchors``
         self.candidates_know: dict[tuple, str] = {}  # (domain, layer, node) -> every candidate knows it
         self.candidate_sets: dict[tuple[str, ...], int] = {}  # the classes of some domain's candidates -> a number
         self.deadline = None   # the question's, while building or growing: the builder outlives it
@@ -625,6 +627,7 @@ class _Builder:
             self.operations(layer)
             self.update_rules(layer)
             self.ordered_groups(layer)
+            self.ordered_anchors(layer)
         if self.enc.sources:
             self.check_deadline("encoding the sizes")
             self.sizes(layers)
@@ -1052,6 +1055,50 @@ class _Builder:
             for k in self.enc.offsets:
                 gains = [self.xoff[(c, l - 1, k)], self.all[(c, l)], chosen[Offset(k)]]
                 self.add(f"(= {self.xoff[(c, l, k)]} {disj(gains)})")
+
+    def twin_anchors(self) -> list[tuple[PositionClass, PositionClass]]:
+        """Neighbouring anchors that a renaming of positions swaps with everything else kept: free ones (no
+        fixed position the target names, no answering class), with no offsets read (a neighbour would tell them
+        apart), in the same candidate sets of every node. In each set, by position."""
+        enc = self.enc
+        if enc.offsets or self.mask or not self.ordered:
+            return []
+        named, answering = set(enc.fixed), set(answering_classes(enc))
+        domains = sorted({repr(i.domain): i for i in enc.nodes.values()}.items())
+        sets: dict[tuple, list[PositionClass]] = {}
+        for c, q in enc.anchors.items():
+            if q in named or c in answering:
+                continue
+            sets.setdefault(tuple(c in self.candidates(i) for _, i in domains), []).append(c)
+        return [(a, b) for members in sets.values() for a, b in zip(members, members[1:])]
+
+    def ordered_anchors(self, l: int) -> None:
+        """Twin anchors in order (``twin_anchors``): of two, the first's ``know`` facts are lexicographically
+        at least the second's, node by node, layer by layer. Exact as ``symmetry.py``'s order of groups is: a
+        renaming that swaps the two maps every constraint onto one of the same family (their specific-position
+        sources swap too, and the gathered sets are kept by choosing the canonical split of the swapped
+        sources again), so every model has a swapped one that is in order, with the same costs and heads. With
+        interchangeable groups ordered as well, both orders read one order of the facts (layer, class, group,
+        node: the classes in their order, the groups as ``symmetry.py`` sorts them): the model that comes first
+        in it among all the renamings of both kinds meets both."""
+        if self.anchor_pairs is None:   # once the anchors and offsets are known (``position_classes``)
+            self.anchor_pairs = self.twin_anchors()
+        pairs = self.anchor_pairs
+        # the nodes group by group in the order interchangeable groups are ordered (``ordered_groups``): one order
+        # of the facts (layer, class, group, node) for both, so that the most of every orbit, in that order, meets
+        # both (rows and columns of one matrix, lexicographically ordered alike)
+        by_group = sorted(self.enc.nodes.items(), key=lambda item: item[1].group)
+        for a, b in pairs:
+            tie = self.anchor_ties.get(b, TRUE)
+            for key, info in by_group:
+                if not self.admissible(info, a):
+                    continue
+                x, y = self.know[(a, l, key)], self.know[(b, l, key)]
+                self.add(implies(tie, implies(y, x)))
+                following = quoted(self.declare_bool(f"atie:{l}:{b}:{key}"))
+                self.add(f"(= {following} {conj([tie, f'(= {x} {y})'])})")
+                tie = following
+            self.anchor_ties[b] = tie
 
     def ordered_groups(self, l: int) -> None:
         """Interchangeable groups in order (``symmetry.py``, which proves the encoding stays exact): of two

@@ -88,3 +88,19 @@ def test_a_grown_ordered_encoding_asserts_what_a_fresh_one_asserts():
     fresh = encoder.encode(target, small.with_heads((2, 1, 1, 2)))
     assert sorted(grown.text.split("\n")) == sorted(fresh.text.split("\n"))
     assert any(line.startswith("(declare-const |tie:4:") for line in fresh.text.split("\n"))
+
+
+@pytest.mark.parametrize("text, heads", [
+    ("linear_max_sum:D=4", (1, 1)), ("linear_max_sum:D=5", (1, 2)), ("linear_max_sum:D=6", (2, 1)),
+    ("intrinsic_dimension:D=2", (2, 2)),   # twin groups and twin anchors at once: one order of the facts
+    # five subsets: anchors 1 and 5 lie in the same subsets (membership goes by the position mod 4)
+    (" + ".join(f"max(f{i}(x[t]) for t in S{i})" for i in range(1, 6)), (1, 1)),
+])
+def test_ordering_twin_anchors_changes_no_status_at_any_level(text, heads):
+    """Free anchors in the same candidate sets are swapped by a renaming of positions (``twin_anchors``):
+    ordering them keeps every answer, alone and beside the order of interchangeable groups."""
+    target = ifs.catalogue.parse_spec(text)
+    arch = ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=True)
+    enc = encoder.encode(target, arch)
+    assert enc._builder.anchor_pairs, "the case must have twin anchors"
+    assert _levels_answers(target, arch, True, True) == _levels_answers(target, arch, False, True)
