@@ -64,6 +64,33 @@ def winner_forms(selection: ex.Reduce, bound: frozenset[str]) -> list[tuple[ex.R
     return found
 
 
+def fixed_forms(selection: ex.Reduce, bound: frozenset[str]) -> list[tuple[ex.FixedIndex, ex.Reduce]]:
+    """Each fixed position whose token ``selection`` reads, with ``selection`` hosted there: every ``x[P]`` read
+    as ``x[@]`` (a selection that binds no variable: made by position ``P`` for itself, it is this one)."""
+    if bound:
+        return []
+    found = []
+    for position in sorted({e.index for e in _contents(selection) if isinstance(e.index, ex.FixedIndex)},
+                           key=lambda q: (q.from_end, q.position)):
+        form = _read_at_host(selection, position)
+        if ex.free_variables(form) == {HOST}:
+            found.append((position, form))
+    return found
+
+
+def _read_at_host(e: ex.Expr, position: ex.FixedIndex) -> ex.Expr:
+    if isinstance(e, ex.Content) and e.index == position:
+        return ex.Content(ex.VarIndex(HOST))
+    return ex.map_children(e, lambda c: _read_at_host(c, position))
+
+
+def _contents(e: ex.Expr) -> Iterator[ex.Content]:
+    if isinstance(e, ex.Content):
+        yield e
+    for c in ex.children(e):
+        yield from _contents(c)
+
+
 def closure(selections: Iterable[tuple[ex.Reduce, frozenset[str]]]) -> tuple[ex.Reduce, ...]:
     """The hosted forms a set of selections needs at winner hosts, and the forms those need in turn (a form
     hosted at a winner reads, at ``@``, a chain whose own links are hosted at winners), one per function
@@ -129,4 +156,4 @@ def _reductions(e: ex.Expr) -> Iterator[ex.Reduce]:
         yield from _reductions(c)
 
 
-__all__ = ["HOST", "canonical", "closure", "variable_form", "winner_forms"]
+__all__ = ["HOST", "canonical", "closure", "fixed_forms", "variable_form", "winner_forms"]

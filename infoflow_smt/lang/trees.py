@@ -97,13 +97,15 @@ class Hosting:
     """What a node is elsewhere: node ``node`` with its variable ``variable`` bound to the position of a
     host. The host is the position playing this node's own bound variable ``own`` (two nodes of one hosted
     form are one selection at each position), or the winner of node ``winner`` (this node reads that winner's
-    token where ``node`` reads its host's: ``node`` made at the winner is this node). Two nodes that bind no
-    variable and make one selection name each other with neither (``variable``, ``own`` and ``winner`` None)."""
+    token where ``node`` reads its host's: ``node`` made at the winner is this node), or the fixed position
+    ``fixed`` whose token this node reads (``node`` made by that position for itself is this node). Two nodes
+    that bind no variable and make one selection name each other with no host (``variable`` None)."""
 
     node: str
     variable: str | None
     own: str | None = None
     winner: str | None = None
+    fixed: ex.FixedIndex | None = None
 
 
 @dataclass(frozen=True)
@@ -598,6 +600,10 @@ def _hostings(tree: nx.DiGraph) -> dict[str, tuple[Hosting, ...]]:
             made = forms.get(hosting.canonical(form))
             if made is not None and made != n and index in outer:
                 found.setdefault(n, []).append(Hosting(made, hosting.HOST, winner=outer[index]))
+        for position, form in hosting.fixed_forms(expression, d["bound"]) if forms else ():
+            made = forms.get(hosting.canonical(form))
+            if made is not None:   # the hosted form made at position P is this selection
+                found.setdefault(n, []).append(Hosting(made, hosting.HOST, fixed=position))
     for members in same.values():
         for n, variable in members:
             found.setdefault(n, []).extend(Hosting(m, v, own=variable) for m, v in members if m != n)

@@ -304,7 +304,7 @@ def _group_infos(tree, gid: str, order: tuple[str, ...], rank_dim: int | None):
 def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
     """Each tree's hostings (``trees.Hosting``) as relations between the node keys kept, the tree's orders
     naming its nodes."""
-    same, copies, prefixes, moved = set(), set(), set(), set()
+    same, copies, prefixes, moved, fixed = set(), set(), set(), set(), set()
     for tree in trees:
         for node, (form, m) in tree.graph["moved"].items():
             n, w = _kept_key(tree, node, infos), _kept_key(tree, form, infos)
@@ -320,11 +320,14 @@ def _hosts(trees, infos: dict[str, NodeInfo]) -> Hosts:
                 a, m = _kept_key(tree, h.node, infos), _kept_key(tree, h.winner, infos) if h.winner else None
                 if n is None or a is None:
                     continue
-                if h.winner is None:
+                if h.fixed is not None:
+                    fixed.add((n, a, h.fixed))
+                elif h.winner is None:
                     same.add(tuple(sorted((n, a))))
                 elif m is not None:
                     copies.add((m, a, n))
-    return Hosts(tuple(sorted(same)), tuple(sorted(copies)), tuple(sorted(prefixes)), tuple(sorted(moved)))
+    return Hosts(tuple(sorted(same)), tuple(sorted(copies)), tuple(sorted(prefixes)), tuple(sorted(moved)),
+                 tuple(sorted(fixed, key=str)))
 
 
 def _kept_key(tree, node: str, infos: dict[str, NodeInfo]) -> str | None:
@@ -499,6 +502,7 @@ class _Builder:
         self.enc = Encoding(target, arch, self.ctx, z3.Solver(ctx=self.ctx), infos, outer, hosts)
         self.same = _classes(hosts.same)   # node key -> the keys of one selection at each position
         self.prefix_of = dict(hosts.prefixes)   # a selection -> its prefix form (a prefix collection brings it)
+        self.here: dict = {}   # anchor -> node -> the names it has there (``Hosts.fixed``); set with the anchors
         self.everywhere = NodeInfo("", "", "", (), "top1", frozenset(), 1, ex.AllPositions(), Reads(), False)
         self.copies: dict[str, list[tuple[str, str, str]]] = {}   # node key -> the copies that bring it
         for triple in hosts.copies:
@@ -666,6 +670,12 @@ class _Builder:
             enc.anchors[LAST_CLASS] = ex.FixedIndex(0, True)
         enc.inputs = [IN] + list(enc.anchors)
         enc.classes = enc.inputs + [OUT]
+        for n, a, q in enc.hosts.fixed:
+            for c, position in enc.anchors.items():
+                if position == q:
+                    names = self.here.setdefault(c, {})
+                    names.setdefault(n, set()).add(a)
+                    names.setdefault(a, set()).add(n)
         fixed_sources = sorted(set(enc.fixed) | set(enc.anchors.values()), key=str)
         return fixed_sources, {q: next((a for a, p in enc.anchors.items() if p == q), IN) for q in fixed_sources}
 
@@ -973,9 +983,11 @@ class _Builder:
             self.update_all(c, l, acting, chosen, winners)
             gains = {key: self.know_gains(c, l, key, info, acting, chosen, winners)
                      for key, info in self.enc.nodes.items() if self.admissible(info, c)}
+            here = self.here.get(c, {})   # at a fixed position, a node and the form it makes for itself
             for key in self.enc.nodes:
                 # one selection under several names: each is known when any is (``Hosts.same``)
-                known = [g for k in self.same.get(key, (key,)) for g in gains.get(k, [FALSE])]
+                names = set(self.same.get(key, (key,))) | here.get(key, set())
+                known = [g for k in sorted(names) for g in gains.get(k, [FALSE])]
                 self.add(f"(= {self.know[(c, l, key)]} {disj(known) if key in gains else FALSE})")
             self.update_positions(c, l, chosen, winners)
 

@@ -134,6 +134,8 @@ class Hosts:
     copies: tuple[tuple[str, str, str], ...] = ()
     prefixes: tuple[tuple[str, str], ...] = ()   # (a selection, its prefix form): a prefix collection brings it
     moved: tuple[tuple[str, str, int], ...] = ()  # (a winner read ahead, the moved selection, m): trees.py
+    fixed: tuple[tuple[str, str, object], ...] = ()   # (a node, the hosted form, the fixed position P): the
+                                                      # form position P makes for itself is that node
 
     def __bool__(self) -> bool:
         return bool(self.same or self.copies or self.prefixes or self.moved)
@@ -141,5 +143,5 @@ class Hosts:
     def groups(self, nodes: dict[str, NodeInfo]) -> set[str]:
         """The groups with a node in a relation."""
         keys = {k for pair in (*self.same, *self.prefixes) for k in pair} | {k for triple in self.copies for k in triple}
-        keys |= {k for n, w, _ in self.moved for k in (n, w)}
+        keys |= {k for n, w, _ in (*self.moved, *self.fixed) for k in (n, w)}
         return {nodes[k].group for k in keys}

@@ -367,6 +367,8 @@ class ScalarReplay:
                 final &= done
             elif h.own is not None:
                 host = env[h.own]
+            elif h.fixed is not None:
+                host = h.fixed.resolve(self.T)
             else:   # one selection under two names, made for no binding
                 host = ()
             if host is None:

@@ -181,15 +181,15 @@ def test_k_hop_induction_is_decided_in_logarithmic_depth(results):
         assert decided[(f"k_hop_induction:k={k}", str(layers[frontier]))] == "feasible"
 
 
-@pytest.mark.xfail(strict=True, reason="a false no of the solver read at position T: the independent checker "
-                   "(verify/flow_search.py) finds and confirms a program of three layers of one head")
 def test_hop_k_read_at_the_last_position_takes_the_layers_pointer_doubling_takes():
-    """hop_k at the last position, as at the output token, in ceil(log2(k + 1)) + 1 layers: at k = 3 the solver
-    asks one layer more (INFEASIBLE on 3 layers), where position T makes the first hop itself in layer 2 and in
-    layer 3 retrieves the second, whose winner made the third for itself (the program the checker finds). Left out
-    of the literature's instances until the solver is fixed; strict, so the fix shows here."""
-    arch = ifs.Architecture(heads=(1, 1, 1), embed_dim=16, input_dim=2, positional=True, readout="last")
-    assert ifs.decide("hop_k:k=3", arch).feasible
+    """hop_k at the last position, as at the output token, in ceil(log2(k + 1)) + 1 layers: at k = 3 position T
+    makes the next hop from itself in layer 2, which is the first hop (the form a position makes for itself, made
+    at T, is the selection that reads x[T]), and in layer 3 retrieves the second, whose winner made the third for
+    itself (the program the independent checker found, verify/flow_search.py)."""
+    arch = lambda layers: ifs.Architecture(heads=(1,) * layers, embed_dim=16, input_dim=2, positional=True,
+                                           readout="last")
+    assert ifs.decide("hop_k:k=3", arch(3)).feasible
+    assert not ifs.decide("hop_k:k=3", arch(2)).feasible
 
 
 @pytest.mark.parametrize("length, D, heads, width, k", [
