@@ -20,7 +20,6 @@ from experiments.compilation.facts import (
     Where,
     average,
     key,
-    value,
 )
 from experiments.compilation.head_plan import (
     HeadKind,
@@ -29,6 +28,7 @@ from experiments.compilation.head_plan import (
     fact_width,
     fixed_key,
 )
+from experiments.compilation.routes import knows
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.trees import GroupRef, NodeRef, walk
@@ -81,7 +81,7 @@ def _retrieve_plan(ref: HeadRef, acts, before, current, tree, d, kept, alone, re
     nodes = sorted({a.op.node for a in acts.values()})
     hosts = {n: [c for c, a in acts.items() if a.op.node == n] for n in nodes}
     selections = tuple(selection(n, tree, d, alone and len(nodes) == 1,
-                                  lambda g, n=n: all(holds(c, before[c], g) for c in hosts[n]), realization)
+                                  lambda g, n=n: all(holds(c, before[c], g, tree) for c in hosts[n]), realization)
                        for n in nodes)
     keys, at = {}, 0
     for sel in selections:
@@ -243,19 +243,18 @@ def _tokens_held(score, var: str, locations: dict, tree) -> bool:
             if not any(f.last == Gathered(Offset(sub.index.offset)) for f in locations):
                 return False
         elif isinstance(sub, ex.Content) and isinstance(sub.index, ex.FixedIndex):
-            if not holds(None, locations, sub.index):
+            if not holds(None, locations, sub.index, tree):
                 return False
         elif isinstance(sub, (GroupRef, NodeRef)):
             node = node_of(sub, tree)
-            if not is_count(node, tree) and not holds(None, locations, node):
+            if not is_count(node, tree) and not holds(None, locations, node, tree):
                 return False
     return True
 
 
-def holds(c, locations: dict, item) -> bool:
-    """Whether a position of class ``c`` with these facts knows ``item``: a node's average or value, a selection
-    it made or copied from a winner, or a fixed position's token (its own, or gathered)."""
+def holds(c, locations: dict, item, tree) -> bool:
+    """Whether a position of class ``c`` with these facts knows ``item``: a fixed position's token (its own, or
+    gathered), or a node's value, average or winner under any of its names (``routes.knows``)."""
     if isinstance(item, ex.FixedIndex):
         return c == item or any(f.last == Gathered(item) for f in locations)
-    return average(item) in locations or value(item) in locations or key(item) in locations or \
-        any(f.last == item for f in locations)
+    return key(item) in locations or knows(tree, locations, item, c)

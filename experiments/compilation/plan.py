@@ -113,6 +113,9 @@ def masked_prefix(node: str, tree, causal: bool) -> bool:
     return causal and any(ex.masked_prefix(data["domain"], v) for v in data["bound"])
 
 
+WRITTEN = (Mode.RETRIEVE, Mode.POSITIONS, Mode.AVERAGE, Mode.IDLE)   # the operations the compiler writes as heads
+
+
 def refuse_modes(program: Program, tree, causal: bool) -> None:
     for a in program.actions:
         domain = tree.nodes[a.op.node]["domain"] if a.op.node in tree.nodes else None
@@ -122,6 +125,8 @@ def refuse_modes(program: Program, tree, causal: bool) -> None:
         if a.op.mode in (Mode.AGGREGATE, Mode.KTH):
             raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled (a softmax head "
                                  "averages; exact maps cannot decode T tokens or rank the k-th from one average)")
+        if a.op.mode not in WRITTEN:
+            raise CompileRefusal("mode", str(a), f"{a}: {a.op.mode.value} is not compiled yet")
         offsets = [q for q in a.op.positions if isinstance(q, Offset)] if a.op.mode is Mode.POSITIONS else []
         if len(offsets) > 1:
             raise CompileRefusal("mode", str(a), f"{a}: one head gathering two offsets is not compiled (the "

@@ -31,6 +31,7 @@ from experiments.compilation.facts import (
 from experiments.compilation.gathers import separated
 from experiments.compilation.head_plan import average_width
 from experiments.compilation.layout import Plan
+from experiments.compilation.routes import known_routes, other_names, winner_route
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.trees import GroupRef, outermost
@@ -53,6 +54,7 @@ class Values:
         self.where = plan.locations[layer][c]
         self.hostings = self.tree.graph.get("hostings", {})
         self._open: set = set()
+        self._known_routes: frozenset | None = None
         self.cache: dict = {}   # per gathering head, what it gathered less what this position sent itself
 
     # ---- facts ---------------------------------------------------------------------------------------
@@ -153,38 +155,22 @@ class Values:
     # ---- selections ------------------------------------------------------------------------------------
     def winner(self, node: str, env: dict) -> tuple | None:
         """The route of the winner of ``node`` at ``env``'s binding, as this class knows it (None: it does not)."""
-        bound = self.tree.nodes[node]["bound"]
-        if bound:
-            route = (*env[next(iter(bound))], node)
-            if route in self._routes():
-                return route
-        else:
-            known = sorted((r for r in self._routes() if r[-1] == node), key=lambda r: (len(r), str(r)))
-            if known:
-                return known[0]
-        return self._hosted(node, env, lambda other, at: self.winner(other, at))
+        return winner_route(self.tree, self._routes(), node, env, self.c)
 
-    def _routes(self) -> set[tuple]:
-        """The routes to the positions this class knows: every prefix of a held fact's route (a retrieval that
-        brought something from a winner knows that winner), and ``(node,)`` for a selection it made."""
-        if not hasattr(self, "_known_routes"):
-            self._known_routes = {f.route[:i] for f in self.where for i in range(1, len(f.route) + 1)}
-            self._known_routes |= {(f.node,) for f in self.where if f.kind is Kind.KEY}
+    def _routes(self) -> frozenset:
+        if self._known_routes is None:
+            self._known_routes = known_routes(self.where)
         return self._known_routes
 
-    def _hosted(self, node: str, env: dict, find):
-        """``find(node', env')`` for the first other name of ``node`` (``trees.Hosting``) this class knows."""
-        mark = (node, tuple(sorted((v, env[v]) for v in self.tree.nodes[node]["bound"])))
+    def _hosted(self, node: str, env: dict) -> torch.Tensor | None:
+        """``node``'s value under the first of its other names (``trees.Hosting``) this class knows."""
+        mark = (node, tuple(sorted((v, env[v]) for v in self.tree.nodes[node]["bound"] if v in env)))
         if mark in self._open:
             return None   # a name met again while it is looked up: a chain naming itself
         self._open.add(mark)
         try:
-            for h in self.hostings.get(node, ()):
-                if h.winner is not None:
-                    host = self.winner(h.winner, {v: env[v] for v in self.tree.nodes[h.winner]["bound"]})
-                else:
-                    host = env.get(h.own)
-                if host is not None and (found := find(h.node, {h.variable: host})) is not None:
+            for other, at in other_names(self.tree, self._routes(), node, env, self.c, set()):
+                if (found := self._node_value(other, at)) is not None:
                     return found
             return None
         finally:
@@ -215,7 +201,7 @@ class Values:
             return self.fact(fact)
         if self.held(key(node)) is not None and (not bound or host == ()):
             return self.copied_value(node, {v: env[v] for v in bound})
-        hosted = self._hosted(node, env, self._node_value)
+        hosted = self._hosted(node, env)
         if hosted is not None:
             return hosted
         winner = self.winner(node, env)

@@ -75,6 +75,17 @@ def test_pointer_doubling_compiles():
     _holds(verdict, betas=(256, 4096), samples=256)
 
 
+def test_a_winner_read_ahead_of_its_candidates_and_a_chain_hosted_at_fixed_positions():
+    """Under the mask the token before a winner is the moved selection's winner's gathered x[t-1]
+    (tree.graph["moved"]); a hop chain from x[1] names its hops hosted at a winner and at a fixed position
+    (Hosting.fixed). Both were refused as unheld."""
+    _holds(_verdict("x[argmax(f1(x[t]) for t in range(2, T+1)) - 1]", (1, 1), positional=True, causal=True),
+           betas=(256, 4096), samples=512)
+    chain = ("x[argmax(dot(x[d-1], x[argmin(dot(x[c-1], x[argmax(dot(x[b-1], x[argmin(dot(x[a-1], x[1]) for a in "
+             "range(2, T+1))]) for b in range(2, T+1))]) for c in range(2, T+1))]) for d in range(2, T+1))]")
+    assert experiments.compile(_verdict(chain, (1, 1, 1, 1), positional=True)).plan.used() <= 32
+
+
 def test_one_selection_at_two_hosts_and_a_fixed_position_making_two():
     _holds(_verdict("min(dot(x[a], x[b]) for a in T for b in T) + max(min(dot(x[a], x[b]) for b in T) for a in T)",
                     (1, 2)))
