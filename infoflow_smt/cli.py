@@ -6,6 +6,7 @@
     infoflow minimize TARGET --max-layers 4 --max-heads 8
     infoflow frontier TARGET                       every (L, h) at once: decide_all
     infoflow sweep TARGET... --layers 1..6 --heads 1..8 [--plot FILE] [--workers N] [--backend ray]
+                   [--cell-timeout S]
     infoflow catalogue [NAME]                      infoflow export-smtlib TARGET --heads ... --output FILE
     infoflow check FILE [--junit-xml OUT] [--timeout S]   a file of claims (docs/claims.md)
     infoflow prove [--all | NAME] [--json] [--report FILE]
@@ -216,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="heads in every layer, e.g. 1..8")
     _architecture_options(p, heads=False)
     _question_options(p)
+    p.add_argument("--cell-timeout", type=SECONDS, default=None, metavar="SECONDS",
+                   help="a deadline for each cell the solver is asked (default: each gets a fair share of what is "
+                        "left of --timeout, and a cell that ran out of it is asked once more at the end); given "
+                        "without --timeout, the sweep has no whole deadline")
     p.add_argument("--plot", metavar="FILE", help="draw the phase diagram (.png, .svg or .pdf; one per target: "
                    "FILE, FILE-2, ... when there are several)")
     p.add_argument("--cache", metavar="FILE", help="the results cache (default ~/.cache/infoflow_smt/sweeps.jsonl)")
@@ -463,9 +468,14 @@ def cmd_sweep(args) -> int:
     cache = False if args.no_cache else args.cache
     grid = [(L, h) for L in args.layers for h in args.heads]
     cells, seconds, cache_path = [], 0.0, None
-    deadline = Deadline(args.timeout)   # one for every group of targets (each group is one sweep)
+    # one deadline for every group of targets (each group is one sweep), none with --cell-timeout alone
+    deadline = None if args.timeout is None and args.cell_timeout is not None else Deadline(args.timeout)
+    groups = _grouped(args, targets)   # one sweep per token dimension (targets may read numbers)
     with _progress(len(grid) * len(targets)) as progress:
-        for by_dim in _grouped(args, targets):   # one sweep per token dimension (targets may read numbers)
+        for g, by_dim in enumerate(groups):
+            # each group its share of what is left, by its targets: the first cannot spend the others' time
+            share = None if deadline is None else max(
+                deadline.left() * len(by_dim) / sum(map(len, groups[g:])), 1e-3)
             specs = [args.targets[i] for i in by_dim]
             first = targets[by_dim[0]]
             dim, positional = _input_dim(args, first), _positional(args, first)   # once: each reads the tree
@@ -473,9 +483,10 @@ def cmd_sweep(args) -> int:
                                   rank_aware=args.rank_aware, causal=args.causal)
                      for L, h in grid]
             offset = len(cells)
-            result = sweep(specs, archs, timeout=max(deadline.left(), 1e-3), cache=cache, workers=args.workers,
-                           backend=args.backend, address=args.address, infer=not args.no_infer,
-                           seq_len=args.seq_len, progress=lambda done, _total, o=offset: progress(o + done))
+            result = sweep(specs, archs, timeout=share, cell_timeout=args.cell_timeout, cache=cache,
+                           workers=args.workers, backend=args.backend, address=args.address,
+                           infer=not args.no_infer, seq_len=args.seq_len,
+                           progress=lambda done, _total, o=offset: progress(o + done))
             cells += result.cells
             seconds += result.seconds
             cache_path = result.cache_path
@@ -499,7 +510,7 @@ def cmd_sweep(args) -> int:
                          args.format)
     say(f"{len(cells)} cells: {result.decided} decided, {result.inferred} inferred by monotonicity (marked *), "
         f"{result.cached} from the cache" + (f" ({cache_path})" if cache_path else "")
-        + (f", {result.undecided} unknown (marked ?)" if result.undecided else ""))
+        + (f", {result.undecided} unknown (marked ?, with the seconds each had)" if result.undecided else ""))
     if result.undecided:
         say(result.gap())
     for path in plots:
@@ -538,7 +549,8 @@ def _phase_table(spec: str, cells, layers, heads):
             c = by_shape[(L, h)]
             bound = {"at most": "<=", "at least": ">="}.get(c.bound, "")
             exponent = f" {bound}{c.exponent.replace(' ', '')}" if c.exponent else ""
-            row.append(f"{marks[c.status.value]}{exponent}{'*' if c.inferred else ''}")
+            had = f"({c.allowed:.3g}s)" if c.ran_out else ""   # an unknown cell names the time it had
+            row.append(f"{marks[c.status.value]}{had}{exponent}{'*' if c.inferred else ''}")
         rows.append(row)
     on = setting.line(c.architecture for c in cells)
     return _table(["L \\ h", *map(str, heads)], rows,

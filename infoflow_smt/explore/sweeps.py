@@ -23,7 +23,9 @@ record must carry its layout, its checksum and a status its exponent agrees with
 feasible, at every length); a feasible record's witness is replayed and must give the recorded exponent; an
 infeasible record, which nothing can replay, is served only to the solver that wrote it (``SOLVER``: the model's
 version and z3's), so a record from another version or another machine's z3 is decided again. The cells of one target run in one process (they share one
-encoding); targets spread over ``workers`` processes (all cores by default), or over a Ray cluster.
+encoding); targets spread over ``workers`` processes (all cores by default), or over a Ray cluster. Each cell
+the solver is asked gets a deadline of its own, a fair share of the whole or ``cell_timeout``
+(``explore.cell_deadlines``): one hard cell cannot starve the others, and an unknown cell says the time it had.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import re
 import sys
@@ -46,6 +49,7 @@ import sympy
 
 from infoflow_smt.deadline import Deadline, OutOfTime, seconds
 from infoflow_smt.errors import InvalidSpecError, Problem, WitnessCheckError
+from infoflow_smt.explore.cell_deadlines import CellDeadlines, questions_left, queued_behind, whole_end
 from infoflow_smt.files import as_path, plain_file
 from infoflow_smt.lang import causal
 from infoflow_smt.lang.catalogue import as_target
@@ -88,6 +92,7 @@ class Cell:
     cached: bool = False
     recomputed: bool = False        # its cache record failed its check (decided again)
     reason_unknown: str = ""        # why an unknown cell is unknown (the deadline, or a "no" the mask leaves open)
+    allowed: float = 0.0            # the seconds its questions were given in all (0: never asked)
 
     @property
     def inferred(self) -> bool:
@@ -103,7 +108,15 @@ class Cell:
                 "inferred_from": list(self.inferred_from) if self.inferred_from else None,
                 "witness": self.witness.to_json() if self.witness else None,
                 "seconds": round(self.seconds, 4), "cached": self.cached,
+                "allowed_seconds": None if self.inferred or self.cached else round(self.allowed, 3),
                 "reason_unknown": self.reason_unknown or None}
+
+    @property
+    def ran_out(self) -> bool:
+        """Whether the cell is unknown for want of time (asked and cut short, or never asked), not for a "no"
+        the causal mask leaves open."""
+        return self.status is Status.UNKNOWN and not self.inferred and not self.reason_unknown.startswith(
+            NOT_ESTABLISHED)
 
 
 @dataclass
@@ -141,12 +154,20 @@ class Sweep:
         """The sentence that says how many cells are undecided, and why ("" when none is)."""
         if not self.undecided:
             return ""
-        masked = sum(c.status is Status.UNKNOWN and c.reason_unknown.startswith(NOT_ESTABLISHED) for c in self.cells)
-        late = self.undecided - masked
+        late = [c for c in self.cells if c.ran_out]
+        masked = self.undecided - len(late)
         lines = []
-        if late:
-            lines.append(f"incomplete: {late} of {len(self.cells)} cells not decided by the deadline (unknown, "
-                         "marked ?); run the sweep again with a longer --timeout: decided cells come from the cache")
+        cut, never = [c for c in late if c.allowed > 0], [c for c in late if c.allowed <= 0]
+        if cut:
+            most = max(c.allowed for c in cut)
+            lines.append(f"incomplete: {len(cut)} of {len(self.cells)} cells not decided in the time each had "
+                         f"(unknown, marked ? with its seconds; at most {most:.3g} s); ask each cell for longer with "
+                         f"a deadline per cell, --cell-timeout SECONDS above {most:.3g} (cell_timeout= in Python): "
+                         "decided cells come from the cache")
+        if never:
+            lines.append(f"incomplete: {len(never)} of {len(self.cells)} cells never asked (unknown, marked ?): "
+                         "the whole deadline passed first; give the sweep a longer --timeout, or a deadline per cell "
+                         "(--cell-timeout SECONDS) and no --timeout: decided cells come from the cache")
         if masked:
             lines.append(f"incomplete: {masked} of {len(self.cells)} cells unknown (marked ?): {NOT_ESTABLISHED} "
                          "there (the model leaves that no open whatever the deadline; decide says why; "
@@ -159,6 +180,7 @@ class Sweep:
         lines = [head] + [self.gap()] * bool(self.undecided)
         for c in self.cells:
             how = f"inferred from heads={c.inferred_from}" if c.inferred else ("cached" if c.cached else "decided")
+            how = f"unknown after {c.allowed:.3g} s allowed" if c.ran_out else how
             bound = "" if c.bound == "exact" else f" ({c.bound})"
             lines.append(f"  {c.target} | heads={c.architecture.heads} | {c.status.value} | "
                          f"exponent {c.exponent or '-'}{bound} | {how}")
@@ -205,7 +227,7 @@ class _Job:
     cache_path: str | None
     known: dict = field(default_factory=dict)     # cache key -> record
     infer: bool = True
-    end: float = 0.0                                # the deadline, as time.time()
+    deadlines: CellDeadlines = field(default_factory=lambda: CellDeadlines(0.0, None))   # explore.cell_deadlines
 
 
 def _key(target, arch: Architecture, settings: dict) -> str:
@@ -218,7 +240,8 @@ def _key(target, arch: Architecture, settings: dict) -> str:
 
 def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[Cell]:
     """Decide one target's cells along the frontier; append each new decision to the cache at once.
-    ``on_cells(n)`` is told as every ``n`` cells are settled (decided, read from the cache, or inferred)."""
+    ``on_cells(n)`` is told as every ``n`` cells are settled (decided, read from the cache, or inferred). Under
+    fair shares a cell that ran out of its share is asked once more at the end (``explore.cell_deadlines``)."""
     target = job.target
     law = cost.DecodeLaw(job.settings["decode_law"])
     # the encodings grow with the walk (fewest layers first): a small question asked of an encoding sized for
@@ -227,23 +250,35 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
                           reasons=False)
     # an architecture asked twice is decided once: as its own "larger" cell it would be inferred from itself
     copies = Counter(job.archs)
-    pending, results = list(copies), {}
-    choose = _frontier_order(list(copies))
+    results: dict[Architecture, Cell] = {}
+    _walk(job, questions, copies, list(copies), results, on_cells)
+    if job.infer:   # a cell left unknown may follow from an answer the walk got after it
+        for arch, cell in list(results.items()):
+            if cell.status is Status.UNKNOWN:
+                results[arch] = next(filter(None, (_inferred(c, arch) for c in results.values() if c.status
+                                                   is not Status.UNKNOWN and not c.inferred)), cell)
+    if job.deadlines.fair:
+        _walk(job, questions, copies, [a for a, c in results.items() if c.ran_out], results, None)
+    return [results[a] for a in job.archs]
+
+
+def _walk(job: _Job, questions: Questions, copies: Counter, pending: list[Architecture],
+          results: dict[Architecture, Cell], on_cells: Callable[[int], None] | None) -> None:
+    """Settle the ``pending`` architectures, the fewest layers first (``_frontier_order``), each decided
+    one inferring what it can of the others (``_inferred``); a cell asked before (and left unknown) adds this
+    question's time to the time it had."""
+    choose = _frontier_order(list(pending))
+    pending = list(pending)
     while pending:
         arch = choose(pending)
+        allowed = job.deadlines.seconds(questions_left(pending, job.infer))
         pending.remove(arch)
-        key = _key(target, arch, job.settings)
-        cell = _cached_cell(job, questions, arch, job.known[key]) if key in job.known else None
-        if (cell is None or cell.recomputed) and time.time() >= job.end:   # no question starts past the deadline
-            cell = Cell(job.spec, arch, Status.UNKNOWN, "", "unknown", reason_unknown=_LATE)
+        key = _key(job.target, arch, job.settings)
+        cell = _cached_cell(job, questions, arch, job.known[key], allowed) if key in job.known else None
+        if (cell is None or cell.recomputed) and job.deadlines.passed:   # no question starts past the deadline
+            cell = results.get(arch) or Cell(job.spec, arch, Status.UNKNOWN, "", "unknown", reason_unknown=_LATE)
         elif cell is None or cell.recomputed:
-            deadline = Deadline(max(job.end - time.time(), 1e-3))
-            verdict = questions.decide(arch, deadline)
-            cell = Cell(job.spec, arch, verdict.status, _exponent_text(verdict.exponent), "exact",
-                        witness=verdict.witness, seconds=verdict.stats.seconds, recomputed=cell is not None,
-                        reason_unknown=verdict.reason_unknown or "")
-            if verdict.status is not Status.UNKNOWN and job.cache_path:
-                _append(job.cache_path, key, cell)
+            cell = _decided_cell(job, questions, arch, allowed, recomputed=cell is not None, before=results.get(arch))
         results[arch] = cell
         settled = copies[arch]
         if job.infer and cell.status is not Status.UNKNOWN:
@@ -255,10 +290,26 @@ def _run_job(job: _Job, on_cells: Callable[[int], None] | None = None) -> list[C
                     settled += copies[other]
         if on_cells:
             on_cells(settled)
-    return [results[a] for a in job.archs]
 
 
-def _cached_cell(job: _Job, questions: Questions, arch: Architecture, record: dict) -> Cell:
+def _decided_cell(job: _Job, questions: Questions, arch: Architecture, allowed: float, recomputed: bool,
+                  before: Cell | None) -> Cell:
+    """The cell the solver's answer makes in ``allowed`` seconds; appended to the cache unless unknown."""
+    allowed = max(allowed, 1e-3)
+    verdict = questions.decide(arch, Deadline(allowed))
+    spent = verdict.stats.seconds
+    why = verdict.reason_unknown or ""
+    if before is not None:   # asked again: the time it had is both questions'
+        spent, allowed = spent + before.seconds, allowed + before.allowed
+        why = why and f"{why} (asked twice: {allowed:.3g} s in all)"
+    cell = Cell(job.spec, arch, verdict.status, _exponent_text(verdict.exponent), "exact", witness=verdict.witness,
+                seconds=spent, recomputed=recomputed, reason_unknown=why, allowed=allowed)
+    if verdict.status is not Status.UNKNOWN and job.cache_path:
+        _append(job.cache_path, _key(job.target, arch, job.settings), cell)
+    return cell
+
+
+def _cached_cell(job: _Job, questions: Questions, arch: Architecture, record: dict, allowed: float) -> Cell:
     """The cell a cache record holds, checked (module docstring): its status against its exponent, a feasible
     record's witness replayed to the recorded exponent. A record that fails comes back as a cell marked
     ``recomputed`` (decide it again)."""
@@ -269,8 +320,7 @@ def _cached_cell(job: _Job, questions: Questions, arch: Architecture, record: di
         if cell.status is Status.FEASIBLE:
             if cell.witness is None or validate(cell.witness, arch):
                 raise InvalidSpecError("a feasible record without a witness that fits the architecture", "cache")
-            deadline = Deadline(max(job.end - time.time(), 1e-3))
-            exponent = _exponent_text(questions.replayed_exponent(cell.witness, arch, deadline))
+            exponent = _exponent_text(questions.replayed_exponent(cell.witness, arch, Deadline(max(allowed, 1e-3))))
             if exponent != cell.exponent:
                 raise InvalidSpecError(f"the witness replays at exponent {exponent}, not {cell.exponent}", "cache")
         return cell
@@ -420,6 +470,7 @@ def _cell_from(spec: str, arch: Architecture, record: dict) -> Cell:
 
 # ---- the sweep ----------------------------------------------------------------------------------------------
 def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | None = None,
+          cell_timeout: float | None = None,
           cache: str | os.PathLike | bool | None = None, workers: int | None = None, backend: str = "local",
           address: str | None = None, infer: bool = True, seq_len: int | None = None, samples: int = WITNESS_SAMPLES,
           decode_law: cost.DecodeLaw | str = cost.DecodeLaw.SEED, progress: Callable | None = None) -> Sweep:
@@ -427,8 +478,12 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
 
     ``cache``: a JSON-lines file (None: ``default_cache()``; False: none). ``workers``: processes (None: all
     cores). ``backend="ray"`` sends the targets to a Ray cluster (``address``; a local one when None).
-    ``infer``: mark cells that monotonicity decides (module docstring). ``timeout`` bounds the whole sweep:
-    what is undecided then is UNKNOWN and not cached. A cell's witness is replayed and its exponent exact, but
+    ``infer``: mark cells that monotonicity decides (module docstring). ``timeout`` bounds the whole sweep
+    (default ``limits.DEFAULT_TIMEOUT``) and ``cell_timeout`` each question, one cell asked of the solver;
+    without ``cell_timeout`` each question gets a fair share of what is left of ``timeout``, and a cell that
+    ran out of its share is asked once more at the end of its target with a fair share of what is left then
+    (``explore.cell_deadlines``); with ``cell_timeout`` alone the sweep has no whole deadline. What is
+    undecided is UNKNOWN (``Cell.allowed``: the seconds its questions had) and never cached. A cell's witness is replayed and its exponent exact, but
     it is not reduced to the fewest acting heads (``decide`` does that). ``progress(done, total)`` counts cells: it is called as
     each cell is settled in this process, or as each target's cells come back from a worker.
 
@@ -439,7 +494,8 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     [((1,), 'infeasible', True), ((2,), 'infeasible', False)]
     """
     started = time.time()
-    budget = seconds(timeout)
+    per_cell = None if cell_timeout is None else seconds(cell_timeout, "cell_timeout")
+    end = whole_end(started, timeout, per_cell)
     specs, archs = _validated(targets, archs, workers, backend, samples)
     samples, workers = int(samples), (None if workers is None else int(workers))
     seq_len = seq_len if whole(seq_len) is None else whole(seq_len)   # a numpy integer: JSON for the cache key
@@ -453,7 +509,11 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
             validate_question(target, arch, seq_len, samples)
         for masked in sorted({arch.causal for arch in archs}):
             jobs.append(_Job(_asked(target, masked), spec, [a for a in asked[spec] if a.causal == masked], settings,
-                             str(cache_path) if cache_path else None, dict(known), infer, started + budget))
+                             str(cache_path) if cache_path else None, dict(known), infer))
+    lanes = len(jobs) if backend == "ray" else min(workers or os.cpu_count() or 1, len(jobs))   # ray: all at once
+    queued = queued_behind([questions_left(job.archs, infer) for job in jobs], lanes)
+    for job, behind in zip(jobs, queued):
+        job.deadlines = CellDeadlines(end, per_cell, behind)
     if backend == "ray":
         results = _run_ray(jobs, address, progress)
     else:
@@ -541,11 +601,12 @@ def _run_local(jobs: list[_Job], workers: int | None, progress) -> list[list[Cel
     if workers <= 1:
         return [_run_job(job, settled) for job in jobs]
     results: list = [None] * len(jobs)
-    end = max(job.end for job in jobs)
+    end = max(job.deadlines.end for job in jobs)
+    wait = None if end == math.inf else max(end - time.time(), 0) + _GRACE   # none: each question has its own
     try:
         with worker_pool(workers) as pool:  # spawned (no z3 state crosses a fork), dying with this process
             futures = {pool.submit(_run_job, job): i for i, job in enumerate(jobs)}
-            for future in as_completed(futures, timeout=max(end - time.time(), 0) + _GRACE):
+            for future in as_completed(futures, timeout=wait):
                 results[futures[future]] = future.result()
                 settled(len(jobs[futures[future]].archs))
     except TimeoutError:   # past the deadline: the pool and its workers (even those still starting) are killed

@@ -142,6 +142,9 @@ OTHERS = [
     ("sweep-bad-target", f"ifs.sweep(['x[0]'], [{A}], cache=False)"), ("sweep-timeout", f"ifs.sweep(['max_retrieval'], [{A}], timeout=0)"),
     ("minimize-timeout-1e308", "ifs.minimize('max_retrieval', timeout=1e308)"),
     ("sweep-timeout-1e306", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, timeout=1e306)"),
+    ("sweep-cell-timeout-0", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, cell_timeout=0)"),
+    ("sweep-cell-timeout-nan", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, cell_timeout=float('nan'))"),
+    ("sweep-cell-timeout-string", f"ifs.sweep(['max_retrieval'], [{A}], cache=False, cell_timeout='1')"),
     ("decide-all-timeout-1e306", "ifs.decide_all('max_retrieval', timeout=1e306)"),
     ("decide-all-head-dim", "ifs.decide_all('max_retrieval', head_dim=0)"), ("decide-all-target", "ifs.decide_all(3.5)"),
     ("decide-all-width", "ifs.decide_all('max_retrieval', embed_dim='x')"), ("decide-all-timeout", "ifs.decide_all('max_retrieval', timeout=float('nan'))"),
@@ -375,6 +378,9 @@ _BAD_NUMBERS = [   # (command, option and value[, True: the suite runs it]): eac
     ("minimize min_pairwise_dot", "--timeout 1e306"), ("frontier min_pairwise_dot", "--timeout 1e306"),
     ("frontier min_pairwise_dot", "--head-dim 0"), ("sweep min_pairwise_dot --no-cache", "--timeout 1e306"),
     ("sweep min_pairwise_dot --no-cache", "--workers 100000", True), ("sweep min_pairwise_dot", "--layers 1..100000000000"),
+    ("sweep min_pairwise_dot --no-cache", "--cell-timeout 0", True), ("sweep min_pairwise_dot --no-cache", "--cell-timeout -1"),
+    ("sweep min_pairwise_dot --no-cache", "--cell-timeout abc"), ("sweep min_pairwise_dot --no-cache", "--cell-timeout nan", True),
+    ("sweep min_pairwise_dot --no-cache", "--cell-timeout 1e306"),
     ("export-smtlib min_pairwise_dot --heads 1 --output {d}/q.smt2", "--timeout 1e308"),
     ("check {d}/claims_true.toml", "--timeout 1e308", True), ("check {d}/claims_true.toml", "--timeout nan"),
     ("prove depth_separation", "--timeout 1e308", True), ("prove depth_separation", "--timeout inf"),
@@ -455,6 +461,9 @@ COMMAND_LINE: list[Probe] = [
           "--workers 2 --timeout 1 --no-cache", (0, 3), seconds=3),
     Probe("deadline sweep 1 worker 1 s", "infoflow sweep intrinsic_dimension:D=16 --layers 1..8 --heads 1..8 "
           "--workers 1 --timeout 1 --no-cache", (0, 3), seconds=3),
+    # a deadline per cell: two hard cells of 0.5 s each, then an easy target (the walk asks 3 questions of each)
+    Probe("deadline sweep --cell-timeout 0.5", f"infoflow sweep {_S32} max_retrieval --layers 1..2 --heads 1..2 "
+          "--positional --workers 1 --cell-timeout 0.5 --no-cache", (0, 3), seconds=6),
     Probe("deadline prove --all 0.5 s", "infoflow prove --all --timeout 0.5", (0, 3), seconds=2.5),
     Probe("deadline python -m proofs --all 1 s", "python -m proofs --all --timeout 1", (0, 3), seconds=3),
     Probe("deadline export-smtlib 0.05 s", f"infoflow export-smtlib {_S8} --heads 2,2,2,2,2,2 --positional "
