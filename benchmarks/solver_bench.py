@@ -1,6 +1,7 @@
-"""Solver benchmarks: eight figures, each beside a baseline measured in the same run, with a PASS/MISS line.
+"""Solver benchmarks: seventeen figures, each beside a baseline measured in the same run, with a PASS/MISS line.
 
     python benchmarks/solver_bench.py [--json] [--workers 2] [--repeat 3] [--enumerator]
+                                      [--only existing|scale|growth]
 
 ``decisions_per_second``   every catalogue target (``CATALOGUE``) on L in 1..3 layers of h in 1..4 heads, E=32,
                            d=2: checked decisions per second (every feasible witness replayed, every infeasible
@@ -30,6 +31,30 @@
                            layers of up to 3 heads, with positional encoding, at the default deadline: the 99th
                            percentile of the decision times. Target < 0.5 s, none UNKNOWN. Baseline: the median.
 
+Growth (issue 39, ``--only growth``): questions grown in positions, hops and terms, each row its size, seconds,
+status and ratio to ``reference_s`` (max_retrieval on 1 head from scratch, the best of 5 in the same run);
+every question from scratch under a deadline of ``GROWTH_TIMEOUT`` (120 s), so a miss is UNKNOWN with its time.
+
+``growth_workers_s``            linear_max_sum:D on (1, 1) with positions, D = 8, 16, 32. Target D=32 < 10 s.
+``growth_subsets_s``            a sum of k subset selections (``subsets``) on (2, 2) with positions, k = 8, 16,
+                                32. Target k=32 < 10 s.
+``growth_frontier_hops_s``      ``decide_all(k_hop_induction:k=16)`` (``infoflow frontier``). Target < 30 s,
+                                every cell decided.
+``growth_masked_decide_all_s``  ``decide_all(intrinsic_dimension:D, causal=True)``, D = 4, 6, 8. Target D=8
+                                < 10 s, every cell decided.
+``growth_decide_all_32_s``      ``decide_all(intrinsic_dimension:D=32)``. Target < 10 s, every cell decided.
+``growth_infeasible_hops_s``    k_hop_induction:k on ceil(log2(k+1)) layers of 1 head, its largest infeasible
+                                depth (the frontier's depth, one layer more, asked beside it), k = 2..16.
+                                Target each < 5 s and INFEASIBLE.
+``growth_wide_random_s``        a seeded sum of 10 and 20 random groups (``wide_question``, like
+                                ``random_question``'s) on (4, 4, 4) with positions. Target 20 terms < 10 s.
+``growth_value_chain_s``        a chain of dependent selections written as a path of bilinear scores
+                                (``value_chain``) of 24 on 24 and 25 layers of 1 head; 4 on 4 beside it.
+                                Target < 1 s each.
+``growth_hop_sweep_unknown``    the sweep of k_hop_induction:k=8 over 1..10 layers by 1..2 heads with
+                                positions at the default deadline, with 1 and the default workers: its
+                                unknown cells. Target 0.
+
 ``--enumerator`` adds ``speedup_vs_enumerator`` (every catalogue target at 3 layers of 4 heads: the solver
 against the exhaustive enumerator; minutes). Figures only: no test asserts a time. Every run records the
 machine (CPUs, Python, load average, and ``reference_loop_ms``: a fixed Python loop timed before and after,
@@ -40,8 +65,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -348,32 +375,34 @@ def chain_s(repeat: int) -> Figure:
     return Figure("chain_s", worst, "< 1 s each", worst < 1 and known, " s", rows)
 
 
-def random_question(rng: np.random.Generator) -> tuple[str, ifs.Architecture]:
-    """A random target (1-3 groups, each a reduction nesting up to 3 deep, whose scores read their own
-    variable, the enclosing one, fixed positions x[1], x[2], x[T] and offsets x[v-1]) on up to 4 layers of up
-    to 3 heads, with positional encoding."""
-    def group(depth: int, outer: str | None, used: int) -> str:
-        v = f"v{used}"
-        terms = [f"f1(x[{v}])"]
-        if outer is not None:
-            terms.append(f"dot(x[{outer}], x[{v}])")
-        extra = rng.choice(["", "x[1]", "x[2]", "x[T]", "offset", "pair"])
-        if extra == "offset":
-            terms.append(f"f2(x[{v}], x[{v}-1])")
-        elif extra == "pair":
-            terms.append(f"bilinear(A1, x[{v}], x[{outer or v}])")
-        elif extra:
-            terms.append(f"dot(x[{v}], {extra})")
-        if depth > 1 and rng.random() < 0.7:
-            terms.append(group(depth - 1, v, used + 1))
-        kind = rng.choice(["min", "max", "max", "kth"])
-        domain = "range(2, T+1)" if extra == "offset" else "T"
-        body = " + ".join(terms)
-        if kind == "kth":
-            return f"kth_largest(2, {body} for {v} in {domain})"
-        return f"{kind}({body} for {v} in {domain})"
+def random_group(rng: np.random.Generator, depth: int, outer: str | None, used: int) -> str:
+    """A random reduction nesting up to ``depth`` deep, whose scores read their own variable ``v{used}``, the
+    enclosing one ``outer``, fixed positions x[1], x[2], x[T] and offsets x[v-1]."""
+    v = f"v{used}"
+    terms = [f"f1(x[{v}])"]
+    if outer is not None:
+        terms.append(f"dot(x[{outer}], x[{v}])")
+    extra = rng.choice(["", "x[1]", "x[2]", "x[T]", "offset", "pair"])
+    if extra == "offset":
+        terms.append(f"f2(x[{v}], x[{v}-1])")
+    elif extra == "pair":
+        terms.append(f"bilinear(A1, x[{v}], x[{outer or v}])")
+    elif extra:
+        terms.append(f"dot(x[{v}], {extra})")
+    if depth > 1 and rng.random() < 0.7:
+        terms.append(random_group(rng, depth - 1, v, used + 1))
+    kind = rng.choice(["min", "max", "max", "kth"])
+    domain = "range(2, T+1)" if extra == "offset" else "T"
+    body = " + ".join(terms)
+    if kind == "kth":
+        return f"kth_largest(2, {body} for {v} in {domain})"
+    return f"{kind}({body} for {v} in {domain})"
 
-    groups = [group(int(rng.integers(1, 4)), None, 10 * g) for g in range(int(rng.integers(1, 4)))]
+
+def random_question(rng: np.random.Generator) -> tuple[str, ifs.Architecture]:
+    """A random target (1-3 groups, each a ``random_group`` nesting up to 3 deep) on up to 4 layers of up to
+    3 heads, with positional encoding."""
+    groups = [random_group(rng, int(rng.integers(1, 4)), None, 10 * g) for g in range(int(rng.integers(1, 4)))]
     text = groups[0] if len(groups) == 1 else f"F0({', '.join(groups)})"
     heads = tuple(int(h) for h in rng.integers(1, 4, size=int(rng.integers(1, 5))))
     return text, ifs.Architecture(heads=heads, embed_dim=32, input_dim=2, positional=True)
@@ -404,6 +433,157 @@ def random_p99_s(count: int = 300) -> Figure:
     return Figure("random_p99_s", p99, "< 0.5 s, none unknown", ok, " s", rows)
 
 
+# ---- questions grown in positions, hops and terms (issue 39) ------------------------------------------------
+GROWTH_TIMEOUT = 120.0   # each question's deadline: a miss shows as UNKNOWN with the time it took, never a hang
+REFERENCE = ("max_retrieval", (1,))   # the fixed small decision every growth figure is a ratio to
+
+
+def reference_s(repeat: int) -> float:
+    """max_retrieval on 1 head, from scratch: the best of ``max(repeat, 5)`` decisions, in seconds."""
+    spec, heads = REFERENCE
+    from_scratch(spec, architecture(spec, heads))  # warm the imports
+    return min(timed(partial(from_scratch, spec, architecture(spec, heads)))[0] for _ in range(max(repeat, 5)))
+
+
+def grown(ask: Callable[[], tuple[str, str]], repeat: int) -> tuple[float, str, str]:
+    """The best of ``repeat`` passes of ``ask`` (from scratch: ``forget_recent`` before each), which returns
+    (status, note); a pass that comes back UNKNOWN is not repeated. Returns (seconds, status, note)."""
+    best = None
+    for _ in range(repeat):
+        forget_recent()
+        t, (status, note) = timed(ask)
+        best = (t, status, note) if best is None or t < best[0] else best
+        if status == "unknown":
+            break
+    return best
+
+
+def _decision(text: str, arch: ifs.Architecture) -> Callable[[], tuple[str, str]]:
+    def ask():
+        verdict = ifs.decide(text, arch, timeout=GROWTH_TIMEOUT)
+        return verdict.status.value, verdict.reason_unknown or ""
+    return ask
+
+
+def _frontier(text: str, **options) -> Callable[[], tuple[str, str]]:
+    """``decide_all``: its status is "complete" (every cell decided), else "unknown" and why."""
+    def ask():
+        try:
+            frontier = ifs.decide_all(text, timeout=GROWTH_TIMEOUT, **options)
+        except ifs.SolverUnknownError as err:
+            return "unknown", str(err)
+        shapes = ", ".join(f"{L}x{h}" for L, h in frontier.shapes) or "none"
+        if not frontier.complete:
+            return "unknown", f"{len(frontier.undecided)} cells undecided ({'; '.join(frontier.undecided_why)})"
+        return "complete", f"frontier {shapes}"
+    return ask
+
+
+DECIDED = ("feasible", "infeasible", "complete")   # a status that answers (decide's, or decide_all's whole grid)
+
+
+def growth_figure(name: str, sizes: list[tuple[dict, Callable]], reference: float, repeat: int,
+                  judged: Callable[[dict], bool], bound: float, target: str, expected=DECIDED) -> Figure:
+    """One row per size (its seconds, status and ratio to the reference decision); the figure's value is the
+    slowest judged row, which passes when it is under ``bound`` seconds with an expected status."""
+    rows, passed, value = [], True, 0.0
+    for size, ask in sizes:
+        t, status, note = grown(ask, repeat)
+        row = size | {"seconds": round(t, 3), "status": status, "ratio": round(t / reference)}
+        rows.append(row | ({"note": note} if note else {}))
+        if judged(size):
+            value = max(value, t)
+            passed &= t < bound and status in expected
+    rows.append({"reference": f"{REFERENCE[0]} on {REFERENCE[1]}, from scratch", "seconds": round(reference, 4)})
+    return Figure(name, value, target, passed, " s", rows)
+
+
+def growth_figures(repeat: int) -> list[Figure]:
+    """The growth figures of issue 39's "Done when", each beside ``reference_s`` measured in the same run."""
+    reference = reference_s(repeat)
+    figures = [
+        growth_figure("growth_workers_s", [
+            ({"target": f"linear_max_sum:D={D}", "heads": "1,1 positional"},
+             _decision(f"linear_max_sum:D={D}", ifs.Architecture(heads=(1, 1), positional=True)))
+            for D in (8, 16, 32)], reference, repeat, lambda r: r["target"].endswith("=32"), 10.0, "D=32 < 10 s"),
+        growth_figure("growth_subsets_s", [
+            ({"subsets": k, "heads": "2,2 positional"}, _decision(subsets(k), ifs.Architecture(
+                heads=(2, 2), input_dim=2, positional=True))) for k in (8, 16, 32)],
+            reference, repeat, lambda r: r["subsets"] == 32, 10.0, "k=32 < 10 s"),
+        growth_figure("growth_frontier_hops_s", [({"decide_all": "k_hop_induction:k=16"},
+                                                  _frontier("k_hop_induction:k=16"))],
+                      reference, repeat, lambda r: True, 30.0, "< 30 s, complete"),
+        growth_figure("growth_masked_decide_all_s", [
+            ({"decide_all": f"intrinsic_dimension:D={D}", "causal": True},
+             _frontier(f"intrinsic_dimension:D={D}", causal=True)) for D in (4, 6, 8)],
+            reference, repeat, lambda r: r["decide_all"].endswith("=8"), 10.0, "D=8 < 10 s, complete"),
+        growth_figure("growth_decide_all_32_s", [({"decide_all": "intrinsic_dimension:D=32"},
+                                                  _frontier("intrinsic_dimension:D=32"))],
+                      reference, repeat, lambda r: True, 10.0, "< 10 s, complete"),
+        infeasible_hops(reference, repeat),
+        growth_figure("growth_wide_random_s", [
+            ({"terms": n, "seed": 39, "heads": "4,4,4 positional"}, _decision(wide_question(n), ifs.Architecture(
+                heads=(4, 4, 4), input_dim=2, positional=True))) for n in (10, 20)],
+            reference, repeat, lambda r: r["terms"] == 20, 10.0, "20 terms < 10 s"),
+        growth_figure("growth_value_chain_s", [
+            ({"chain": n, "layers": L}, _decision(value_chain(n), ifs.Architecture(heads=(1,) * L)))
+            for n, L in ((4, 4), (24, 24), (24, 25))], reference, repeat, lambda r: r["chain"] == 24, 1.0,
+            "< 1 s each"),
+        hop_sweep_unknown(reference),
+    ]
+    return figures
+
+
+def subsets(k: int) -> str:
+    """A sum of ``k`` subset selections: interchangeable work for interchangeable positions."""
+    return " + ".join(f"min(f{i}(x[t]) for t in S{i})" for i in range(1, k + 1))
+
+
+def wide_question(terms: int, seed: int = 39) -> str:
+    """A sum of ``terms`` random groups (``random_group``, nesting up to 3 deep), seeded."""
+    rng = np.random.default_rng(seed)
+    return " + ".join(random_group(rng, int(rng.integers(1, 4)), None, 10 * g) for g in range(terms))
+
+
+def value_chain(n: int) -> str:
+    """A chain of dependent selections written as a path of bilinear scores (issue 39's spelling): the
+    selection over ``v{i+1}`` ranks by its score with ``v{i}`` plus the next one's value."""
+    return ("max(bilinear(A1, x[v0], x[v1]) + "
+            + "".join(f"max(bilinear(A1, x[v{i}], x[v{i + 1}]) + " for i in range(1, n - 1))
+            + f"f1(x[v{n - 1}])" + "".join(f" for v{i + 1} in T)" for i in reversed(range(1, n - 1)))
+            + " for v0 in T for v1 in T)")
+
+
+def infeasible_hops(reference: float, repeat: int) -> Figure:
+    """k_hop_induction:k on its largest infeasible depth, ceil(log2(k+1)) layers of 1 head (pointer doubling
+    reaches k hops in one layer more, the frontier's depth, asked beside it), k = 2..16: each < 5 s."""
+    sizes = []
+    for k in range(2, 17):
+        depth = math.ceil(math.log2(k + 1))
+        for layers in (depth, depth + 1):
+            sizes.append(({"k": k, "layers": layers, "judged": layers == depth},
+                          _decision(f"k_hop_induction:k={k}", ifs.Architecture(heads=(1,) * layers))))
+    return growth_figure("growth_infeasible_hops_s", sizes, reference, repeat, lambda r: r["judged"], 5.0,
+                         "each < 5 s on ceil(log2(k+1)) layers, INFEASIBLE there", expected=("infeasible",))
+
+
+def hop_sweep_unknown(reference: float) -> Figure:
+    """The sweep of k_hop_induction:k=8 over 1..10 layers by 1..2 heads with positions at the default
+    deadline (fair shares per cell), with one worker and the default workers: its unknown cells (target 0)."""
+    grid = [ifs.Architecture(heads=(h,) * L, input_dim=2, positional=True) for L in range(1, 11) for h in (1, 2)]
+    rows, unknown = [], 0
+    for workers in (1, None):
+        forget_recent()
+        t, result = timed(partial(ifs.sweep, ["k_hop_induction:k=8"], grid, cache=False, workers=workers))
+        unknown += result.undecided
+        rows.append({"workers": workers or "default", "cells": len(grid), "decided": result.decided,
+                     "inferred": result.inferred, "unknown": result.undecided, "seconds": round(t, 3),
+                     "ratio": round(t / reference)})
+    rows.append({"reference": f"{REFERENCE[0]} on {REFERENCE[1]}, from scratch", "seconds": round(reference, 4)})
+    return Figure("growth_hop_sweep_unknown", unknown, "0 unknown cells at the default deadline", unknown == 0,
+                  " cells", rows)
+
+
 def reference_loop_ms() -> float:
     """A fixed pure-Python loop, best of 5, in ms: how fast this machine runs Python right now. Shared
     machines drift between states about 1.4x apart for minutes at a time; printed before and after the
@@ -416,29 +596,43 @@ def reference_loop_ms() -> float:
     return round(1000 * min(loop() for _ in range(5)), 1)
 
 
+def commit() -> str:
+    """The code measured: the commit, with "+changes" when the working tree differs from it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False,
+                              cwd=os.path.dirname(os.path.abspath(__file__)))
+        return done.stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the figures; print them (or ``--json``); exit 0 (figures are not assertions)."""
+    """Run the figures (all but the enumerator's by default); print them (or ``--json``); exit 0 (figures are
+    not assertions)."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.add_argument("--workers", type=int, default=2, help="processes for decisions_per_second")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes per figure (the best is kept)")
     parser.add_argument("--enumerator", action="store_true", help="also the speedup against the enumerator")
-    parser.add_argument("--only", choices=("existing", "scale"), help="only the first four figures, or only the "
-                        "four of questions one size up")
+    parser.add_argument("--only", choices=("existing", "scale", "growth"), help="only the first four figures, "
+                        "only the four of questions one size up, or only the growth figures (issue 39)")
     args = parser.parse_args(argv)
-    loop_before = reference_loop_ms()
+    loop_before, load_before = reference_loop_ms(), list(os.getloadavg())
     figures = []
-    if args.only != "scale":
+    if args.only in (None, "existing"):
         figures += [decisions_per_second(args.workers, args.repeat), phase_diagram_cells(args.repeat),
                     hard_worst_ms(args.repeat), t_independence(args.repeat)]
-    if args.only != "existing":
+    if args.only in (None, "scale"):
         figures += [decide_all_s(args.repeat), infeasible_diagonal_s(args.repeat), chain_s(args.repeat),
                     random_p99_s()]
+    if args.only in (None, "growth"):
+        figures += growth_figures(args.repeat)
     if args.enumerator:
         figures.append(speedup_vs_enumerator(args.repeat))
     machine = {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
-               "platform": platform.platform(), "load_average": list(os.getloadavg()),
+               "platform": platform.platform(), "commit": commit(), "load_average_at_start": load_before,
+               "load_average": list(os.getloadavg()),
                "reference_loop_ms": [loop_before, reference_loop_ms()]}
     if args.json:
         print(json.dumps({"machine": machine, "figures": [asdict(f) for f in figures]}, indent=2))
