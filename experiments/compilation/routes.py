@@ -73,9 +73,10 @@ def other_names(tree, routes: frozenset, node: str, env: dict, c, open_: set) ->
 
 
 def knows(tree, locations: dict, node: str, c) -> bool:
-    """Whether a class holding ``locations`` knows the selection or aggregate ``node`` (which binds no variable):
-    its value, its average, or its winner under any name."""
+    """Whether a class holding ``locations`` knows the selection or aggregate ``node`` (made for itself where the
+    node binds a variable): its value, its average, or its winner under any name."""
     if any(f.node == node and f.kind in (Kind.VALUE, Kind.AVERAGE) for f in locations):
         return True
-    return winner_route(tree, known_routes(locations), node, {}, c) is not None
+    own = {v: () for v in tree.nodes[node]["bound"]}
+    return winner_route(tree, known_routes(locations), node, own, c) is not None
 

@@ -93,6 +93,13 @@ def test_one_selection_at_two_hosts_and_a_fixed_position_making_two():
                     positional=True))
 
 
+def test_an_aggregate_of_selections_each_position_made_for_itself():
+    """Each input position makes max_b f2(x_b, x_a) for itself (layer 1) and the output token averages the values
+    (layer 2): a selection with a smooth score is recomputed from its winner's token, so the position held no
+    value fact in the pruned plan, and the average was refused ('not a value a head copies')."""
+    _holds(_verdict("sum(max(f2(x[b], x[a-1]) for b in T) for a in range(2, T+1))", (1, 1), positional=True))
+
+
 # ---- scalar tokens and linear sums ------------------------------------------------------------------------
 @pytest.mark.parametrize("text, heads", [("sum(x[t] for t in T)", (1,)), ("mean(x[t] * x[t] for t in T)", (1,)),
                                          ("min(x[s] * x[t] for s in T for t in T)", (1, 1)),
