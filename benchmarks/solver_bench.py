@@ -597,13 +597,15 @@ def reference_loop_ms() -> float:
 
 
 def commit() -> str:
-    """The code measured: the commit, with "+changes" when the working tree differs from it."""
+    """The code measured: the commit, and the package's files that differ from it in the working tree."""
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], capture_output=True, text=True, check=False,
                               cwd=os.path.dirname(os.path.abspath(__file__)))
         return done.stdout.strip()
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()
+               if line[3:].startswith("infoflow_smt/")]
+    return head + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
 
 
 def main(argv: list[str] | None = None) -> int:

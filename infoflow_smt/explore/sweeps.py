@@ -483,9 +483,10 @@ def sweep(targets: Iterable, archs: Iterable[Architecture], *, timeout: float | 
     without ``cell_timeout`` each question gets a fair share of what is left of ``timeout``, and a cell that
     ran out of its share is asked once more at the end of its target with a fair share of what is left then
     (``explore.cell_deadlines``); with ``cell_timeout`` alone the sweep has no whole deadline. What is
-    undecided is UNKNOWN (``Cell.allowed``: the seconds its questions had) and never cached. A cell's witness is replayed and its exponent exact, but
-    it is not reduced to the fewest acting heads (``decide`` does that). ``progress(done, total)`` counts cells: it is called as
-    each cell is settled in this process, or as each target's cells come back from a worker.
+    undecided is UNKNOWN (``Cell.allowed``: the seconds its questions had) and never cached. A cell's witness
+    is replayed and its exponent exact, but it is not reduced to the fewest acting heads (``decide`` does
+    that). ``progress(done, total)`` counts cells: it is called as each cell is settled in this process, or as
+    each target's cells come back from a worker.
 
     >>> import infoflow_smt as ifs
     >>> grid = [ifs.Architecture(heads=(h,) * L, input_dim=2) for L in (1, 2) for h in (1, 2)]
