@@ -26,7 +26,6 @@ that grows with the heads (``E = n*h``) it is decided at each column's own width
 """
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -34,8 +33,8 @@ from infoflow_smt.deadline import Deadline, OutOfTime, interrupt_pending
 from infoflow_smt.errors import InvalidSpecError, Problem, SolverUnknownError
 from infoflow_smt.lang.catalogue import as_target
 from infoflow_smt.lang.causal import check_supported
-from infoflow_smt.lang.earliest import earliest_layers
-from infoflow_smt.lang.trees import comparison_tree, needs_positional, outermost, useful_orders
+from infoflow_smt.lang.earliest import first_known
+from infoflow_smt.lang.trees import needs_positional
 from infoflow_smt.limits import MAX_HEADS, MAX_LAYERS, whole
 from infoflow_smt.model import cost
 from infoflow_smt.model.architecture import Architecture, shape_text
@@ -175,11 +174,12 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     except OutOfTime as late:
         raise SolverUnknownError(f"decide_all ran out of time during {late.what}") from None
     layers = shallow + SATURATE_AFTER   # the rows walked before the layer bound is needed
-    # only the feasible verdicts are kept: the infeasible ones need no explanation of their own
-    shared = Questions(target, law, reasons=False)  # its encoding grows with the walk: a question on many
-                                                    # idle layers is slow
+    # only the feasible verdicts are kept: the infeasible ones need no explanation of their own; the walk
+    # needs each cell's status, and only the frontier's points their fewest operations (``_fewest``)
+    shared = Questions(target, law, reasons=False, fewest_heads=False)  # its encoding grows with the walk: a
+                                                                        # question on many idle layers is slow
     # one z3 context for all (each holds about 16 MB)
-    columns = {h: Questions(target, law, reasons=False, context=shared.context)
+    columns = {h: Questions(target, law, reasons=False, fewest_heads=False, context=shared.context)
                for h in range(1, heads + 1)} if head_dim else {}
     grid, decided, verdicts, undecided, why_undecided = {}, 0, {}, [], {}
     if shallow:
@@ -225,7 +225,7 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
             layers = max(facts, L)
     layers = L if h < 1 else layers   # (L, 1) efficient: so is every architecture of L layers or more
     _infer(grid, layers, heads)
-    points = _minimal(verdicts)
+    points = _fewest(_minimal(verdicts), lambda v: columns.get(v.architecture.heads[0]) or shared, deadline)
     rule = f"E={head_dim}*h" if head_dim else f"E={embed_dim}"
     why = _explanation(target, points, heads, facts if h >= 1 else None, fixpoint, layers, rule, head_dim is None)
     if shallow:
@@ -240,6 +240,22 @@ def decide_all(target, *, embed_dim=32, head_dim: int | None = None, input_dim: 
     return Frontier(target, rule, input_dim, positional, points, heads, layers, fixpoint, facts, decided, grid,
                     why, time.perf_counter() - started, tuple(undecided), probe.rank_aware, probe.causal,
                     tuple(why_undecided))
+
+
+def _fewest(points: tuple[Verdict, ...], questions_of, deadline: Deadline) -> tuple[Verdict, ...]:
+    """The frontier's points, each decided again with its witness reduced to the fewest acting heads (the
+    walk's witnesses are not: most of its cells are not points). A point the deadline leaves unminimized
+    keeps the walk's witness, replayed and exact in its exponent."""
+    found = []
+    for verdict in points:
+        questions = questions_of(verdict)
+        questions.fewest_heads = True
+        try:
+            again = questions.decide(verdict.architecture, deadline)
+        finally:
+            questions.fewest_heads = False
+        found.append(again if again.status is Status.FEASIBLE else verdict)
+    return tuple(found)
 
 
 def _infer(grid: dict, layers: int, heads: int) -> None:
@@ -271,16 +287,8 @@ def _first_layer(target, probe: Architecture, width, law, deadline: Deadline) ->
     grows with ``T``: a position holding every token knows everything at once)."""
     if cost.is_bounded(cost.decode(T, probe.input_dim, width, law)):
         return 1
-    per_group = useful_orders(target)
-    best = None
-    for combo in itertools.islice(itertools.product(*per_group.values()), 64):
-        deadline.check("the depth bound")
-        tree = comparison_tree(target, dict(zip(per_group, combo)))
-        first = earliest_layers(tree)
-        reads = [outermost(tree, r.what) for r in goal_needs(target) if r.kind == "group"]
-        need = int(max((first[n] for n in reads), default=1))
-        best = need if best is None else min(best, need)
-    return max(best or 1, 1)
+    deadline.check("the depth bound")
+    return max(int(first_known(target, [r.what for r in goal_needs(target) if r.kind == "group"])), 1)
 
 
 def _head_bound(target, probe: Architecture, law, deadline: Deadline) -> int:

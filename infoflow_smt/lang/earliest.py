@@ -22,14 +22,17 @@ layer any program first knows each node: k-hop induction's ``k``-th hop is ``cei
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterable
 
 import networkx as nx
 
 from infoflow_smt.lang import expr as ex
-from infoflow_smt.lang.trees import walk
+from infoflow_smt.lang.trees import comparison_tree, outermost, useful_orders, walk
 
 UNKNOWABLE = math.inf
+SEARCHED_ORDERS = 64   # the most variable orders tried for one group and the groups it depends on
 
 
 def earliest_layers(tree: nx.DiGraph) -> dict[str, float]:
@@ -67,6 +70,45 @@ def _named(tree: nx.DiGraph, n: str, known: dict, gathers: dict) -> float:
     return found
 
 
+def first_known(target, groups: Iterable[str]) -> float:
+    """The first layer after which every one of ``groups`` (top-level group ids) can be known somewhere, at
+    the best variable orders: the largest, over the groups, of the least over the orders of the group and of
+    the groups its layer depends on (what it reads, what it is another name of or copied with). A group with
+    more than ``SEARCHED_ORDERS`` such orders counts 1: a bound, never above the true one. Independent groups
+    share their trees: the ``i``-th tree gives each its ``i``-th order."""
+    per_group = useful_orders(target)
+    depends = _depends(comparison_tree(target))
+    best = 1.0
+    for group in groups:
+        deps = sorted(depends.get(group, {group}) & per_group.keys())
+        combos = math.prod(len(per_group[d]) for d in deps)
+        if combos > SEARCHED_ORDERS:
+            continue
+        if deps == [group]:
+            orders = [{g: o[min(i, len(o) - 1)] for g, o in per_group.items()} for i in range(len(per_group[group]))]
+        else:
+            orders = [dict(zip(deps, combo)) for combo in itertools.product(*(per_group[d] for d in deps))]
+        trees = [comparison_tree(target, order) for order in orders]
+        best = max(best, min(earliest_layers(tree)[outermost(tree, group)] for tree in trees))
+    return best
+
+
+def _depends(tree: nx.DiGraph) -> dict[str, set[str]]:
+    """Each group's own and the groups whose nodes its nodes' first layers read (``_made``, ``_named``),
+    transitively."""
+    group_of = lambda node: node.split(".")[0]
+    edges = nx.DiGraph()
+    edges.add_nodes_from(tree.graph["groups"])
+    for n in tree.nodes:
+        if "." not in n:
+            continue
+        refs = list(tree.successors(n))
+        for h in tree.graph.get("hostings", {}).get(n, ()):
+            refs += [h.node] + ([h.winner] if h.winner is not None else [])
+        edges.add_edges_from((group_of(n), group_of(r)) for r in refs if "." in r)
+    return {g: {g} | nx.descendants(edges, g) for g in edges.nodes}
+
+
 def _reads_a_neighbour(data: dict) -> bool:
     """Whether the node's candidates read a neighbour of theirs (``x[t-1]`` for candidate ``t``)."""
     return any(isinstance(leaf, ex.Content) and isinstance(leaf.index, ex.OffsetIndex) and leaf.index.name == data["var"]
@@ -77,4 +119,4 @@ def _reads_tokens(data: dict) -> bool:
     return any(isinstance(leaf, ex.Content) for _, term in data["terms"] for leaf in walk(term))
 
 
-__all__ = ["UNKNOWABLE", "earliest_layers"]
+__all__ = ["SEARCHED_ORDERS", "UNKNOWABLE", "earliest_layers", "first_known"]

@@ -286,6 +286,13 @@ def free_variables(e: Expr) -> frozenset[str]:
     >>> sorted(free_variables(parse_target_expr("min(dot(x[s], x[t]) for s in T for t in T)").body))
     ['s', 't']
     """
+    found = e.__dict__.get("_free")   # kept on the node: the normal form asks it of every subtree, level by level
+    if found is None:
+        found = e.__dict__["_free"] = _free_variables(e)   # frozen: set past __setattr__
+    return found
+
+
+def _free_variables(e: Expr) -> frozenset[str]:
     if isinstance(e, Content) and isinstance(e.index, (VarIndex, OffsetIndex)):
         return frozenset({e.index.name})
     if isinstance(e, Reduce):  # a range bounded by an enclosing variable depends on it

@@ -124,7 +124,7 @@ class Encoding:
     _vars: dict[str, z3.ExprRef] = field(default_factory=dict, repr=False)
     _sorts: dict[str, str] = field(default_factory=dict, repr=False)
     _acting: dict[int, tuple] = field(default_factory=dict, repr=False)
-    _weights: dict[tuple, z3.ArithRef] = field(default_factory=dict, repr=False)
+    _weights: dict[tuple, z3.BitVecRef] = field(default_factory=dict, repr=False)
     _excluded: list | None = field(default=None, repr=False)
     _builder: object = field(default=None, repr=False)   # what wrote it: ``grow`` adds layers with it
 
@@ -170,16 +170,19 @@ class Encoding:
         return sum(self.values(model, names).values())
 
     def values(self, model, names: tuple[str, ...]) -> dict[str, bool]:
-        """The truth of many Boolean constants in ``model``, read with one evaluation: their sum weighted
-        by powers of two (one call into z3 instead of one per constant)."""
+        """The truth of many Boolean constants in ``model``, read with one evaluation: one bit each of a
+        bit-vector (one call into z3 instead of one per constant; a sum of powers of two, the other way to
+        pack them, writes numerals as long as the list, and its text grows with the square of it)."""
         if names not in self._weights:  # parsed, not built: z3's Python objects cost a call per term
-            terms = " ".join(f"(ite |{n}| {1 << i} 0)" for i, n in enumerate(names))
+            # the first name the second-lowest bit; a constant lowest bit, as concat takes two or more
+            terms = " ".join(f"(ite |{n}| #b1 #b0)" for n in reversed(names))
             declared = "".join(f"(declare-const |{n}| Bool)" for n in names)
-            parsed = z3.parse_smt2_string(f"{declared}(declare-const |weights| Int)"
-                                          f"(assert (= |weights| (+ 0 {terms})))", ctx=self.ctx)
+            parsed = z3.parse_smt2_string(f"{declared}(declare-const |bits| (_ BitVec {len(names) + 1}))"
+                                          f"(assert (= |bits| (concat {terms} #b0)))", ctx=self.ctx)
             self._weights[names] = parsed[0].arg(1)
-        bits = model.eval(self._weights[names], model_completion=True).as_long()
-        return {n: bool(bits >> i & 1) for i, n in enumerate(names)}
+        bits = model.eval(self._weights[names], model_completion=True).as_long() >> 1
+        lowest_first = format(bits, f"0{len(names)}b")[::-1]
+        return {n: bit == "1" for n, bit in zip(names, lowest_first)}
 
     def any_of(self, literals: list[z3.BoolRef]) -> z3.BoolRef:
         """The disjunction of ``literals``, built through z3's C API (``z3.Or`` checks and converts each
@@ -1306,8 +1309,13 @@ def program_of(enc: Encoding, truth: dict[str, bool], heads: tuple[int, ...]) ->
     def true(name: str) -> bool:
         return truth.get(name, False)
 
+    running: dict[tuple[int, str], list[OperationName]] = {}
+    for (ll, cc, name), var in enc.ops.items():
+        if ll <= len(heads) and true(var):
+            running.setdefault((ll, cc), []).append(name)
+
     def used(l: int, c: str) -> list[OperationName]:
-        return sorted(name for (ll, cc, name), var in enc.ops.items() if ll == l and cc == c and true(var))
+        return sorted(running.get((l, c), ()))
 
     actions = []
     for l in range(1, len(heads) + 1):

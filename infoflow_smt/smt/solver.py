@@ -229,6 +229,13 @@ class Search:
         return self.model is not None
 
 
+def _check(solver: z3.Solver, assumptions: list[z3.BoolRef]) -> z3.CheckSatResult:
+    """``solver.check(*assumptions)`` without its conversion of each literal in Python (a question passes
+    thousands of them, all already Boolean terms of the solver's context)."""
+    array = (z3.Ast * len(assumptions))(*(a.as_ast() for a in assumptions))
+    return z3.CheckSatResult(z3.Z3_solver_check_assumptions(solver.ctx.ref(), solver.solver, len(assumptions), array))
+
+
 class _Session:
     """Questions about one architecture, asked of a (possibly larger) encoding by assumptions; each call
     into the solver is counted in ``effort``."""
@@ -255,7 +262,7 @@ class _Session:
         self.enc.solver.set("rlimit", work or 0)   # 0: no bound
         self.effort.solver_calls += 1
         with cancel.interruptible(self.enc.ctx):
-            result = self.enc.solver.check(*assumptions)
+            result = _check(self.enc.solver, assumptions)
         if result == z3.unknown:
             interrupted()
             if self.deadline.passed:
@@ -490,7 +497,7 @@ def maximal_facts(enc: encoder.Encoding, layers: int, heads: int, deadline: Dead
         enc.solver.set("timeout", deadline.milliseconds())
         enc.solver.set("rlimit", 0)   # a bound an earlier question set stays on the solver
         with cancel.interruptible(enc.ctx):
-            result = enc.solver.check(*base, *(enc.var(n) for n in held), enc.any_of(others))
+            result = _check(enc.solver, [*base, *(enc.var(n) for n in held), enc.any_of(others)])
         if result == z3.unknown:  # not "no further fact": a set cut short is no fixpoint
             raise OutOfTime("finding the saturation bound")
         if result == z3.unsat:
@@ -611,7 +618,7 @@ class Questions:
             return self.verdict(Status.UNKNOWN, arch, effort, reason_unknown=search.unknown)
         if search.found:
             program, exponent, note = self._cheapest_program(session, search.level, session.bounded, search.model, arch)
-            if not note:  # fully minimized: the answer of every smaller architecture the witness fits
+            if not note and self.fewest_heads:  # fully minimized: the answer of every smaller architecture it fits
                 self.optimal.append((arch, program))
             return self.verdict(Status.FEASIBLE, arch, effort, exponent, program, self.notes(program, arch), note)
         if arch.causal and arch.layers >= 2 and causal.binds_nothing(target) and not session.settled_under_mask():
