@@ -31,11 +31,11 @@ The constraints are written as SMT-LIB text and parsed by z3 in one call: buildi
 objects costs a hundred times more than solving them. A term that many constraints use (the widest input
 class's size, what a class gathers from a source, what every candidate knows or must hold, whether some
 retrieval with given candidates acts, an anchor's acting head, the number of heads acting) is a constant of
-its own, defined once: copied into each use, the text grew exponentially with the anchors. It is now
-quadratic in the selections (``k`` anchors, so ``k + 2`` classes, each with an operation per selection and a
+its own, defined once: copied into each use, the text would grow exponentially with the anchors. The text
+is quadratic in the selections (``k`` anchors, so ``k + 2`` classes, each with an operation per selection and a
 source per fixed position) but for one cubic family with a small factor: what a class's ``k`` node facts
-gain from the ``k`` fixed positions it may gather (written as two bit masks, ``bvand``, it was quadratic,
-and z3 solved five times slower).
+gain from the ``k`` fixed positions it may gather, written out term by term because z3 solves the bit-mask
+spelling (``bvand``) several times slower.
 """
 from __future__ import annotations
 

@@ -523,8 +523,7 @@ class Questions:
     reasons: bool = True
     busy: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     # the target's own z3 context (``contexts``): which of several programs z3 returns, and how long it searches,
-    # depend on the terms its context made before; the 99th percentile of 300 random questions was 0.78 to
-    # 0.99 s on one context per thread, 0.45 to 0.68 s with one per target (four runs each)
+    # depend on the terms its context made before, so one target's answers must not depend on the others asked
     context: z3.Context = field(default_factory=contexts.fresh, repr=False, compare=False)
     encodings: dict = field(default_factory=dict)       # (E, d, positional, causal, rank_aware, readout, anchors) -> Encoding
     replayed: set = field(default_factory=set)          # (program, length, d, pe) of witnesses replayed

@@ -208,12 +208,17 @@ def test_a_head_more_at_a_fixed_width_raises_a_decoding() -> None:
     assert one.status is two.status is ifs.Status.INFEASIBLE
 
 
-@pytest.mark.xfail(strict=True, reason="model.md conflict: Theorem 2's (T-k-1)/(n+1) with n = E/h grows "
-                                       "when a head is added at fixed E, against the metamorphic law")
-def test_kth_cost_and_the_head_law() -> None:
+def test_a_head_more_at_a_fixed_width_raises_a_kth_retrieval_and_one_with_its_width_does_not() -> None:
+    """docs/model.md, "Monotonicity": a k-th retrieval costs (T-k-1)/(n+1) with n = E/h, so at a fixed E a
+    second head narrows the head that makes it (8 -> 4 dimensions: (T-3)/9 -> (T-3)/5) without changing the
+    status; a head added with its width (E = 16) leaves the exponent where it was."""
     arch = ifs.Architecture(heads=(1,), embed_dim=8, input_dim=1)
-    one, two = (ifs.decide("kth_largest:k=2", a) for a in (arch, arch.with_heads((2,))))
-    _no_worse(one, two)
+    one, narrowed = (ifs.decide("kth_largest:k=2", a) for a in (arch, arch.with_heads((2,))))
+    widened = ifs.decide("kth_largest:k=2", ifs.Architecture(heads=(2,), embed_dim=16, input_dim=1))
+    assert one.status is narrowed.status is widened.status is ifs.Status.INFEASIBLE
+    assert (one.exponent, narrowed.exponent) == ((ifs.T - 3) / 9, (ifs.T - 3) / 5)
+    _no_worse(one, widened)
+    assert widened.exponent == one.exponent
 
 
 @LAWS
