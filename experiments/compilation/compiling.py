@@ -42,7 +42,7 @@ def compile(verdict: Verdict, beta: float = 64.0, ffn: str = "exact", mlp_width:
     """The witness of ``verdict`` as a ``CompiledTransformer`` at inverse temperature ``beta``.
 
     ``log_keys`` (default: with exact maps) ranks a selection of the least value of a convex function of the
-    candidate's token by the logarithm of that function above its least value (``factors.log_key``);
+    candidate's token by the logarithm of that function above its least value (``log_keys.log_key``);
     False keeps every score itself as its key.
 
     Raises ``CompileRefusal`` (reason and term) for what cannot compile, and for an infeasible verdict (naming

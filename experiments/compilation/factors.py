@@ -12,8 +12,6 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-import numpy as np
-
 from experiments.compilation.separable import MAX_RANK, TOKEN_SPREAD, tanh_basis
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
@@ -101,46 +99,6 @@ def selection(node, tree, d: int, alone: bool, host_holds, realization=None) -> 
                     for sign_, term in data["terms"] for f in split.factors(term, float(sign_)))
     constant = tuple((sign_, t) for sign_, t in data["terms"] if data["var"] not in reads(t, tree))
     return Selection(node, sign, factors, host_var, constant)
-
-
-def log_key(s: Selection, tree, d: int, realization) -> Selection:
-    """``s`` ranking by ``log(f(x_t) - min f)`` when it selects the least value of one function ``f`` of the
-    candidate's own token (a min of ``f``, or a max of ``-f``) whose least value is known (``_floor``).
-
-    The order is the same (log is increasing), so the winner is; but the smallest values of ``f`` over ``n``
-    candidates crowd towards its minimum, their gaps shrinking like ``1/n`` (d = 2), and a softmax on ``f``
-    itself needs a ``beta`` that grows as fast. Above the minimum their ratios stay apart (the second
-    smallest is about twice the smallest), so on the logarithm the margin, and the ``beta`` it needs, does
-    not shrink with ``n``."""
-    if len(s.factors) != 1:
-        return s
-    f, var = s.factors[0], tree.nodes[s.node]["var"]
-    least_first = isinstance(f.host, ex.Num) and s.sign * f.coefficient * f.host.value < 0
-    floor = _floor(f.candidate, var, d, realization) if f.rank == 1 and least_first else None
-    return s if floor is None else dataclasses.replace(s, factors=(dataclasses.replace(f, floor=floor),))
-
-
-def _floor(c, var: str, d: int, realization) -> float | None:
-    """The least value of ``c``, a function of the token ``x[var]`` alone, where it is known: a realization
-    function shown convex (``SmoothFunction.minimum``), or 0 for a square (``x[t] * x[t]``, ``dot(x[t], x[t])``,
-    ``x[t]**2``, ``norm(x[t])``, ``norm(x[t])**2``,
-    ``bilinear(A, x[t], x[t])`` with ``A + A^T`` positive semi-definite)."""
-    own = lambda e: isinstance(e, ex.Content) and e.index == ex.VarIndex(var)
-    if isinstance(c, ex.Call) and c.name not in SCORE_CALLS and c.args and all(own(a) for a in c.args):
-        return realization.function(c.name, d * len(c.args)).minimum()
-    if isinstance(c, ex.BinOp) and c.op == "**" and isinstance(c.right, ex.Num) and c.right.value == 2:
-        if own(c.left) and d == 1:   # x[t]**2, a scalar token squared
-            return 0.0
-        c = c.left
-    if isinstance(c, ex.BinOp) and c.op == "*" and own(c.left) and own(c.right) and d == 1:
-        return 0.0
-    if isinstance(c, ex.Call) and ((c.name == "dot" and len(c.args) == 2) or (c.name == "norm" and len(c.args) == 1)) \
-            and all(own(a) for a in c.args):
-        return 0.0
-    if isinstance(c, ex.Call) and c.name == "bilinear" and all(own(a) for a in c.args[1:]):
-        A = np.asarray(realization.matrix(c.args[0].name, d))
-        return 0.0 if np.linalg.eigvalsh(A + A.T).min() >= -1e-12 else None
-    return None
 
 
 SCORE_CALLS = ("dot", "bilinear", "norm", "min", "max")   # not one of the realization's functions

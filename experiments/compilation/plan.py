@@ -16,9 +16,10 @@ import dataclasses
 import functools
 from dataclasses import dataclass, field
 
-from experiments.compilation.factors import is_count, log_key
+from experiments.compilation.factors import is_count
 from experiments.compilation.facts import INPUT, OUTPUT, Fact, Role, SlotId, Where, value
 from experiments.compilation.head_plan import HeadKind, HeadPlan, fixed_key
+from experiments.compilation.log_keys import log_key
 from experiments.compilation.parts import head_parts
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
@@ -63,7 +64,7 @@ def plan_flow(program: Program, tree, input_dim: int, heads: tuple[int, ...], ke
     weights. ``keep`` limits the facts each head copies and the values each map writes to those read later
     (``compiling.needed``); None keeps everything. Under a causal mask a selection over ``range(1, s+1)`` made at
     ``s`` needs no mask of its own: the attention's is it. ``log_keys``: a selection of the least value of a
-    convex function of the candidate's token ranks by its logarithm above the least value (``factors.log_key``)."""
+    convex function of the candidate's token ranks by its logarithm above the least value (``log_keys.log_key``)."""
     refuse_modes(program, tree, causal)
     fixed = sorted({a.where for a in program.actions if isinstance(a.where, ex.FixedIndex)}, key=fixed_key)
     classes = (INPUT, *fixed, OUTPUT)

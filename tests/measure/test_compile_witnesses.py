@@ -122,6 +122,29 @@ def test_the_least_square_of_a_scalar_token_is_ranked_by_its_logarithm():
     assert on_square.smallest_beta[-1] > 8 * on_square.smallest_beta[0], str(on_square)
 
 
+def test_the_least_square_of_a_difference_of_tokens_is_ranked_by_its_logarithm():
+    """norm(x[a-1] - x[a])**2, held by the tree as three dot products of the candidate's own tokens, is one
+    positive semi-definite form with least value 0: one key, its logarithm. On the form itself the beta reaching
+    1e-3 grows past 8x from T = 8 to T = 64 (the least of T values crowd at 0)."""
+    verdict = _verdict("min(norm(x[a-1] - x[a])**2 for a in range(2, T+1))", (1, 1), positional=True)
+    grid = {"betas": (16, 256, 4096), "seq_lens": (8, 64), "samples": 64}
+    factors = experiments.compile(verdict).plan.head(2, 1).selections[0].factors
+    assert len(factors) == 1 and factors[0].floor == 0.0
+    _holds(verdict, **grid)
+    plain = experiments.compile(verdict, log_keys=False)
+    on_form = check_compiled(verdict, **grid, model_for=plain.set_beta)
+    assert on_form.smallest_beta[-1] > 8 * on_form.smallest_beta[0], str(on_form)
+
+
+def test_a_form_that_is_no_square_keeps_its_products():
+    """dot(x[a-1], x[a]) has no least value: its factor is kept as it is, with no logarithm."""
+    verdict = _verdict("min(dot(x[a-1], x[a]) for a in range(2, T+1))", (1, 1), positional=True)
+    factors = experiments.compile(verdict).plan.head(2, 1).selections[0].factors
+    assert all(f.floor is None for f in factors)
+    _holds(verdict)
+
+
+
 @pytest.mark.parametrize("text", ["sum(x[t] for t in T)", "dot(a1, mean(x[t] for t in T))",
                                   "sum(bilinear(A2, x[s], x[1]) for s in T)"])
 def test_linear_sums_compile(text):
