@@ -9,13 +9,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from experiments.compilation.facts import ANSWER, OUTPUT, OUTPUT_FLAG, POSITION, Kind, Role, flag, value
+from experiments.compilation.facts import ANSWER, OUTPUT, OUTPUT_FLAG, POSITION, Role, flag, value
 from experiments.compilation.gathers import outbox, separated
-from experiments.compilation.head_plan import HeadKind, HeadPlan, average_width
+from experiments.compilation.head_plan import HeadKind, HeadPlan, fact_width
 from experiments.compilation.layout import Plan
 from experiments.compilation.values import LOG_OFFSET, Values
 from infoflow_smt.lang import expr as ex
-from infoflow_smt.verify.arithmetic import is_vector
 
 
 class ExactMap(nn.Module):
@@ -85,7 +84,7 @@ def _separate(plan: Plan, hp: HeadPlan, values: Values, out: torch.Tensor) -> No
     slot = hp.slot(Role.SEPARATED)
     for f, where in values.where.items():
         if where.slot == slot:
-            width = values.d if f.kind is Kind.TOKEN else 1
+            width = fact_width(f, values.d, plan.tree)
             at = plan.at(where)
             out[:, at:at + width] = separated(plan, hp, values, where, width)
 
@@ -96,10 +95,6 @@ def _features(plan: Plan, hp: HeadPlan, c, values: Values, out: torch.Tensor) ->
     acts = dict(hp.by_class)
     if hp.kind is HeadKind.OFFSET:
         return  # its query, key and value are linear in what the stream already holds
-    if hp.kind is HeadKind.AVERAGE:
-        if c != OUTPUT:
-            _per_token_values(plan, hp, values, out)
-        return
     if hp.accumulates:
         out[:, plan.span(hp.slot(Role.OUTBOX))] = outbox(plan, hp, values)
         if hp.kind is HeadKind.MIXED and c != OUTPUT:   # the positional key, zeroed at every fixed source
@@ -122,19 +117,3 @@ def _features(plan: Plan, hp: HeadPlan, c, values: Values, out: torch.Tensor) ->
                     key = values.feature(f.candidate, {var: ()}, f.rank)
                     out[:, k_at:k_at + f.rank] = key if f.floor is None else _log_above(key, f.floor)
                 k_at += f.rank
-
-
-def _per_token_values(plan: Plan, hp: HeadPlan, values: Values, out: torch.Tensor) -> None:
-    """At an input position: each aggregate's per-token value where the position is in its domain, and for
-    a mean 1 there (the domain's share, once averaged)."""
-    at, n = plan.start(hp.slot(Role.OUTBOX)), len(values.R)
-    for node, carried in hp.averages:
-        data, width = plan.tree.nodes[node], average_width(node, plan.tree, plan.input_dim)[0]
-        inside = 1.0 - values.R[:, plan.non_candidate(node)]
-        v = values.value(data["score"], {data["var"]: ()})
-        v = v.expand(n, width) if is_vector(data["score"], plan.tree) else v.expand(n).reshape(n, 1)
-        out[:, at:at + width] = v * inside[:, None]
-        if carried > width:
-            out[:, at + width] = inside
-        at += carried
-

@@ -17,7 +17,8 @@ from __future__ import annotations
 import torch
 
 from experiments.compilation.facts import ANGLE, OUTPUT, POSITION, Role, flag
-from experiments.compilation.head_plan import HeadKind, HeadPlan, mixed_block
+from experiments.compilation.head_plan import HeadKind, HeadPlan, average_width, mixed_block
+from infoflow_smt.verify.arithmetic import is_vector
 
 ALONE = 1e-9   # a mixed head's weight left to the offset's source below this: the source is a fixed one
 
@@ -30,11 +31,30 @@ def outbox(plan, hp: HeadPlan, values) -> torch.Tensor:
     out = torch.zeros(len(R), hp.outbox_width(), dtype=torch.float64)
     if values.c == OUTPUT:
         return out
+    if hp.kind is HeadKind.AVERAGE:
+        return _per_token_values(plan, hp, values, out)
     reader, values.consumer = values.consumer, ("outbox", hp.ref)   # kept only where a reader needs the fact
     try:
         return _outbox(plan, hp, values, out)
     finally:
         values.consumer = reader
+
+
+def _per_token_values(plan, hp: HeadPlan, values, out: torch.Tensor) -> torch.Tensor:
+    """At an input position: each aggregate's per-token value where the position is in its domain, and for a
+    mean 1 there (the domain's share, once averaged). Read as every feature is (the facts an average needs are
+    needed wherever it is read)."""
+    at, n = 0, len(values.R)
+    for node, carried in hp.averages:
+        data, width = plan.tree.nodes[node], average_width(node, plan.tree, plan.input_dim)[0]
+        inside = 1.0 - values.R[:, plan.non_candidate(node)]
+        v = values.value(data["score"], {data["var"]: ()})
+        v = v.expand(n, width) if is_vector(data["score"], plan.tree) else v.expand(n).reshape(n, 1)
+        out[:, at:at + width] = v * inside[:, None]
+        if carried > width:
+            out[:, at + width] = inside
+        at += carried
+    return out
 
 
 def _outbox(plan, hp: HeadPlan, values, out: torch.Tensor) -> torch.Tensor:
@@ -72,6 +92,8 @@ def separated(plan, hp: HeadPlan, values, where, width: int) -> torch.Tensor:
         if cached is None:
             cached = values.cache[hp.ref] = R[:, plan.span(hp.slot(Role.OUTBOX))] - outbox(plan, hp, values)
         gathered = cached
+    if hp.kind is HeadKind.AVERAGE:
+        return gathered[:, where.offset:where.offset + width]
     if hp.kind is HeadKind.POSITIONS:
         return len(dict(hp.by_class)[values.c]) * gathered[:, where.offset:where.offset + width]
     head = R[:, plan.span(hp.slot(Role.HEAD))]

@@ -52,15 +52,17 @@ class HeadPlan:
 
     @property
     def separates(self) -> bool:
-        """Its sources are mixed in its output: the map after its layer separates them (``Role.SEPARATED``)."""
-        return self.kind in (HeadKind.POSITIONS, HeadKind.MIXED) or (self.kind is HeadKind.OFFSET and self.gate)
+        """Its sources are mixed in its output, or its averages lie on its outbox: the map after its layer
+        separates them (``Role.SEPARATED``)."""
+        return self.kind in (HeadKind.POSITIONS, HeadKind.MIXED, HeadKind.AVERAGE) or (
+            self.kind is HeadKind.OFFSET and self.gate)
 
     @property
     def accumulates(self) -> bool:
-        """Its sources send their facts through an outbox, and ``W_O`` adds what it gathered back onto the
-        outbox's own coordinates (the map after the layer subtracts what the position sent itself): the
-        outbox and the gathered blocks share their room."""
-        return self.kind in (HeadKind.POSITIONS, HeadKind.MIXED)
+        """Its sources send their facts (an averaging head: their per-token values) through an outbox, and
+        ``W_O`` adds what it gathered back onto the outbox's own coordinates (the map after the layer subtracts
+        what the position sent itself): the outbox and the gathered blocks share their room."""
+        return self.kind in (HeadKind.POSITIONS, HeadKind.MIXED, HeadKind.AVERAGE)
 
     @property
     def outbox_at(self) -> int:
@@ -73,7 +75,7 @@ class HeadPlan:
         return self.value_width() - self.outbox_width() if self.accumulates else self.value_width()
 
     def separated_width(self) -> int:
-        if self.kind is HeadKind.POSITIONS:
+        if self.kind in (HeadKind.POSITIONS, HeadKind.AVERAGE):
             return self.outbox_width()
         return self.block_width * len(self.blocks)
 

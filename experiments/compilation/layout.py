@@ -198,9 +198,14 @@ def wanted_slots(flow: Flow) -> list[tuple[SlotId, int, str]]:
             wanted.append((h.slot(Role.OUTBOX), h.outbox_width(), f"{where} outbox: the facts positions {sources} send"))
         # an offset head's W_Q and W_K read the positional features, its W_V the source's facts: no slot of its own
         if h.head_width():
-            wanted.append((h.slot(Role.HEAD), h.head_width(), f"{where} output: what it copied"
-                           + (" (what it gathered is added onto its outbox)" if h.accumulates else "")))
-        if h.separates:
+            what = "1/(T+1) (the averages are added onto its outbox)" if h.kind is HeadKind.AVERAGE else (
+                "what it copied" + (" (what it gathered is added onto its outbox)" if h.accumulates else ""))
+            wanted.append((h.slot(Role.HEAD), h.head_width(), f"{where} output: {what}"))
+        if h.separates and h.kind is HeadKind.AVERAGE:
+            wanted.append((h.slot(Role.SEPARATED), h.separated_width(),
+                           (f"{where}: the averages of {', '.join(n for n, _ in h.averages)}, separated by the map "
+                            f"after layer {h.layer}")))
+        elif h.separates:
             wanted.append((h.slot(Role.SEPARATED), h.separated_width(),
                            (f"{where}: the facts of {', '.join(position_text(q) for q, _ in h.blocks)}, separated by "
                            f"the map after layer {h.layer}")))

@@ -218,18 +218,20 @@ def _mixed_plan(ref: HeadRef, acts, before, current, tree, d, kept, alone, causa
 def _average_plan(ref: HeadRef, acts, before, current, tree, d, kept, alone) -> HeadPlan:
     """Global averaging: one uniform head over every position (the output token too, whose flag then
     arrives as 1/(T+1)) carries, for each aggregate over positions, its per-token value and its domain's
-    share; the reader divides them into a sum or a mean."""
+    share; the reader divides them into a sum or a mean. The averages are added onto the outbox (what every
+    position sent, its per-token values), and the map after the layer subtracts what the position sent
+    (``Role.SEPARATED``); only 1/(T+1) has a slot of the head's own."""
     inputs = [locs for c, locs in before.items() if c != OUTPUT]
     nodes = sorted(n for n, data in tree.nodes(data=True) if data["kind"] == "aggregate" and not data["bound"]
                    and all(_tokens_held(data["score"], data["var"], locs, tree) for locs in inputs))
     averages = tuple((n, average_width(n, tree, d)[1]) for n in nodes)
-    slot, at = SlotId(Role.HEAD, ref), 0
+    slot, at = SlotId(Role.SEPARATED, ref), 0
     for n, w in averages:
         for c in acts:
             current[c][average(n)] = Where(slot, at)
         at += w
     for c in acts:
-        current[c][COUNT] = Where(slot, at)
+        current[c][COUNT] = Where(SlotId(Role.HEAD, ref), 0)
     return HeadPlan(ref.layer, ref.head, HeadKind.AVERAGE, (), tuple((c, None) for c in acts), averages=averages)
 
 

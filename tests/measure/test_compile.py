@@ -15,6 +15,8 @@ import experiments
 import infoflow_smt as ifs
 from experiments.compilation import command, layout, separable
 from experiments.compilation import facts as facts_
+from experiments.compilation.facts import Role
+from experiments.compilation.head_plan import HeadKind
 from experiments.compilation.weights import CompiledTransformer
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import expr as ex
@@ -118,6 +120,24 @@ def test_a_stream_too_narrow_even_so_reuses_the_room_of_facts_nothing_reads_late
     _overlaps_are_dead(plan)
     result = experiments.check_compiled(verdict, **FAST)
     assert result.holds, str(result)
+
+
+def test_an_averaging_head_adds_its_averages_onto_its_outbox():
+    """Five fixed positions gathered, then five sums and means over T read by the output token: the averages land
+    on the outbox the sources filled (the map after the layer subtracts what the position sent), so the head's
+    own output is the 1/(T+1) alone. With an output slot as wide as the outbox beside it, the stream needed 36
+    dimensions at E = 32."""
+    text = "mean(dot(x[a], x[2]) + f1(x[a]) for a in T) - sum(f2(x[b], x[3]) + dot(x[b], x[T]) + f1(x[b]) for b in " \
+           "T) - sum(dot(x[c], x[T-1]) + f1(x[c]) for c in T) - dot(x[2], x[1])"
+    verdict = on_a_new_thread(lambda: ifs.decide(text, ifs.Architecture((1, 1), 32, 2, positional=True)))
+    plan = experiments.compile(verdict).plan
+    averaging = [h for h in plan.head_plans if h.kind is HeadKind.AVERAGE]
+    assert averaging and all(plan.slot(h.slot(Role.HEAD)).width == 1 for h in averaging), str(plan)
+    assert all(plan.slot(h.slot(Role.SEPARATED)).width == h.outbox_width() for h in averaging), str(plan)
+    assert plan.used() <= 32
+    _overlaps_are_dead(plan)
+    result = experiments.check_compiled(verdict, **FAST)
+    assert result.holds and max(max(row) for row in result.nmse) < 1e-20, str(result)
 
 
 def test_a_fixed_position_a_score_reads_is_the_hosts_feature():
