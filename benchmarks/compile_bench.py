@@ -20,7 +20,7 @@ import torch
 
 import experiments
 import infoflow_smt as ifs
-from experiments.compilation.check import SAMPLES, SELECTED_TOKEN_SAMPLES
+from experiments.compilation.check import default_samples
 from experiments.training.data import Distribution
 from infoflow_smt.errors import CompileRefusal
 from infoflow_smt.lang import catalogue
@@ -40,9 +40,12 @@ def main() -> None:
     torch.set_num_threads(1)
     lines = [(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
              f"Python {platform.python_version()}, torch {torch.__version__}, 1 torch thread"),
-             f"betas {BETAS}, T {SEQ_LENS}, float64, inputs per T: "
-             + (f"{args.samples}" if args.samples else f"{SAMPLES}, {SELECTED_TOKEN_SAMPLES} for a target that "
-                "reads a selected token (its NMSE is the share of inputs whose top two scores nearly tie)"), ""]
+             f"betas {BETAS} (the table's; beta* is searched on the ladder of powers of sqrt 2), T {SEQ_LENS}, "
+             "float64, inputs per T: "
+             + (f"{args.samples}" if args.samples else
+                f"{default_samples(catalogue.get('max_retrieval'), SEQ_LENS)}, "
+                f"{default_samples(catalogue.get('induction_head'), SEQ_LENS)} for a target that reads a selected "
+                "token (its NMSE is the share of inputs whose top two scores nearly tie)"), ""]
     held, total, slowest = 0, 0, 0.0
     for name in catalogue.names():
         frontier = ifs.decide_all(name)
