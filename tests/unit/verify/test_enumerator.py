@@ -140,6 +140,9 @@ def test_the_enumerator_imports_no_z3() -> None:
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
+BRUTE_FORCE_BUDGET_S = 600.0
+
+
 def _operations(program) -> int | None:
     return None if program is None else program.operations
 
@@ -148,7 +151,9 @@ def _same_answer(target, arch) -> list[str]:
     """Where ``decide`` and the exhaustive brute force differ: status, best exponent, fewest operations."""
     from infoflow_smt.verify.enumerator import brute_force_decide
 
-    verdict, brute = ifs.decide(target, arch), brute_force_decide(target, arch)
+    # the brute force's default deadline is decide's; on a loaded machine the largest cases need more
+    verdict, brute = ifs.decide(target, arch), brute_force_decide(target, arch, budget_s=BRUTE_FORCE_BUDGET_S)
+    assert brute is not None, f"the brute force did not finish in {BRUTE_FORCE_BUDGET_S} s"
     problems = []
     if verdict.status is not brute.status:
         problems.append(f"status: solver {verdict.status.value}, brute force {brute.status.value}")
