@@ -8,6 +8,7 @@ and the promises the docs make of it (``support.hostile_probe``): ``benchmarks/h
 """
 from __future__ import annotations
 
+from infoflow_smt.limits import MAX_LAYERS
 from support.hostile_probe import Probe
 
 A = "ifs.Architecture(heads=(2, 2), embed_dim=32, input_dim=2)"
@@ -372,9 +373,9 @@ _BAD_NUMBERS = [   # (command, option and value[, True: the suite runs it]): eac
     (_D, "--timeout 1e308", True), (_D, "--timeout 1e306"), (_D, "--timeout inf"), (_D, "--timeout nan", True),
     (_D, "--timeout 0"), (_D, "--timeout -1"), (_D, "--timeout 1e-400"), (_D, "--seq-len 1" + "0" * 19, True),
     (_D, "--seq-len 1.5"), (_D, "--input-dim 1000000000"), ("decide min_pairwise_dot", "--heads 1,0"),
-    ("decide min_pairwise_dot", "--heads 257"), ("decide min_pairwise_dot", "--heads " + ",".join(["1"] * 33)),
+    ("decide min_pairwise_dot", "--heads 257"), ("decide min_pairwise_dot", "--heads " + ",".join(["1"] * (MAX_LAYERS + 1))),
     (_D, "--embed-dim T**T"), ("explain min_pairwise_dot --heads 1", "--timeout 1e306"),
-    ("minimize min_pairwise_dot", "--max-layers 33"), ("minimize min_pairwise_dot", "--max-heads 1000000000"),
+    ("minimize min_pairwise_dot", f"--max-layers {MAX_LAYERS + 1}"), ("minimize min_pairwise_dot", "--max-heads 1000000000"),
     ("minimize min_pairwise_dot", "--timeout 1e306"), ("frontier min_pairwise_dot", "--timeout 1e306"),
     ("frontier min_pairwise_dot", "--head-dim 0"), ("sweep min_pairwise_dot --no-cache", "--timeout 1e306"),
     ("sweep min_pairwise_dot --no-cache", "--workers 100000", True), ("sweep min_pairwise_dot", "--layers 1..100000000000"),
