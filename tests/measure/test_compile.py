@@ -125,8 +125,8 @@ def test_a_stream_too_narrow_even_so_reuses_the_room_of_facts_nothing_reads_late
 def test_an_averaging_head_adds_its_averages_onto_its_outbox():
     """Five fixed positions gathered, then five sums and means over T read by the output token: the averages land
     on the outbox the sources filled (the map after the layer subtracts what the position sent), so the head's
-    own output is the 1/(T+1) alone. With an output slot as wide as the outbox beside it, the stream needed 36
-    dimensions at E = 32."""
+    own output is the 1/(T+1) alone, and the outbox and the averages never need room side by side: the stream fits
+    in E = 32."""
     text = "mean(dot(x[a], x[2]) + f1(x[a]) for a in T) - sum(f2(x[b], x[3]) + dot(x[b], x[T]) + f1(x[b]) for b in " \
            "T) - sum(dot(x[c], x[T-1]) + f1(x[c]) for c in T) - dot(x[2], x[1])"
     verdict = on_a_new_thread(lambda: ifs.decide(text, ifs.Architecture((1, 1), 32, 2, positional=True)))
