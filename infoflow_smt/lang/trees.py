@@ -36,7 +36,8 @@ Node attribute keys (``tree.nodes[n][key]``):
 
 Graph attributes: ``tree.graph["order"]`` (group id -> variable order, outermost first),
 ``tree.graph["output"]`` (the target with every top-level reduction replaced by a ``GroupRef``),
-``tree.graph["groups"]`` (group id -> ``Group``), ``tree.graph["hosted"]`` (the ids of the hosted groups),
+``tree.graph["groups"]`` (group id -> ``Group``), ``tree.graph["hosted"]`` (the ids of the groups the tree adds
+beside the target's own: hosted, prefix and moved forms),
 ``tree.graph["hostings"]`` (node -> the ``Hosting`` s that say which other node it is at which host),
 ``tree.graph["prefixes"]`` (a selection that binds no variable -> its prefix form's node, below),
 ``tree.graph["moved"]`` (a winner read ahead of its candidates -> the moved selection's node and by how much).
@@ -350,7 +351,7 @@ def _tree(expression, order: tuple, hosted: bool = True, prefixes: bool = False)
     for reduction in _prefix_forms(expression) if prefixes else ():
         prefix_of[reduction] = collector.rewrite(_prefix_form(reduction)).group
     moved = {}       # a winner read ahead of its candidates -> (the moved selection's group, by how much)
-    for reduction, (form, m) in _moved_winners(expression, output) if prefixes else ():
+    for reduction, (form, m) in _moved_winners(expression, output, masked=prefixes) if hosted else ():
         moved[reduction] = (collector.rewrite(form).group, m)
     groups = collector.sorted_groups()
     chosen = default_order(groups)
@@ -437,8 +438,10 @@ def outermost(tree: nx.DiGraph, group: str) -> str:
 
 
 def selection_nodes(tree: nx.DiGraph) -> list[str]:
-    """The target's own selection nodes (not the hosted forms)."""
-    return [n for n, d in tree.nodes(data=True) if d["kind"] in SELECTION_KINDS and not d["hosted"]]
+    """The target's own selection nodes (not the hosted, prefix or moved forms the tree adds beside them)."""
+    extra = tree.graph["hosted"]
+    return [n for n, d in tree.nodes(data=True) if d["kind"] in SELECTION_KINDS and not d["hosted"]
+            and d["group"] not in extra]
 
 
 def hosted_nodes(tree: nx.DiGraph) -> list[str]:
@@ -510,13 +513,14 @@ def _prefix_forms(expression) -> list[ex.Reduce]:
     return found
 
 
-def _moved_winners(expression, output) -> list[tuple[ex.Reduce, tuple[ex.Reduce, int]]]:
-    """The argmin/argmax selections that bind no variable, whose candidates read only tokens after their own
-    (``x[t+1]``: the token before a winner, ``x[argmax(...) - 1]``, shifted), and whose winner the target reads
-    only as a token at the top: each with the same comparison over ``t + m`` (``normal_form.over_neighbours``),
-    where every candidate reads its own token and those before it. Under the causal mask a retrieval of the
-    moved selection, whose candidates hold the token ``m`` before their own, brings that token: the one the
-    target reads (docs/model.md, "Causal mask")."""
+def _moved_winners(expression, output, masked: bool) -> list[tuple[ex.Reduce, tuple[ex.Reduce, int]]]:
+    """The argmin/argmax selections that bind no variable, whose candidates read only their neighbours' tokens
+    (``x[t+1]``: the token before a winner, ``x[argmax(...) - 1]``, shifted; or ``x[t-1]`` with the winner's own
+    token read), and whose winner the target reads only as a token at the top: each with the same comparison
+    over ``t + m`` (``normal_form.over_neighbours``), where every candidate reads its own token. A retrieval of
+    the moved selection, whose candidates hold the token ``m`` before their own (after it, for ``m < 0``),
+    brings the one the target reads (docs/model.md, "The token beside a winner"). Under the causal mask
+    (``masked``) a candidate holds no token after its own, so only ``m > 0`` moves."""
     _, groups = collect_groups(expression)
     read_at_top = {e.index.group for e in walk(output) if isinstance(e, ex.Content) and isinstance(e.index, GroupRef)}
     read_elsewhere = {ref.group for g in groups.values() for e in walk(g.body)
@@ -530,7 +534,7 @@ def _moved_winners(expression, output) -> list[tuple[ex.Reduce, tuple[ex.Reduce,
         if g.kind.returns_index and len(g.variables) == 1 and not free_variables(g.body, groups) - set(g.variables):
             selection = _group_reduction(groups, g)
             moved = over_neighbours(selection)
-            if moved is not None and moved[1] > 0:
+            if moved is not None and (moved[1] > 0 or not masked):
                 found.append((selection, moved))
     return found
 

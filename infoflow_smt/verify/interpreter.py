@@ -156,6 +156,12 @@ class ScalarReplay:
         self.trace: set[int] | None = None  # positions read along the chain (for R_F)
         self.scanning = 0
         self.made: dict[tuple, int] = {}    # selections made by positions holding every token
+        # a hosted form -> the binding-free selections it is at a fixed position (``Hosting.fixed``, reversed)
+        self._fixed_names: dict[str, list] = {}
+        for other, hostings in tree.graph["hostings"].items():
+            for h in hostings:
+                if h.fixed is not None and not tree.nodes[other]["bound"]:
+                    self._fixed_names.setdefault(h.node, []).append((other, h))
 
     # ---- reading contents -----------------------------------------------------------------------
     def content(self, q, side: str | None, view: Viewpoint) -> np.ndarray:
@@ -378,6 +384,14 @@ class ScalarReplay:
             if found is not None:
                 final = True
                 break
+        if found is None:   # a hosted form at a fixed position is the selection that names it there
+            for other, h in self._fixed_names.get(node, ()):
+                if env.get(h.variable) == h.fixed.resolve(self.T):
+                    found, done = self._known(other, {}, who, layer, open_)
+                    final &= done
+                    if found is not None:
+                        final = True
+                        break
         open_.discard(key)
         if final:
             memo[key] = found

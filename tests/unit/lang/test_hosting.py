@@ -31,11 +31,14 @@ def test_the_canonical_form_ignores_the_names_and_the_spelling():
 
 def test_a_chain_of_hops_needs_one_hosted_form_per_length():
     """k-hop induction: every link is the same selection, so the chain's hosted forms are the chains of one
-    to k-1 links made from the host."""
+    to k-1 links made from the host; the last link's winner, read only as a token, has its moved selection
+    besides (over the token before each candidate's: ``m = -1``)."""
     for k in (2, 3, 5):
         tree = trees.comparison_tree(ifs.catalogue.get("k_hop_induction", k=k))
-        assert len(tree.graph["hosted"]) == k - 1
+        assert len(trees.hosted_nodes(tree)) == k - 1
         assert all(tree.nodes[n]["bound"] == {hosting.HOST} for n in trees.hosted_nodes(tree))
+        ((last, (moved, m)),) = tree.graph["moved"].items()
+        assert m == -1 and last in trees.selection_nodes(tree) and moved not in trees.hosted_nodes(tree)
         # no hosted node is read by a node of the target, and the measures read the target alone
         assert not any(tree.has_edge(n, h) for n in trees.selection_nodes(tree) for h in trees.hosted_nodes(tree))
 
@@ -63,7 +66,9 @@ def test_one_selection_written_in_two_places_is_one_selection():
 ])
 def test_targets_without_hosts_have_none(text):
     tree = trees.comparison_tree(ifs.parse_target(text))
-    assert not tree.graph["hosted"] and not tree.graph["hostings"]
+    assert not trees.hosted_nodes(tree) and not tree.graph["hostings"]
+    # a winner read only as its token (the induction head's) has its moved selection: the one group added
+    assert set(tree.graph["hosted"]) == {tree.nodes[w]["group"] for w, _ in tree.graph["moved"].values()}
 
 
 def test_the_measures_read_the_target_alone():

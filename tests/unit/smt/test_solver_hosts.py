@@ -126,3 +126,17 @@ def test_under_the_mask_the_token_before_a_winner_is_what_the_winner_gathered():
     text = "f2(x[argmax(f1(x[t]) for t in range(2, T+1)) - 1])"
     assert ifs.decide(text, _arch((1, 1), positional=True, causal=True)).status is ifs.Status.FEASIBLE
     assert ifs.decide(text, _arch((1,), positional=True, causal=True)).status is ifs.Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("text", [
+    # the independent checker's false "no"s (results/false_no_search_2core.txt, seed 1, cases 230 and 965)
+    "f2(x[argmin(bilinear(A1, x[argmax(dot(x[t], x[T]) for t in T)], x[u-1]) for u in range(2, T+1))])",
+    "min(dot(x[v-1], x[T]) for v in range(2, T+1)) + f1(x[argmax(f1(x[w-1]) + dot(x[w-1], x[T]) for w in range(2, T+1))])",
+])
+def test_read_at_the_last_position_the_winner_whose_score_reads_the_token_before_it(text):
+    """Position T must make the selection and is one of its candidates, so its one head cannot also gather
+    x[T-1]; the same comparison over range(1, T), each candidate having gathered the token after its own,
+    brings the winner's own token (the moved selection, m = -1): two layers of one head."""
+    assert ifs.decide(text, _arch((1, 1), positional=True, readout="last")).status is ifs.Status.FEASIBLE
+    assert ifs.decide(text, _arch((1,), positional=True, readout="last")).status is ifs.Status.INFEASIBLE
+
