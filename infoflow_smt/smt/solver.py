@@ -376,6 +376,31 @@ class _Session:
                 break
         return model
 
+    def fewest_sources(self, allowed: list[int], model, extra=()):
+        """The model with no source a specific-position head of it can do without: with every operation
+        and every other source as they are, each source of a head that gathers several is dropped when the
+        encoding still has a program (``PRUNE_AFTER_WORK`` per question; a question past it keeps the
+        source). Gathers the level leaves free (``tightest_gather``) carry sources no cost asks for: an
+        extra offset beside the needed one, which a compiled head cannot gather."""
+        enc = self.enc
+        true = lambda name: z3.is_true(model.eval(enc.var(name), model_completion=True))
+        live = {key: refs for key, refs in enc.sources.items() if key[0] <= self.layers and key in enc.ops
+                and true(enc.ops[key]) and sum(true(v) for v in refs.values()) > 1}
+        if not live:
+            return model
+        literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
+        operations = [literal(n, true(n)) for key, n in enc.ops.items() if key[0] <= self.layers]
+        chosen = {v: true(v) for refs in enc.sources.values() for v in refs.values()}
+        for key, refs in live.items():
+            for v in refs.values():
+                if not chosen[v] or sum(chosen[w] for w in refs.values()) < 2:
+                    continue
+                trial = dict(chosen, **{v: False})
+                if self.ask(allowed, [*extra, *operations, *(literal(w, b) for w, b in trial.items())],
+                            PRUNE_AFTER_WORK) == z3.sat:
+                    model, chosen = self.model(), trial
+        return model
+
     def fewest_possible(self, allowed: list[int], model) -> int:
         """A lower bound on the operations of any program at these levels: without a global aggregation
         every selection of the chosen trees (but one whose score reads nothing) is made by some head. An
@@ -725,6 +750,9 @@ class Questions:
         elif not note and not session.minimal:
             note = {"minimized": False, "note": "the witness was not shown to have the fewest operations (a "
                                                 "minimization question ran out of its time); its exponent is exact"}
+        if not note:
+            with contextlib.suppress(OutOfTime):   # the program found so far is valid with the sources it has
+                model = session.fewest_sources(allowed, model, exact)
         program = session.program(model)
         self.fewest = program.operations
         return program, self.replayed_exponent(program, arch, session.deadline), note

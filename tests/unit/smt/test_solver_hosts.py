@@ -9,7 +9,7 @@ import pytest
 
 import infoflow_smt as ifs
 from infoflow_smt.lang.trees import comparison_tree, hosted_nodes
-from infoflow_smt.model.program import Mode
+from infoflow_smt.model.program import Mode, Offset
 
 
 def _arch(heads, **switches) -> ifs.Architecture:
@@ -140,3 +140,11 @@ def test_read_at_the_last_position_the_winner_whose_score_reads_the_token_before
     assert ifs.decide(text, _arch((1, 1), positional=True, readout="last")).status is ifs.Status.FEASIBLE
     assert ifs.decide(text, _arch((1,), positional=True, readout="last")).status is ifs.Status.INFEASIBLE
 
+
+
+def test_a_witness_gathers_no_source_it_can_do_without():
+    """Pointer doubling's layer 1 gathers x[T] and x[p-1]: the moved form of the last hop would also have
+    every position gather x[p+1], which no operation of the witness reads (``_Session.fewest_sources``)."""
+    verdict = ifs.decide(ifs.catalogue.get("k_hop_induction", k=3), _arch((1, 1, 1), positional=True))
+    gathered = [a.op.positions for a in verdict.witness.actions if a.op.mode is Mode.POSITIONS]
+    assert gathered and all(Offset(1) not in positions for positions in gathered)
