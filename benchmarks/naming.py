@@ -44,7 +44,7 @@ def chain(k: int) -> str:
 
 def naming(target, program: Program) -> int:
     """One naming from cold: the characters it wrote."""
-    node_text._KEPT.clear()   # noqa: SLF001 - the kept texts are what is measured: each pass starts without them
+    node_text._KEPT.clear()
     named = program.named(target)
     steps = describe_program(named, target)
     definitions = node_text.named_target(target)[1]

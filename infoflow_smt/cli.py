@@ -34,8 +34,8 @@ import sympy
 from infoflow_smt.command import SECONDS, WHOLE, BadInput, Bound, Exit, Parser, answer, console
 from infoflow_smt.deadline import Deadline, interrupts_remembered
 from infoflow_smt.files import output_file, write_atomic
-from infoflow_smt.report import setting
 from infoflow_smt.limits import MAX_DIGITS, MAX_HEADS, MAX_INPUT_DIM, MAX_LAYERS, MAX_WORKERS
+from infoflow_smt.report import setting
 from infoflow_smt.symbols import T
 from infoflow_smt.words import printable
 

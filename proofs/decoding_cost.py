@@ -144,5 +144,5 @@ def prove_decoding_cost() -> ProofResult:
     """Theorem 3 of paper 1 and its consequences, on instances and over every architecture (see
     ``STATEMENT`` and ``GENERAL``)."""
     return run_proof(NAME, STATEMENT, _evidence, _general, notes, differences=(
-        "Memorization (D-retrieval on one head, E = T*d): paper 2's Theorem 2(3) gives exponent 1 + gamma, the "
-        "model 0 (paper 1's decoding law): the same verdict, another exponent.",))
+        ("Memorization (D-retrieval on one head, E = T*d): paper 2's Theorem 2(3) gives exponent 1 + gamma, the "
+        "model 0 (paper 1's decoding law): the same verdict, another exponent."),))

@@ -130,6 +130,6 @@ def prove_head_count() -> ProofResult:
     """Theorem 2(1)-(2) of paper 2 for D = 2..5 and h = 1..D+1, and over every one-layer architecture
     (see ``STATEMENT`` and ``GENERAL``)."""
     return run_proof(NAME, STATEMENT, _evidence, _general, notes, differences=(
-        "Paper 2's exponents (gamma for h >= D, its Theorem 2(2) bound below) are not the model's (1, and "
+        ("Paper 2's exponents (gamma for h >= D, its Theorem 2(2) bound below) are not the model's (1, and "
         "T*d*h/E - 1, paper 1's laws): the two agree on which cells are efficient, not on the exponent (the notes' "
-        "table sets them side by side).",))
+        "table sets them side by side)."),))

@@ -43,11 +43,11 @@ STATEMENT = ("Paper 2 (Yu, Bao, Jiang, Yu, Li, ICLR 2026), Conjecture 1 says D-r
              "D <= 8, and every cell where the two differ is efficient with a replayed witness.")
 GENERAL = ("Over every architecture, for D = 1..8 without positions, the frontier of D-retrieval is the minimal "
            "(L, h) with (2L-1)*h >= D (the conjecture's would be the minimal (L, h) with L*h >= D).")
-DIFFERENCES = ("Paper 2's Conjecture 1 (L*h >= D heads in all) against the model's (2L-1)*h >= D without positions: "
+DIFFERENCES = (("Paper 2's Conjecture 1 (L*h >= D heads in all) against the model's (2L-1)*h >= D without positions: "
                "the model's input positions make selections that bind no variable in early layers and a later "
                "retrieval hands them on, so more cells are efficient (D = 3 on two layers of one head; the cells are "
                "the instances above, each with a replayed witness); a training run decides between the two "
-               "(docs/reproduction.md).",)
+               "(docs/reproduction.md)."),)
 LAYERS, HEADS, DIMENSIONS = range(1, 5), range(1, 7), range(1, 9)
 WIDTH, INPUT_DIM = 32, 2
 EXPERIMENT = "reproduction.md#d--3-on-two-layers-of-one-head"   # relative to docs/, where the report lives

@@ -128,9 +128,9 @@ def _offsets(e: ex.Expr, var: str) -> set[int] | None:
     stack = [e]
     while stack:
         node = stack.pop()
-        if isinstance(node, ex.Content) and isinstance(node.index, (ex.VarIndex, ex.OffsetIndex)):
-            if node.index.name == var:
-                found.add(node.index.offset if isinstance(node.index, ex.OffsetIndex) else 0)
+        if isinstance(node, ex.Content) and isinstance(node.index, (ex.VarIndex, ex.OffsetIndex)) \
+                and node.index.name == var:
+            found.add(node.index.offset if isinstance(node.index, ex.OffsetIndex) else 0)
         if isinstance(node, ex.Reduce) and any(var in ex.domain_variables(b.domain) for b in node.bindings):
             return None
         stack += ex.children(node)

@@ -17,9 +17,8 @@ from infoflow_smt.lang import causal
 from infoflow_smt.lang import expr as ex
 from infoflow_smt.lang.earliest import earliest_layers
 from infoflow_smt.lang.hosting import HOST
-from infoflow_smt.lang.node_text import HOST_TEXT
 from infoflow_smt.lang.language import domain_to_text, fixed_to_text
-from infoflow_smt.lang.node_text import definitions, node_names
+from infoflow_smt.lang.node_text import HOST_TEXT, definitions, node_names
 from infoflow_smt.lang.node_text import named_expression_text as _text
 from infoflow_smt.lang.rank import score_rank
 from infoflow_smt.lang.trees import comparison_tree, selection_nodes, walk

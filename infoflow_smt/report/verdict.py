@@ -63,8 +63,8 @@ class Verdict:
         arch = self.architecture
         named = named_target(self.target)
         lines = [f"{self.status.value.upper()}: {named[0] if named else self.target}",
-                 f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
-                 f"{setting_text(arch)}"]
+                 (f"  architecture: {arch.shape}, width E={arch.embed_dim}, tokens of dimension d={arch.input_dim}"
+                  f"{setting_text(arch)}")]
         if getattr(self.target, "per_position", False):
             unasked = _unasked(self.target)
             lines.insert(1, "  an answer at every position: each input position o computes its own" + (

@@ -39,6 +39,7 @@ spelling (``bvand``) several times slower.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import sympy
@@ -1085,7 +1086,7 @@ class _Builder:
             if q in named or c in answering:
                 continue
             sets.setdefault(tuple(c in self.candidates(i) for _, i in domains), []).append(c)
-        return [(a, b) for members in sets.values() for a, b in zip(members, members[1:])]
+        return [(a, b) for members in sets.values() for a, b in itertools.pairwise(members)]
 
     def ordered_anchors(self, l: int) -> None:
         """Twin anchors in order (``twin_anchors``): of two, the first's ``know`` facts are lexicographically

@@ -391,7 +391,7 @@ class _Session:
         literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
         operations = [literal(n, true(n)) for key, n in enc.ops.items() if key[0] <= self.layers]
         chosen = {v: true(v) for refs in enc.sources.values() for v in refs.values()}
-        for key, refs in live.items():
+        for refs in live.values():
             for v in refs.values():
                 if not chosen[v] or sum(chosen[w] for w in refs.values()) < 2:
                     continue

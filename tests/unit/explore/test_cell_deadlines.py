@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from infoflow_smt.explore.cell_deadlines import CellDeadlines, queued_behind, questions_left, whole_end
+from infoflow_smt.explore.cell_deadlines import CellDeadlines, questions_left, queued_behind, whole_end
 from infoflow_smt.model.architecture import Architecture
 
 

@@ -62,15 +62,16 @@ def test_the_best_orders_group_by_group_are_the_best_combination():
     whose best orders differ."""
     import random
 
+    from support.generators import random_target
+
     from infoflow_smt.lang.earliest import first_known
     from infoflow_smt.lang.trees import useful_orders
     from infoflow_smt.smt.encoder import goal_needs
-    from support.generators import random_target
 
     rng = random.Random(7)
     texts = [random_target(rng, positional=True) for _ in range(150)]
-    texts += ["min(dot(x[s], x[t]) + bilinear(A1, x[s], x[u]) for s in T for t in T for u in T) "
-              "+ max(max(f1(x[s], x[argmax(f2(x[t], x[s]) for t in T)]) for s in T) for u in T)",
+    texts += [("min(dot(x[s], x[t]) + bilinear(A1, x[s], x[u]) for s in T for t in T for u in T) "
+               "+ max(max(f1(x[s], x[argmax(f2(x[t], x[s]) for t in T)]) for s in T) for u in T)"),
               ifs.catalogue.get("intrinsic_dimension", D=4).text]
     tried = 0
     for text in texts:

@@ -21,8 +21,8 @@ def chain(k: int) -> str:
 
 @pytest.mark.parametrize(("named", "written_out"), [
     ("p = argmax(dot(x[t-1], x[T]) for t in range(2, T+1)); x[p]", "x[argmax(dot(x[t-1], x[T]) for t in range(2, T+1))]"),
-    ("p1 = argmax(dot(x[t1-1], x[T]) for t1 in range(2, T+1))\np2 = argmax(dot(x[t2-1], x[p1]) for t2 in range(2, T+1))\n"
-     "x[p2]", chain(2)),
+    (("p1 = argmax(dot(x[t1-1], x[T]) for t1 in range(2, T+1))\np2 = argmax(dot(x[t2-1], x[p1]) for t2 in range(2, T+1))\n"
+     "x[p2]"), chain(2)),
     ("m = max(f1(x[t]) for t in T); m * 2 + m", "max(f1(x[t]) for t in T) * 2 + max(f1(x[t]) for t in T)"),
     ("q = x[T]; max(dot(q, x[t]) for t in T)", "max(dot(x[T], x[t]) for t in T)"),
     # the token after a named winner is the shifted selection, as x[argmax(...) + 1] is

@@ -10,9 +10,9 @@ import pytest
 from support.generators import random_case
 
 import infoflow_smt as ifs
-from infoflow_smt.model.vocabulary import GOAL, INPUT, OUTPUT, budget
 from infoflow_smt.lang import catalogue
 from infoflow_smt.model.program import Action, Mode, Op, Program
+from infoflow_smt.model.vocabulary import GOAL, INPUT, OUTPUT, budget
 from infoflow_smt.report.explain import Reason, _budgets, describe_program, innermost_first
 
 
