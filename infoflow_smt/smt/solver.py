@@ -229,6 +229,11 @@ class Search:
         return self.model is not None
 
 
+def _literal(enc: encoder.Encoding, name: str, value: bool) -> z3.BoolRef:
+    """The encoding's variable ``name`` held at ``value``, as an assumption."""
+    return enc.var(name) if value else z3.Not(enc.var(name))
+
+
 def _check(solver: z3.Solver, assumptions: list[z3.BoolRef]) -> z3.CheckSatResult:
     """``solver.check(*assumptions)`` without its conversion of each literal in Python (a question passes
     thousands of them, all already Boolean terms of the solver's context)."""
@@ -383,20 +388,17 @@ class _Session:
         source). Gathers the level leaves free (``tightest_gather``) carry sources no cost asks for: an
         extra offset beside the needed one, which a compiled head cannot gather."""
         enc = self.enc
-        true = lambda name: z3.is_true(model.eval(enc.var(name), model_completion=True))
-        live = {key: refs for key, refs in enc.sources.items() if key[0] <= self.layers and key in enc.ops
-                and true(enc.ops[key]) and sum(true(v) for v in refs.values()) > 1}
-        if not live:
-            return model
-        literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
-        operations = [literal(n, true(n)) for key, n in enc.ops.items() if key[0] <= self.layers]
-        chosen = {v: true(v) for refs in enc.sources.values() for v in refs.values()}
-        for refs in live.values():
+        values = encoder.witness_truth(enc, model, self.heads)
+        chosen = {v: values[v] for key, refs in enc.sources.items() if key[0] <= self.layers for v in refs.values()}
+        live = [refs for key, refs in enc.sources.items() if key[0] <= self.layers and values.get(enc.ops.get(key))
+                and sum(chosen[v] for v in refs.values()) > 1]
+        operations = [_literal(enc, n, values[n]) for key, n in enc.ops.items() if key[0] <= self.layers]
+        for refs in live:
             for v in refs.values():
                 if not chosen[v] or sum(chosen[w] for w in refs.values()) < 2:
                     continue
                 trial = dict(chosen, **{v: False})
-                if self.ask(allowed, [*extra, *operations, *(literal(w, b) for w, b in trial.items())],
+                if self.ask(allowed, [*extra, *operations, *(_literal(enc, w, b) for w, b in trial.items())],
                             PRUNE_AFTER_WORK) == z3.sat:
                     model, chosen = self.model(), trial
         return model
@@ -434,7 +436,7 @@ class _Session:
         gone = set(dropped)
         moved = _renumbered([key for key, n in enc.ops.items() if n in names and values[n] and n not in gone])
         kept_names = [enc.ops[key] for key in moved.values()]   # in order: the assumptions' order is z3's search's
-        literal = lambda name, value: enc.var(name) if value else z3.Not(enc.var(name))
+        literal = functools.partial(_literal, enc)
         running = frozenset(kept_names)
         operations = [literal(n, False) for n in names if n not in running] + [literal(n, True) for n in kept_names]
         same = [v for per_order in enc.order_vars.values() if len(per_order) > 1 for v in per_order.values()]
